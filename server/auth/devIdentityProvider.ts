@@ -1,0 +1,46 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+
+/**
+ * The development identity provider: the server acts as its own OIDC issuer with one ES256
+ * key kept in the data directory, so tokens survive restarts.
+ */
+export async function createDevIdentityProvider(options: { dataDir?: string; audience: string; claim: string; ttlSeconds: number }) {
+  const file = options.dataDir && path.join(options.dataDir, 'dev-idp-key.json');
+  let privateJwk: JWK;
+  if (file && existsSync(file)) {
+    privateJwk = JSON.parse(readFileSync(file, 'utf8'));
+  } else {
+    const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+    privateJwk = { ...(await exportJWK(privateKey)), kid: `dev-${Date.now().toString(36)}`, alg: 'ES256', use: 'sig' };
+    if (file) writeFileSync(file, JSON.stringify(privateJwk), { mode: 0o600 });
+  }
+  const { d: _private, ...publicJwk } = privateJwk;
+  const signingKey = await importJWK(privateJwk, 'ES256');
+
+  return {
+    jwks: { keys: [publicJwk] },
+    metadata: (issuer: string) => ({
+      issuer,
+      jwks_uri: `${issuer}/jwks`,
+      token_endpoint: issuer.replace(/\/dev\/oidc$/, '/dev/token'),
+      id_token_signing_alg_values_supported: ['ES256'],
+      response_types_supported: ['token'],
+      subject_types_supported: ['public'],
+    }),
+    async mint(issuer: string, personalnummer: number) {
+      const expiresAt = Math.floor(Date.now() / 1000) + options.ttlSeconds;
+      const accessToken = await new SignJWT({ [options.claim]: personalnummer })
+        .setProtectedHeader({ alg: 'ES256', kid: privateJwk.kid })
+        .setIssuer(issuer)
+        .setAudience(options.audience)
+        .setSubject(String(personalnummer))
+        .setIssuedAt()
+        .setExpirationTime(expiresAt)
+        .sign(signingKey);
+      return { accessToken, expiresAt: new Date(expiresAt * 1000).toISOString() };
+    },
+  };
+}
+export type DevIdentityProvider = Awaited<ReturnType<typeof createDevIdentityProvider>>;

@@ -1,0 +1,97 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const optionalText = z.string().trim().min(1).optional();
+
+const Env = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  DATA_DIR: z.string().default('./data'),
+  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 * 1024),
+  UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  PUBLIC_URL: z.url().optional(),
+
+  AUTH_MODE: z.enum(['dev', 'oidc']).optional(),
+  OIDC_ISSUER: z.url().optional(),
+  OIDC_AUDIENCE: z.string().min(1).default('tourline'),
+  OIDC_PERSONALNUMMER_CLAIM: z.string().min(1).default('personalnummer'),
+  OIDC_ALGORITHMS: z.string().default('RS256,ES256,PS256,EdDSA'),
+  DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).default(12 * 3600),
+  ADMIN_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+
+  ERP_MODE: z.enum(['demo', 'http']).default('demo'),
+  ERP_BASE_URL: z.url().optional(),
+  ERP_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  ERP_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  ERP_IMPORT_ENABLED: flag.default(true),
+  ERP_IMPORT_CRON: z.string().default('0 5 * * *'),
+  ERP_IMPORT_OFFSET_DAYS: z.coerce.number().int().min(-7).max(30).default(1),
+
+  DOCUMENT_STORE: z.enum(['local', 'http']).default('local'),
+  DOCUMENT_STORE_URL: z.url().optional(),
+  DOCUMENT_STORE_TOKEN: optionalText,
+
+  COMPANY_NAME: z.string().default('Tourline Demo GmbH'),
+  CHANGE_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+}).superRefine((env, ctx) => {
+  if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL) ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
+  if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL) ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
+  if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required when AUTH_MODE=oidc' });
+  if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required in production' });
+  if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev') ctx.addIssue({ code: 'custom', path: ['AUTH_MODE'], message: 'dev is not allowed in production' });
+  if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY) ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
+});
+
+export type Config = ReturnType<typeof loadConfig>;
+
+export class ConfigError extends Error {}
+
+/** Reads the environment once; a bad value stops the start with the variable's name. */
+export function loadConfig(env: Record<string, string | undefined> = process.env) {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = Env.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const authMode = e.AUTH_MODE ?? (e.OIDC_ISSUER ? 'oidc' : 'dev');
+  return {
+    env: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: path.resolve(e.DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
+    logLevel: e.LOG_LEVEL,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    uploadLimitBytes: e.UPLOAD_LIMIT_BYTES,
+    publicUrl: e.PUBLIC_URL,
+    auth: {
+      mode: authMode as 'dev' | 'oidc',
+      issuer: e.OIDC_ISSUER,
+      audience: e.OIDC_AUDIENCE,
+      personalnummerClaim: e.OIDC_PERSONALNUMMER_CLAIM,
+      algorithms: e.OIDC_ALGORITHMS.split(',').map((a) => a.trim()).filter(Boolean),
+      devTokenTtlSeconds: e.DEV_TOKEN_TTL_SECONDS,
+      adminApiKey: e.ADMIN_API_KEY,
+    },
+    erp: {
+      mode: e.ERP_MODE,
+      baseUrl: e.ERP_BASE_URL,
+      timeoutMs: e.ERP_TIMEOUT_MS,
+      retries: e.ERP_RETRIES,
+      importEnabled: e.ERP_IMPORT_ENABLED,
+      importCron: e.ERP_IMPORT_CRON,
+      importOffsetDays: e.ERP_IMPORT_OFFSET_DAYS,
+    },
+    documents: { mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN },
+    companyName: e.COMPANY_NAME,
+    changeLogRetentionDays: e.CHANGE_LOG_RETENTION_DAYS,
+  };
+}

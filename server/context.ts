@@ -1,0 +1,18 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Authenticator } from './auth/authenticate.js';
+import type { Database } from './db/client.js';
+
+/** What request handlers and jobs may use. Built once at start, passed in, never global. */
+export interface AppContext {
+  config: Config;
+  database: Database;
+  logger: Logger;
+  auth: Authenticator;
+}
+
+export type Actor =
+  | { kind: 'driver'; personalnummer: number; name: string; tokenExpiresAt: number }
+  | { kind: 'admin' };
+
+export type DriverActor = Extract<Actor, { kind: 'driver' }>;

@@ -1,0 +1,118 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import * as schema from './schema.js';
+
+export type Schema = typeof schema;
+/** Raw results of both drivers (pg and PGlite) carry their rows in `rows`. */
+interface Rows<T> { rows: T[] }
+export interface RowsResultHKT extends PgQueryResultHKT {
+  type: Rows<this['row']>;
+}
+/** A database handle or a transaction: both run queries the same way. */
+export type Db = PgDatabase<RowsResultHKT, Schema>;
+
+export const migrationsFolder = fileURLToPath(new URL('../../migrations', import.meta.url));
+
+// Taken around migrations so that instances starting together on one database migrate once.
+const MIGRATION_LOCK = 7_230_001;
+
+export interface Database {
+  kind: 'pglite' | 'postgres';
+  db: Db;
+  /** Statements run through drizzle since start; tests and benchmarks read it. */
+  queries: { count: number };
+  /** Random id of this database's installation; cursors from another installation are refused. */
+  epoch: string;
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  url?: string;
+  dataDir?: string;
+  poolSize?: number;
+}
+
+/** Opens PostgreSQL when a URL is given, else PGlite under `dataDir` (in memory without one); migrates. */
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const queries = { count: 0 };
+  const logger = { logQuery: () => { queries.count += 1; } };
+  let database: Omit<Database, 'epoch'>;
+  if (options.url) {
+    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    pool.on('error', () => { /* an idle client lost its connection; the pool replaces it */ });
+    const db = drizzlePg({ client: pool, schema, logger });
+    const lock = await pool.connect();
+    try {
+      await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      await migratePg(db, { migrationsFolder });
+    } finally {
+      await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+      lock.release();
+    }
+    database = {
+      kind: 'postgres', db: db as unknown as Db, queries,
+      listen: (channel, onPayload) => listenPg(options.url!, channel, onPayload),
+      close: () => pool.end(),
+    };
+  } else {
+    let dataDir: string | undefined;
+    if (options.dataDir) {
+      dataDir = path.join(options.dataDir, 'pglite');
+      mkdirSync(dataDir, { recursive: true });
+    }
+    const client = await PGlite.create(dataDir ? { dataDir } : {});
+    const db = drizzlePglite({ client, schema, logger });
+    await migratePglite(db, { migrationsFolder });
+    database = {
+      kind: 'pglite', db: db as unknown as Db, queries,
+      listen: async (channel, onPayload) => {
+        const unlisten = await client.listen(channel, onPayload);
+        return async () => { await unlisten(); };
+      },
+      close: () => client.close(),
+    };
+  }
+  const epoch = await ensureEpoch(database.db);
+  return { ...database, epoch };
+}
+
+async function ensureEpoch(db: Db): Promise<string> {
+  await db.insert(schema.meta).values({ key: 'epoch', value: randomUUID() }).onConflictDoNothing();
+  const [row] = await db.select().from(schema.meta).where(sql`${schema.meta.key} = 'epoch'`);
+  return row.value;
+}
+
+/** A dedicated connection for LISTEN that reconnects when it drops. */
+async function listenPg(url: string, channel: string, onPayload: (payload: string) => void) {
+  let client: pg.Client | undefined;
+  let closed = false;
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: url });
+    c.on('notification', (n) => { if (n.channel === channel && n.payload !== undefined) onPayload(n.payload); });
+    c.on('error', () => { /* handled by 'end' */ });
+    c.on('end', () => {
+      if (!closed) setTimeout(() => { connect().catch(() => undefined); }, 500);
+    });
+    await c.connect();
+    await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    client = c;
+    // A reconnect may have missed notifications; a payload-less wake-up makes listeners re-read.
+    onPayload('');
+  };
+  await connect();
+  return async () => {
+    closed = true;
+    await client?.end().catch(() => undefined);
+  };
+}

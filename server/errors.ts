@@ -1,0 +1,38 @@
+import type { ErrorCode } from '../shared/schemas/common.js';
+
+/**
+ * The error catalogue. Domain code throws `DomainError`s with one of these codes; only the
+ * HTTP layer turns them into statuses and problem+json.
+ */
+export const errorCatalogue: Record<ErrorCode, { status: number; title: string; cause: string }> = {
+  validation: { status: 400, title: 'Validation failed', cause: 'The request does not fit its schema or breaks a domain rule; `errors` names the fields.' },
+  invalid_state_transition: { status: 400, title: 'Invalid state transition', cause: 'The delivery or line is in a state that does not allow the operation.' },
+  unauthorized: { status: 401, title: 'Authentifizierung fehlgeschlagen', cause: 'Bearer token or admin key missing, invalid or expired, or the account is inactive.' },
+  not_found: { status: 404, title: 'Not found', cause: 'The resource does not exist or belongs to another account.' },
+  conflict: { status: 409, title: 'Conflict', cause: 'The resource is still referenced, the key exists, or an event id was reused with another payload.' },
+  payload_too_large: { status: 413, title: 'Payload too large', cause: 'The body or an uploaded part exceeds its size limit.' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type', cause: 'The body is not of a content type the endpoint accepts.' },
+  upstream_unavailable: { status: 502, title: 'Upstream unavailable', cause: 'The ERP (or another system we call) is unreachable or answered with an error.' },
+  internal: { status: 500, title: 'Internal error', cause: 'Something failed on our side; the log has the details under the request id.' },
+};
+
+export interface FieldProblem { path: string; message: string }
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly errors?: FieldProblem[],
+    /** Overrides the catalogue's status where the spec asks for another (a failed upload is 500). */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+export const validation = (message: string, errors?: FieldProblem[]) => new DomainError('validation', message, errors);
+export const notFound = (what: string) => new DomainError('not_found', `${what} not found`);
+export const conflict = (message: string) => new DomainError('conflict', message);
+export const invalidTransition = (message: string) => new DomainError('invalid_state_transition', message);
+export const unauthorized = (message = 'Authentifizierung fehlgeschlagen') => new DomainError('unauthorized', message);
+export const upstream = (message: string) => new DomainError('upstream_unavailable', message);

@@ -1,0 +1,50 @@
+import { randomUUID } from 'node:crypto';
+import { createRequire } from 'node:module';
+import express from 'express';
+import { pinoHttp } from 'pino-http';
+import type { AppContext } from '../context.js';
+import { buildOpenApi } from './openapi.js';
+import { problemHandler, sendProblem } from './problem.js';
+import { registerRoutes } from './register.js';
+import type { AnyRoute } from './route.js';
+
+const require = createRequire(import.meta.url);
+const swaggerUiDir = (require('swagger-ui-dist') as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
+
+const docsPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>Tourline API</title>
+<link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
+<body><div id="ui"></div>
+<script src="/docs/assets/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', persistAuthorization: true });</script>
+</body></html>`;
+
+export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  app.use(pinoHttp({
+    logger: ctx.logger,
+    genReqId: (req, res) => {
+      const incoming = req.headers['x-request-id'];
+      const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+      res.setHeader('X-Request-Id', id);
+      return id;
+    },
+    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    serializers: { req: (req) => ({ id: req.id, method: req.method, url: req.url }), res: (res) => ({ statusCode: res.statusCode }) },
+  }));
+  app.use(express.json({ limit: ctx.config.bodyLimitBytes }));
+
+  const openApi = buildOpenApi(routes, { version: '0.1.0' });
+  app.get('/openapi.json', (_req, res) => { res.json(openApi); });
+  app.get('/docs', (_req, res) => { res.type('html').send(docsPage); });
+  app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
+
+  const router = express.Router();
+  registerRoutes(router, routes, ctx);
+  app.use(router);
+  app.use((req, res) => sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`));
+  app.use(problemHandler);
+  return app;
+}

@@ -1,0 +1,46 @@
+import type { Request, RequestHandler, Router } from 'express';
+import type { z } from 'zod';
+import type { AppContext, Actor } from '../context.js';
+import { DomainError } from '../errors.js';
+import { zodProblems } from './problem.js';
+import type { AnyRoute } from './route.js';
+
+function parsePart(schema: z.ZodType | undefined, value: unknown, where: string) {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value ?? {});
+  if (!result.success) {
+    throw new DomainError('validation', `Invalid ${where}`, zodProblems(result.error, where === 'body' ? undefined : where));
+  }
+  return result.data;
+}
+
+async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Promise<Actor | undefined> {
+  if (route.auth === 'bearer') return ctx.auth.driver(req.headers.authorization);
+  if (route.auth === 'admin') {
+    ctx.auth.admin(req.header('x-admin-api-key'));
+    return { kind: 'admin' };
+  }
+  return undefined;
+}
+
+const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+
+/** Binds route definitions to express: authenticate, parse params, query and body apart, call, answer. */
+export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppContext) {
+  for (const route of routes) {
+    const handler: RequestHandler = async (req, res) => {
+      const actor = await authenticate(route, req, ctx);
+      if (route.body && req.body === undefined && req.headers['content-type'] && !req.is('application/json')) {
+        throw new DomainError('unsupported_media_type', 'Send the body as application/json');
+      }
+      const params = parsePart(route.params, req.params, 'params');
+      const query = parsePart(route.query, req.query, 'query');
+      const body = parsePart(route.body, req.body, 'body');
+      const result = await route.handler({ params, query, body, actor, ctx, req, res });
+      if (res.headersSent) return;
+      if (route.status === 204) res.status(204).end();
+      else res.status(200).json(result);
+    };
+    router[route.method](expressPath(route.path), handler);
+  }
+}

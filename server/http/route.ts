@@ -1,0 +1,61 @@
+import type { Request, Response } from 'express';
+import type { z } from 'zod';
+import type { AppContext, Actor, DriverActor } from '../context.js';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+export type AuthKind = 'none' | 'bearer' | 'admin';
+
+type ActorFor<A extends AuthKind> = A extends 'bearer' ? DriverActor : A extends 'admin' ? Extract<Actor, { kind: 'admin' }> : undefined;
+type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+export interface HandlerInput<P, Q, B, A extends AuthKind> {
+  params: Out<P>;
+  query: Out<Q>;
+  body: Out<B>;
+  actor: ActorFor<A>;
+  ctx: AppContext;
+  req: Request;
+  res: Response;
+}
+
+/** How a body that is not JSON is documented (multipart uploads); the handler reads it itself. */
+export interface RawBody {
+  contentType: 'multipart/form-data';
+  schema: Record<string, unknown>;
+}
+
+/**
+ * A route as data: validation schemas for each input kept apart, the response schema, and a
+ * thin handler. `registerRoutes` binds these to express and `buildOpenApi` documents them.
+ */
+export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extends AuthKind = AuthKind> {
+  method: Method;
+  /** OpenAPI-style path: `/me/cars/{car_id}`. */
+  path: string;
+  auth: A;
+  summary: string;
+  tags: string[];
+  params?: P;
+  query?: Q;
+  body?: B;
+  rawBody?: RawBody;
+  /** JSON response schema for 200; omitted for 204 and for handlers that write the response. */
+  response?: z.ZodType;
+  status?: 200 | 204;
+  /** Content types of a binary 200 answer, for handlers that stream bytes themselves. */
+  produces?: string[];
+  errors?: number[];
+  handler: (input: HandlerInput<P, Q, B, A>) => Promise<unknown>;
+}
+
+export function route<
+  A extends AuthKind,
+  P extends z.ZodType | undefined = undefined,
+  Q extends z.ZodType | undefined = undefined,
+  B extends z.ZodType | undefined = undefined,
+>(def: RouteDefinition<P, Q, B, A>): RouteDefinition<P, Q, B, A> {
+  return def;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyRoute = RouteDefinition<any, any, any, any>;

@@ -1,0 +1,34 @@
+import { eq } from 'drizzle-orm';
+import { z } from 'zod';
+import type { DevIdentityProvider } from '../../auth/devIdentityProvider.js';
+import { accounts } from '../../db/schema.js';
+import { notFound } from '../../errors.js';
+import { route } from '../route.js';
+
+export const DevTokenRequest = z.object({ personalnummer: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER) }).meta({ id: 'DevTokenRequest' });
+export const DevTokenResponse = z.object({ accessToken: z.string(), expiresAt: z.string() }).meta({ id: 'DevTokenResponse' });
+
+/** The development identity provider's endpoints; registered only with AUTH_MODE=dev. */
+export function devIdentityRoutes(idp: DevIdentityProvider, issuer: () => string) {
+  return [
+    route({
+      method: 'get', path: '/dev/oidc/.well-known/openid-configuration', auth: 'none', tags: ['Development identity provider'],
+      summary: 'OIDC metadata of the development issuer', response: z.record(z.string(), z.unknown()),
+      handler: async () => idp.metadata(issuer()),
+    }),
+    route({
+      method: 'get', path: '/dev/oidc/jwks', auth: 'none', tags: ['Development identity provider'],
+      summary: 'Public keys of the development issuer', response: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }),
+      handler: async () => idp.jwks,
+    }),
+    route({
+      method: 'post', path: '/dev/token', auth: 'none', tags: ['Development identity provider'],
+      summary: 'Mint a token for an existing, active account', body: DevTokenRequest, response: DevTokenResponse, errors: [404],
+      handler: async ({ ctx, body }) => {
+        const [account] = await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, body.personalnummer));
+        if (!account?.active) throw notFound('Active account');
+        return idp.mint(issuer(), account.personalnummer);
+      },
+    }),
+  ];
+}

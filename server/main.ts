@@ -1,0 +1,30 @@
+import { ConfigError, loadConfig } from './config.js';
+import { startServer } from './server.js';
+
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(1);
+  }
+  throw error;
+}
+
+const running = await startServer(config);
+const { logger } = running.ctx;
+logger.info(`Tourline listening on ${running.url} (${running.ctx.database.kind}, auth ${config.auth.mode}, ERP ${config.erp.mode})`);
+if (config.auth.mode === 'dev') logger.info(`Get a token: npm run token -- <personalnummer>   API reference: ${running.url}/docs`);
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    logger.info(`${signal} received, finishing running requests`);
+    const force = setTimeout(() => process.exit(1), 15_000);
+    force.unref();
+    running.close().then(() => process.exit(0), (error) => {
+      logger.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    });
+  });
+}

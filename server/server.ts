@@ -1,0 +1,89 @@
+import { mkdirSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import http from 'node:http';
+import { pino, type Logger } from 'pino';
+import { adminKeyMatcher, resolveAdminKey } from './auth/adminKey.js';
+import { createAuthenticator } from './auth/authenticate.js';
+import { createDevIdentityProvider } from './auth/devIdentityProvider.js';
+import { createTokenVerifier } from './auth/tokens.js';
+import type { Config } from './config.js';
+import type { AppContext } from './context.js';
+import { openDatabase, type Database } from './db/client.js';
+import { createHttpApp } from './http/app.js';
+import { apiRoutes } from './http/routes/index.js';
+import { devIdentityRoutes } from './http/routes/devIdentity.js';
+
+export interface RunningServer {
+  url: string;
+  ctx: AppContext;
+  adminKey: string;
+  server: http.Server;
+  /** Stops taking requests, lets running ones finish, then closes the database. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+  /** Use this database instead of opening one (tests share one between two servers). */
+  database?: Database;
+  /** Keep the data directory free of files (tests); PGlite then runs in memory. */
+  ephemeral?: boolean;
+}
+
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? pino({ level: config.logLevel });
+  const dataDir = options.ephemeral ? undefined : config.dataDir;
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const database = options.database ?? await openDatabase({ url: config.databaseUrl, dataDir, poolSize: config.databasePoolSize });
+
+  const admin = resolveAdminKey(config.auth.adminApiKey, dataDir);
+  if (admin.generated) logger.warn(`No ADMIN_API_KEY configured; generated one for this data directory: ${admin.key}`);
+  else if (!config.auth.adminApiKey) logger.info(`Admin API key (from ${dataDir}/admin-api-key): ${admin.key}`);
+
+  let baseUrl = config.publicUrl ?? '';
+  const devIssuer = () => `${baseUrl}/dev/oidc`;
+  const devIdp = config.auth.mode === 'dev'
+    ? await createDevIdentityProvider({ dataDir, audience: config.auth.audience, claim: config.auth.personalnummerClaim, ttlSeconds: config.auth.devTokenTtlSeconds })
+    : undefined;
+  const verifyToken = createTokenVerifier({
+    issuer: () => (devIdp ? devIssuer() : config.auth.issuer!),
+    audience: config.auth.audience,
+    algorithms: config.auth.algorithms,
+    personalnummerClaim: config.auth.personalnummerClaim,
+  });
+
+  const ctx: AppContext = {
+    config,
+    database,
+    logger,
+    auth: createAuthenticator({
+      db: database.db,
+      verifyToken,
+      adminKeyMatches: adminKeyMatcher(admin.key),
+      onFailure: (reason) => logger.debug({ reason }, 'token rejected'),
+    }),
+  };
+
+  const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
+  const app = createHttpApp(ctx, routes);
+  const server = http.createServer(app);
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  baseUrl ||= url;
+
+  let closing: Promise<void> | undefined;
+  const close = () => closing ??= (async () => {
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeIdleConnections();
+    });
+    if (!options.database) await database.close();
+  })();
+
+  return { url, ctx, adminKey: admin.key, server, close };
+}

@@ -1,0 +1,5 @@
+export * from './schemas/common.js';
+export * from './schemas/masterData.js';
+export * from './schemas/tours.js';
+export * from './schemas/deliveries.js';
+export * from './schemas/sync.js';

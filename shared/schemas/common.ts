@@ -1,0 +1,54 @@
+import { z } from 'zod';
+
+export const Uuid = z.uuid();
+
+/** A real calendar date `YYYY-MM-DD` (2026-02-30 is refused). */
+export const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD').refine(isRealDate, 'not a calendar date');
+
+export const Timestamp = z.iso.datetime({ offset: true });
+
+export function isRealDate(value: string): boolean {
+  const [y, m, d] = value.split('-').map(Number);
+  const date = new Date(Date.UTC(y, m - 1, d));
+  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+}
+
+/** Text that must carry content: trimmed, at least one character. */
+export const RequiredText = z.string().trim().min(1, 'must not be empty');
+
+export const Address = z.object({
+  street: z.string(),
+  houseNumber: z.string(),
+  postalCode: z.string(),
+  city: z.string(),
+  country: z.string(),
+  addition: z.string().nullable().optional().transform((v) => (v?.trim() ? v : null)),
+}).meta({ id: 'Address' });
+export type Address = z.output<typeof Address>;
+
+export const contactRoles = ['header', 'delivery', 'billing', 'contact_person', 'customer_master'] as const;
+export const ContactRole = z.enum(contactRoles);
+export type ContactRole = z.infer<typeof ContactRole>;
+
+export const ContactKind = z.enum(['phone', 'mobile', 'email', 'web']);
+export type ContactKind = z.infer<typeof ContactKind>;
+
+export const errorCodes = [
+  'validation', 'invalid_state_transition', 'unauthorized', 'not_found', 'conflict',
+  'payload_too_large', 'unsupported_media_type', 'upstream_unavailable', 'internal',
+] as const;
+export const ErrorCode = z.enum(errorCodes);
+export type ErrorCode = z.infer<typeof ErrorCode>;
+
+export const Problem = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string().optional(),
+  code: ErrorCode,
+  errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+}).meta({ id: 'Problem' });
+export type Problem = z.infer<typeof Problem>;
+
+/** Query flag: `true`/`false`/`1`/`0`; anything else is a validation error. */
+export const QueryBoolean = z.enum(['true', 'false', '1', '0']).optional().transform((v) => v === 'true' || v === '1');

@@ -1,0 +1,196 @@
+import { z } from 'zod';
+import { Address, RequiredText, Timestamp, Uuid } from './common.js';
+import { Article, ContactSource, Customer, Tour, Warehouse } from './tours.js';
+
+export const DeliveryState = z.enum(['active', 'held', 'canceled', 'completed']);
+export type DeliveryState = z.infer<typeof DeliveryState>;
+export const ItemState = z.enum(['InProgress', 'Done', 'Removed', 'Held']);
+export type ItemState = z.infer<typeof ItemState>;
+export const AuditAction = z.enum(['scan', 'unscan', 'hold', 'unhold', 'remove', 'unremove']);
+export type AuditAction = z.infer<typeof AuditAction>;
+export const CreditAction = z.enum(['set', 'remove']);
+
+export const Credit = z.object({ amountCents: z.number().int(), reason: z.string(), updatedAt: Timestamp }).meta({ id: 'Credit' });
+export type Credit = z.infer<typeof Credit>;
+
+export const Delivery = z.object({
+  id: Uuid,
+  tourId: Uuid,
+  belegartId: z.number().int(),
+  belegnummer: z.string(),
+  customerId: Uuid,
+  deliveryAddress: Address,
+  state: DeliveryState,
+  stateReason: z.string().nullable(),
+  sortOrder: z.number().int(),
+  paymentMethodId: Uuid.nullable(),
+  paymentTerm: z.string().nullable(),
+  assignedCarId: Uuid.nullable(),
+  erpOpenAmountCents: z.number().int(),
+  openAmountCents: z.number().int(),
+  credit: Credit.nullable(),
+  completedAt: Timestamp.nullable(),
+  updatedAt: Timestamp,
+}).meta({ id: 'Delivery' });
+export type Delivery = z.infer<typeof Delivery>;
+export const DeliveryResponse = z.object({ delivery: Delivery }).meta({ id: 'DeliveryResponse' });
+
+export const DeliveryItem = z.object({
+  id: Uuid,
+  deliveryId: Uuid,
+  lineNumber: z.number().int(),
+  articleId: Uuid,
+  warehouseId: Uuid.nullable(),
+  requiredQuantity: z.number().int(),
+  scannedQuantity: z.number().int(),
+  creditedQuantity: z.number().int(),
+  state: ItemState,
+  scannable: z.boolean(),
+  unit: z.string().nullable(),
+  unitPriceCents: z.number().int().nullable(),
+}).meta({ id: 'DeliveryItem' });
+export type DeliveryItem = z.infer<typeof DeliveryItem>;
+
+export const Note = z.object({
+  id: Uuid,
+  deliveryId: Uuid,
+  text: z.string().nullable(),
+  imageAttachment: z.string().nullable(),
+  imageAttachmentId: Uuid.nullable(),
+  authorCarId: Uuid.nullable(),
+  creditDeliveryItemId: Uuid.nullable(),
+  isAmountCreditNote: z.boolean(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+}).meta({ id: 'Note' });
+export type Note = z.infer<typeof Note>;
+export const DeliveryNoteResponse = z.object({ note: Note }).meta({ id: 'DeliveryNoteResponse' });
+
+export const NoteContent = {
+  text: z.string().max(5000).nullable().optional(),
+  imageAttachment: z.string().max(1000).nullable().optional(),
+};
+export const CreateDeliveryNoteRequest = z.object({
+  ...NoteContent,
+  authorCarId: Uuid.nullable().optional(),
+  creditDeliveryItemId: Uuid.nullable().optional(),
+  isAmountCreditNote: z.boolean().optional(),
+}).meta({ id: 'CreateDeliveryNoteRequest' });
+export const UpdateDeliveryNoteRequest = z.object(NoteContent).meta({ id: 'UpdateDeliveryNoteRequest' });
+
+export const Payment = z.object({
+  id: Uuid,
+  deliveryId: Uuid,
+  paymentMethodId: Uuid,
+  paymentMethodCode: z.string(),
+  amountCents: z.number().int(),
+  accountId: z.number().int(),
+  authorCarId: Uuid.nullable(),
+  occurredAt: Timestamp,
+  receivedAt: Timestamp,
+}).meta({ id: 'Payment' });
+export type Payment = z.infer<typeof Payment>;
+
+export const ServiceValue = z.object({
+  deliveryId: Uuid,
+  serviceId: Uuid,
+  boolValue: z.boolean().nullable(),
+  numericValue: z.number().int().nullable(),
+  updatedAt: Timestamp,
+}).meta({ id: 'ServiceValue' });
+export type ServiceValue = z.infer<typeof ServiceValue>;
+
+export const Attachment = z.object({
+  id: Uuid,
+  deliveryId: Uuid,
+  noteId: Uuid.nullable(),
+  kind: z.enum(['customer_signature', 'driver_signature', 'note_image', 'delivery_report']),
+  contentType: z.string(),
+  createdAt: Timestamp,
+}).meta({ id: 'Attachment' });
+
+// ---------- requests ----------
+
+export const AssignCarRequest = z.object({ carId: Uuid.nullable() }).meta({ id: 'AssignCarRequest' });
+export const HoldDeliveryRequest = z.object({ reason: RequiredText.max(2000) }).meta({ id: 'HoldDeliveryRequest' });
+export const CancelDeliveryRequest = z.object({ reason: RequiredText.max(2000) }).meta({ id: 'CancelDeliveryRequest' });
+
+export const DeliveryCreditEventRequest = z.object({
+  clientEventId: Uuid,
+  action: CreditAction,
+  amountCents: z.number().int().optional(),
+  reason: z.string().max(2000).optional(),
+  authorCarId: Uuid.nullable().optional(),
+}).meta({ id: 'DeliveryCreditEventRequest' });
+export const DeliveryCreditResponse = z.object({ credit: Credit.nullable(), openAmountCents: z.number().int() }).meta({ id: 'DeliveryCreditResponse' });
+
+export const RecordDeliveryPaymentRequest = z.object({
+  clientEventId: Uuid,
+  expectedAmountCents: z.number().int(),
+  paymentMethodId: Uuid,
+  authorCarId: Uuid.nullable().optional(),
+}).meta({ id: 'RecordDeliveryPaymentRequest' });
+export const DeliveryPaymentResponse = z.object({ payment: Payment, openAmountCents: z.number().int() }).meta({ id: 'DeliveryPaymentResponse' });
+
+export const SetDeliveryServiceRequest = z.object({
+  boolValue: z.boolean().nullable().optional(),
+  numericValue: z.number().int().nullable().optional(),
+}).meta({ id: 'SetDeliveryServiceRequest' });
+export const DeliveryServiceResponse = z.object({ serviceValue: ServiceValue }).meta({ id: 'DeliveryServiceResponse' });
+
+export const ScanEvent = z.object({
+  clientScanId: Uuid,
+  deliveryItemId: Uuid,
+  action: AuditAction,
+  occurredAt: Timestamp,
+  quantity: z.number().int().min(1).optional(),
+  reason: z.string().max(2000).optional(),
+  authorCarId: Uuid.nullable().optional(),
+}).meta({ id: 'ScanEvent' });
+export type ScanEvent = z.infer<typeof ScanEvent>;
+export const ApplyScansRequest = z.object({ scans: z.array(ScanEvent).min(1).max(500) }).meta({ id: 'ApplyScansRequest' });
+
+export const ScanResultItem = z.object({
+  id: Uuid, state: ItemState, scannedQuantity: z.number().int(), requiredQuantity: z.number().int(), creditedQuantity: z.number().int(),
+});
+export const ScanResult = z.object({
+  clientScanId: Uuid,
+  status: z.enum(['applied', 'duplicate', 'rejected']),
+  code: z.string().optional(),
+  reason: z.string().optional(),
+  item: ScanResultItem.nullable(),
+}).meta({ id: 'ScanResult' });
+export const ApplyScansResponse = z.object({ results: z.array(ScanResult) }).meta({ id: 'ApplyScansResponse' });
+
+export const CompleteDeliveryAcknowledgements = z.object({
+  receiptConfirmed: z.boolean(),
+  notesAcknowledged: z.boolean().optional(),
+  acknowledgedNoteIds: z.array(Uuid).optional(),
+  authorCarId: Uuid.nullable().optional(),
+  internalNote: z.string().nullable().optional(),
+  paymentCollected: z.boolean().optional(),
+  paymentMethodId: Uuid.nullable().optional(),
+  clientEventId: Uuid.optional(),
+}).meta({ id: 'CompleteDeliveryAcknowledgements' });
+export type CompleteDeliveryAcknowledgements = z.infer<typeof CompleteDeliveryAcknowledgements>;
+
+// ---------- the tour aggregate ----------
+
+export const DeliveryDetails = Delivery.extend({
+  positions: z.array(DeliveryItem),
+  contacts: z.array(ContactSource),
+  notes: z.array(Note),
+  serviceValues: z.array(ServiceValue),
+  latestPayment: Payment.nullable(),
+  attachments: z.array(Attachment),
+}).meta({ id: 'DeliveryDetails' });
+export type DeliveryDetails = z.infer<typeof DeliveryDetails>;
+
+export const TourDetails = z.object({
+  tour: Tour,
+  deliveries: z.array(DeliveryDetails),
+  customers: z.array(Customer),
+  articles: z.array(Article),
+  warehouses: z.array(Warehouse),
+}).meta({ id: 'TourDetails' });
+export type TourDetails = z.infer<typeof TourDetails>;

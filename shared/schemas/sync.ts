@@ -1,0 +1,71 @@
+import { z } from 'zod';
+import { Timestamp, Uuid } from './common.js';
+import {
+  AssignCarRequest, CancelDeliveryRequest, CreateDeliveryNoteRequest, DeliveryCreditEventRequest, HoldDeliveryRequest,
+  RecordDeliveryPaymentRequest, ScanEvent, SetDeliveryServiceRequest, UpdateDeliveryNoteRequest,
+} from './deliveries.js';
+
+const base = { eventId: Uuid, occurredAt: Timestamp };
+const onDelivery = { ...base, deliveryId: Uuid };
+
+/** Every change a driver makes, as the outbox pushes it and as REST calls are applied. */
+export const SyncEvent = z.discriminatedUnion('type', [
+  z.object({ ...base, type: z.literal('scan'), ...ScanEvent.omit({ clientScanId: true, occurredAt: true }).shape }),
+  z.object({ ...onDelivery, type: z.literal('delivery.hold'), ...HoldDeliveryRequest.shape }),
+  z.object({ ...onDelivery, type: z.literal('delivery.resume') }),
+  z.object({ ...onDelivery, type: z.literal('delivery.cancel'), ...CancelDeliveryRequest.shape }),
+  z.object({ ...onDelivery, type: z.literal('delivery.assignCar'), ...AssignCarRequest.shape }),
+  z.object({ ...onDelivery, type: z.literal('credit'), ...DeliveryCreditEventRequest.omit({ clientEventId: true }).shape }),
+  z.object({ ...onDelivery, type: z.literal('payment'), ...RecordDeliveryPaymentRequest.omit({ clientEventId: true }).shape }),
+  z.object({ ...onDelivery, type: z.literal('note.create'), noteId: Uuid, ...CreateDeliveryNoteRequest.shape }),
+  z.object({ ...base, deliveryId: Uuid.optional(), type: z.literal('note.update'), noteId: Uuid, ...UpdateDeliveryNoteRequest.shape }),
+  z.object({ ...base, deliveryId: Uuid.optional(), type: z.literal('note.delete'), noteId: Uuid }),
+  z.object({ ...onDelivery, type: z.literal('service.set'), serviceId: Uuid, ...SetDeliveryServiceRequest.shape }),
+  z.object({ ...onDelivery, type: z.literal('service.clear'), serviceId: Uuid }),
+]).meta({ id: 'SyncEvent' });
+export type SyncEvent = z.infer<typeof SyncEvent>;
+export type SyncEventType = SyncEvent['type'];
+export type SyncEventOf<T extends SyncEventType> = Extract<SyncEvent, { type: T }>;
+
+export const EventStatus = z.enum(['applied', 'duplicate', 'rejected']);
+export const EventResult = z.object({
+  eventId: Uuid,
+  status: EventStatus,
+  code: z.string().optional(),
+  message: z.string().optional(),
+  entity: z.unknown().optional(),
+}).meta({ id: 'EventResult' });
+export type EventResult = z.infer<typeof EventResult>;
+
+export const PushRequest = z.object({
+  clientId: z.string().trim().min(1).max(200),
+  events: z.array(SyncEvent).min(1).max(500),
+}).meta({ id: 'PushRequest' });
+export const PushResponse = z.object({ results: z.array(EventResult) }).meta({ id: 'PushResponse' });
+
+export const Change = z.object({
+  seq: z.number().int(),
+  entity: z.string(),
+  op: z.enum(['upsert', 'delete']),
+  id: z.string(),
+  tourId: Uuid.optional(),
+  data: z.unknown().optional(),
+}).meta({ id: 'Change' });
+export type Change = z.infer<typeof Change>;
+
+export const ChangesQuery = z.object({
+  since: z.string().optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(500),
+});
+export const ChangesResponse = z.object({ changes: z.array(Change), cursor: z.string(), hasMore: z.boolean() }).meta({ id: 'ChangesResponse' });
+
+export const WsClientMessage = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('resume'), cursor: z.string().nullable().optional() }),
+  z.object({ type: z.literal('ping') }),
+]);
+export const WsServerMessage = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('changes'), changes: z.array(Change), cursor: z.string() }),
+  z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+  z.object({ type: z.literal('pong') }),
+]);
+export type WsServerMessage = z.infer<typeof WsServerMessage>;

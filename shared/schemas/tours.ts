@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { Address, ContactKind, ContactRole, IsoDate, Timestamp, Uuid } from './common.js';
+
+const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const Code = z.object({ code: z.string().trim().min(1), name: z.string() });
+
+export const SyncPosition = z.object({
+  lineNumber: z.number().int().min(0),
+  quantity: z.number().int().min(1),
+  unit: z.string().optional(),
+  unitPriceCents: z.number().int().min(0).nullable().optional(),
+  article: z.object({
+    articleNumber: z.string().trim().min(1),
+    name: z.string(),
+    scannable: z.boolean(),
+    defaultWarehouse: Code.nullable().optional(),
+  }),
+  warehouse: Code.nullable().optional(),
+});
+
+const OptionalName = z.string().nullable().optional();
+
+export const SyncContact = z.object({
+  role: ContactRole,
+  anrede: OptionalName, titel: OptionalName, name1: OptionalName, name2: OptionalName, name3: OptionalName,
+  abteilung: OptionalName, funktion: OptionalName,
+  address: Address.nullable().optional(),
+  channels: z.array(z.object({ kind: ContactKind, position: z.number().int().min(1), value: z.string().trim().min(1) })).default([]),
+});
+
+export const SyncDelivery = z.object({
+  belegartId: z.number().int(),
+  belegnummer: z.string().trim().min(1),
+  sequence: z.number().int().optional(),
+  customer: z.object({ erpCustomerId: Int64, name: z.string(), address: Address }),
+  deliveryAddress: Address,
+  paymentMethodCode: z.string().nullable().optional(),
+  paymentTerm: z.string().nullable().optional(),
+  openAmountCents: z.number().int().min(0),
+  positions: z.array(SyncPosition),
+  contacts: z.array(SyncContact).default([]),
+});
+
+export const SyncTourRequest = z.object({
+  driver: z.object({ personalnummer: Int64, name: z.string().trim().min(1), active: z.boolean().optional() }),
+  tourDate: IsoDate,
+  name: z.string().optional(),
+  deliveries: z.array(SyncDelivery),
+}).superRefine((tour, ctx) => {
+  const seen = new Set<string>();
+  tour.deliveries.forEach((d, i) => {
+    const key = `${d.belegartId}/${d.belegnummer}`;
+    if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['deliveries', i], message: `delivery ${key} appears twice` });
+    seen.add(key);
+    const lines = new Set<number>();
+    d.positions.forEach((p, j) => {
+      if (lines.has(p.lineNumber)) ctx.addIssue({ code: 'custom', path: ['deliveries', i, 'positions', j, 'lineNumber'], message: `line ${p.lineNumber} appears twice` });
+      lines.add(p.lineNumber);
+    });
+  });
+}).meta({ id: 'SyncTourRequest' });
+export type SyncTourRequest = z.output<typeof SyncTourRequest>;
+export type SyncTourInput = z.input<typeof SyncTourRequest>;
+
+export const Tour = z.object({
+  id: Uuid,
+  accountId: z.number().int(),
+  tourDate: IsoDate,
+  name: z.string().nullable(),
+}).meta({ id: 'Tour' });
+export type Tour = z.infer<typeof Tour>;
+
+export const SyncTourResponse = z.object({
+  tour: Tour,
+  created: z.boolean(),
+  deliveries: z.object({ created: z.number().int(), updated: z.number().int(), unchanged: z.number().int(), moved: z.number().int() }),
+  positions: z.object({ created: z.number().int(), updated: z.number().int() }),
+}).meta({ id: 'SyncTourResponse' });
+
+export const DeliveryStateCounts = z.object({
+  active: z.number().int(), held: z.number().int(), canceled: z.number().int(), completed: z.number().int(),
+});
+
+export const TourSummary = Tour.extend({
+  deliveryCount: z.number().int(),
+  deliveriesByState: DeliveryStateCounts,
+  positionsToLoad: z.number().int(),
+  positionsLoaded: z.number().int(),
+}).meta({ id: 'TourSummary' });
+export const TourSummaryList = z.object({ tours: z.array(TourSummary) }).meta({ id: 'TourSummaryList' });
+
+export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid).min(1) }).meta({ id: 'SetDeliveryOrderRequest' });
+export const SetDeliveryOrderResponse = z.object({ tourId: Uuid, deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderResponse' });
+
+export const Customer = z.object({ id: Uuid, erpCustomerId: z.number().int(), name: z.string(), address: Address }).meta({ id: 'Customer' });
+export const Warehouse = z.object({ id: Uuid, code: z.string(), name: z.string() }).meta({ id: 'Warehouse' });
+export const Article = z.object({
+  id: Uuid, articleNumber: z.string(), name: z.string(), scannable: z.boolean(), defaultWarehouseId: Uuid.nullable(),
+}).meta({ id: 'Article' });
+
+export const ContactChannel = z.object({
+  id: Uuid, sourceId: Uuid, kind: ContactKind, position: z.number().int(), value: z.string(),
+}).meta({ id: 'ContactChannel' });
+export const ContactSource = z.object({
+  id: Uuid, deliveryId: Uuid, role: ContactRole, roles: z.array(ContactRole), position: z.number().int(),
+  anrede: z.string().nullable(), titel: z.string().nullable(), name1: z.string().nullable(), name2: z.string().nullable(),
+  name3: z.string().nullable(), abteilung: z.string().nullable(), funktion: z.string().nullable(),
+  address: Address.nullable(),
+  channels: z.array(ContactChannel),
+}).meta({ id: 'ContactSource' });
+
+export const TimestampOrNull = Timestamp.nullable();
