@@ -43,7 +43,7 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       [{ plate: '   ' }, 'an empty plate'],
       [{ plate: 42 }, 'a number as plate'],
       [{ active: 'no' }, 'a string as active'],
-    ])('refuses a patch with %j (%s)', async (body) => {
+    ])('refuses a patch with %j (%s)', async (body, _why) => {
       const token = await api.token(2005);
       const car = (await api.post('/me/cars', { plate: `K-${randomUUID().slice(0, 6)}` }, { token })).body.car;
       expect((await api.patch(`/me/cars/${car.id}`, body, { token })).status).toBe(400);
@@ -114,7 +114,7 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       [{ key: 'k2', name: 'n', kind: 'boolean', minValue: 1 }, 'limits on a boolean service'],
       [{ key: 'k3', name: 'n', kind: 'text' }, 'an unknown kind'],
       [{ key: '', name: 'n', kind: 'boolean' }, 'an empty key'],
-    ])('refuses %j (%s) with 400', async (body) => {
+    ])('refuses %j (%s) with 400', async (body, _why) => {
       const token = await api.token(2022);
       expect((await api.post('/services', body, { token })).status).toBe(400);
     });
