@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Authenticator } from './auth/authenticate.js';
 import type { Database } from './db/client.js';
+import type { ErpGateway } from './integrations/erp/gateway.js';
 
 /** What request handlers and jobs may use. Built once at start, passed in, never global. */
 export interface AppContext {
@@ -9,6 +10,7 @@ export interface AppContext {
   database: Database;
   logger: Logger;
   auth: Authenticator;
+  erp: ErpGateway;
 }
 
 export type Actor =

@@ -12,6 +12,7 @@ import { openDatabase, type Database } from './db/client.js';
 import { createHttpApp } from './http/app.js';
 import { apiRoutes } from './http/routes/index.js';
 import { devIdentityRoutes } from './http/routes/devIdentity.js';
+import { createErpGateway, type ErpGateway } from './integrations/erp/gateway.js';
 
 export interface RunningServer {
   url: string;
@@ -28,6 +29,8 @@ export interface StartOptions {
   database?: Database;
   /** Keep the data directory free of files (tests); PGlite then runs in memory. */
   ephemeral?: boolean;
+  /** Use this ERP gateway instead of the configured one (tests). */
+  erp?: ErpGateway;
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
@@ -62,6 +65,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       adminKeyMatches: adminKeyMatcher(admin.key),
       onFailure: (reason) => logger.debug({ reason }, 'token rejected'),
     }),
+    erp: options.erp ?? createErpGateway(config.erp, logger),
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];

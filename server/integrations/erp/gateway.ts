@@ -1,0 +1,20 @@
+import type { Logger } from 'pino';
+import type { Config } from '../../config.js';
+import type { SyncTourRequest } from '../../../shared/schemas/tours.js';
+import { createDemoErp } from './demo.js';
+import { createHttpErp } from './http.js';
+
+export interface CompletionWriteBack { deliveredAt: string; state: 'completed'; paymentTerm: string | null; creditAmountCents: number }
+
+export interface ErpDocument { belegartId: number; belegnummer: string }
+
+export interface ErpGateway {
+  /** Every tour of a Berlin calendar day; throws DomainError upstream_unavailable on any failure. */
+  fetchTours(date: string): Promise<SyncTourRequest[]>;
+  /** Writes a completion back (never line quantities); throws upstream_unavailable on failure. */
+  pushCompletion(document: ErpDocument, writeBack: CompletionWriteBack): Promise<void>;
+}
+
+export function createErpGateway(config: Config['erp'], logger: Logger): ErpGateway {
+  return config.mode === 'http' ? createHttpErp(config, logger) : createDemoErp(logger);
+}
