@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { Authenticator } from './auth/authenticate.js';
 import type { Database } from './db/client.js';
 import type { ErpGateway } from './integrations/erp/gateway.js';
+import type { DocumentStore } from './integrations/documents/store.js';
 
 /** What request handlers and jobs may use. Built once at start, passed in, never global. */
 export interface AppContext {
@@ -11,6 +12,7 @@ export interface AppContext {
   logger: Logger;
   auth: Authenticator;
   erp: ErpGateway;
+  documents: DocumentStore;
 }
 
 export type Actor =

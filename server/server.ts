@@ -13,6 +13,7 @@ import { createHttpApp } from './http/app.js';
 import { apiRoutes } from './http/routes/index.js';
 import { devIdentityRoutes } from './http/routes/devIdentity.js';
 import { createErpGateway, type ErpGateway } from './integrations/erp/gateway.js';
+import { createDocumentStore, type DocumentStore } from './integrations/documents/store.js';
 
 export interface RunningServer {
   url: string;
@@ -31,6 +32,8 @@ export interface StartOptions {
   ephemeral?: boolean;
   /** Use this ERP gateway instead of the configured one (tests). */
   erp?: ErpGateway;
+  /** Use this document store instead of the configured one (tests inject failing stores). */
+  documents?: DocumentStore;
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
@@ -66,6 +69,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       onFailure: (reason) => logger.debug({ reason }, 'token rejected'),
     }),
     erp: options.erp ?? createErpGateway(config.erp, logger),
+    documents: options.documents ?? createDocumentStore(config.documents, dataDir),
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
@@ -87,6 +91,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       server.closeIdleConnections();
     });
     if (!options.database) await database.close();
+    await ctx.documents.close?.();
   })();
 
   return { url, ctx, adminKey: admin.key, server, close };

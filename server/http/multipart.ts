@@ -1,0 +1,92 @@
+import type { Request } from 'express';
+import busboy from 'busboy';
+import { DomainError, validation } from '../errors.js';
+
+export interface UploadedFile {
+  field: string;
+  filename: string | undefined;
+  contentType: string;
+  bytes: Buffer;
+}
+
+export interface MultipartBody {
+  /** File parts by field name (the first one wins when a name repeats). */
+  files: Map<string, UploadedFile>;
+  /** Plain fields by name. */
+  fields: Map<string, string>;
+}
+
+export interface MultipartOptions {
+  /** Upper bound for the whole body and therefore for every single part (UPLOAD_LIMIT_BYTES). */
+  limitBytes: number;
+  maxParts?: number;
+}
+
+const tooLarge = (limitBytes: number) => new DomainError('payload_too_large', `The upload exceeds ${limitBytes} bytes`);
+
+/**
+ * Reads a multipart/form-data request in one streaming pass, keeping every part in memory up
+ * to the limit. Not multipart → 415, a part or the body over the limit → 413, a broken body → 400.
+ */
+export function readMultipart(req: Request, options: MultipartOptions): Promise<MultipartBody> {
+  if (!req.is('multipart/form-data')) {
+    return Promise.reject(new DomainError('unsupported_media_type', 'Send the body as multipart/form-data'));
+  }
+  const { limitBytes, maxParts = 20 } = options;
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({
+      headers: req.headers,
+      defParamCharset: 'utf8',
+      limits: { fileSize: limitBytes, fieldSize: limitBytes, parts: maxParts, fieldNameSize: 200 },
+    });
+  } catch (error) {
+    return Promise.reject(validation(`Malformed multipart request: ${(error as Error).message}`));
+  }
+
+  return new Promise<MultipartBody>((resolve, reject) => {
+    const body: MultipartBody = { files: new Map(), fields: new Map() };
+    let total = 0;
+    let settled = false;
+    const fail = (error: DomainError) => {
+      if (settled) return;
+      settled = true;
+      // Stop parsing and let the rest of the body drain, so the client still receives the answer.
+      req.unpipe(parser);
+      req.resume();
+      reject(error);
+    };
+    const count = (bytes: number) => {
+      total += bytes;
+      if (total > limitBytes) fail(tooLarge(limitBytes));
+    };
+
+    parser.on('file', (field, stream, info) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => {
+        count(chunk.length);
+        if (!settled) chunks.push(chunk);
+      });
+      stream.on('limit', () => fail(tooLarge(limitBytes)));
+      stream.on('end', () => {
+        if (settled || body.files.has(field)) return;
+        body.files.set(field, { field, filename: info.filename, contentType: info.mimeType, bytes: Buffer.concat(chunks) });
+      });
+    });
+    parser.on('field', (field, value, info) => {
+      count(Buffer.byteLength(value));
+      if (info.valueTruncated) return fail(tooLarge(limitBytes));
+      if (info.nameTruncated) return fail(validation('A multipart field name is too long'));
+      if (!body.fields.has(field)) body.fields.set(field, value);
+    });
+    parser.on('partsLimit', () => fail(new DomainError('payload_too_large', `At most ${maxParts} parts are accepted`)));
+    parser.on('error', (error: Error) => fail(validation(`Malformed multipart body: ${error.message}`)));
+    parser.on('close', () => {
+      if (settled) return;
+      settled = true;
+      resolve(body);
+    });
+    req.on('aborted', () => fail(validation('The upload was aborted')));
+    req.pipe(parser);
+  });
+}
