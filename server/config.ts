@@ -3,6 +3,8 @@ import { z } from 'zod';
 
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const optionalText = z.string().trim().min(1).optional();
+// Symmetric algorithms (HS256) would let anyone holding the shared secret mint tokens; `none` is no signature.
+export const asymmetricAlgorithms = new Set(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']);
 
 const Env = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -20,7 +22,10 @@ const Env = z.object({
   OIDC_ISSUER: z.url().optional(),
   OIDC_AUDIENCE: z.string().min(1).default('tourline'),
   OIDC_PERSONALNUMMER_CLAIM: z.string().min(1).default('personalnummer'),
-  OIDC_ALGORITHMS: z.string().default('RS256,ES256,PS256,EdDSA'),
+  OIDC_ALGORITHMS: z.string().default('RS256,ES256,PS256,EdDSA')
+    .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
+    .refine((list) => list.length > 0 && list.every((a) => asymmetricAlgorithms.has(a)), `must list only asymmetric algorithms (${[...asymmetricAlgorithms].join(', ')})`),
+  OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(30_000),
   DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).default(12 * 3600),
   ADMIN_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
 
@@ -77,7 +82,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       issuer: e.OIDC_ISSUER,
       audience: e.OIDC_AUDIENCE,
       personalnummerClaim: e.OIDC_PERSONALNUMMER_CLAIM,
-      algorithms: e.OIDC_ALGORITHMS.split(',').map((a) => a.trim()).filter(Boolean),
+      algorithms: e.OIDC_ALGORITHMS,
+      jwksCooldownMs: e.OIDC_JWKS_COOLDOWN_MS,
       devTokenTtlSeconds: e.DEV_TOKEN_TTL_SECONDS,
       adminApiKey: e.ADMIN_API_KEY,
     },

@@ -56,6 +56,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     audience: config.auth.audience,
     algorithms: config.auth.algorithms,
     personalnummerClaim: config.auth.personalnummerClaim,
+    jwksCooldownMs: config.auth.jwksCooldownMs,
   });
 
   const ctx: AppContext = {

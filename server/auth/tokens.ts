@@ -1,7 +1,6 @@
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { z } from 'zod';
-
-const ASYMMETRIC = new Set(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']);
+import { asymmetricAlgorithms } from '../config.js';
 
 const Discovery = z.object({ issuer: z.string(), jwks_uri: z.url() });
 
@@ -27,7 +26,8 @@ export class TokenError extends Error {}
  * cached; jose fetches the key set again when a token names a `kid` it does not know.
  */
 export function createTokenVerifier(options: TokenVerifierOptions) {
-  const algorithms = options.algorithms.filter((a) => ASYMMETRIC.has(a));
+  // loadConfig refuses symmetric algorithms; filtering again keeps a programmatic caller from pinning HS256.
+  const algorithms = options.algorithms.filter((a) => asymmetricAlgorithms.has(a));
   if (algorithms.length === 0) throw new Error('OIDC_ALGORITHMS must name at least one asymmetric algorithm');
   let keys: Promise<{ issuer: string; jwks: ReturnType<typeof createRemoteJWKSet> }> | undefined;
 
