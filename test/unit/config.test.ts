@@ -1,0 +1,81 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../server/config.js';
+
+const issuer = 'https://idp.example.test';
+const adminKey = 'production-admin-key-0123456789';
+
+function refusal(env: Record<string, string>): string {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('starts on a fresh machine with defaults: PGlite in ./data, dev identity provider, demo ERP', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      env: 'development', port: 3000, host: '0.0.0.0', dataDir: path.resolve('./data'), databaseUrl: undefined,
+      bodyLimitBytes: 2 * 1024 * 1024, logLevel: 'info',
+      auth: {
+        mode: 'dev', issuer: undefined, audience: 'tourline', personalnummerClaim: 'personalnummer',
+        algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'], jwksCooldownMs: 30_000, adminApiKey: undefined,
+      },
+      erp: { mode: 'demo', importEnabled: true, importOffsetDays: 1 },
+      documents: { mode: 'local' },
+    });
+  });
+
+  it('treats an empty value as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 3000, databaseUrl: undefined });
+  });
+
+  it('switches to OIDC when an issuer is configured and reads the algorithm list', () => {
+    const config = loadConfig({ OIDC_ISSUER: issuer, OIDC_ALGORITHMS: ' RS256 , ES384 ', OIDC_JWKS_COOLDOWN_MS: '0' });
+    expect(config.auth).toMatchObject({ mode: 'oidc', issuer, algorithms: ['RS256', 'ES384'], jwksCooldownMs: 0 });
+  });
+
+  it('reads PostgreSQL, flags and numbers from their text form', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/tourline', ERP_IMPORT_ENABLED: '0', PORT: '8080' });
+    expect(config).toMatchObject({ databaseUrl: 'postgres://u:p@db:5432/tourline', port: 8080, erp: { importEnabled: false } });
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+    [{ ERP_MODE: 'http' }, 'ERP_BASE_URL'],
+    [{ ERP_IMPORT_ENABLED: 'yes' }, 'ERP_IMPORT_ENABLED'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ ADMIN_API_KEY: 'short' }, 'ADMIN_API_KEY'],
+    [{ AUTH_MODE: 'oidc' }, 'OIDC_ISSUER'],
+    [{ DOCUMENT_STORE: 'http' }, 'DOCUMENT_STORE_URL'],
+    [{ OIDC_JWKS_COOLDOWN_MS: '-1' }, 'OIDC_JWKS_COOLDOWN_MS'],
+  ])('refuses %j with a message naming %s', (env, variable) => {
+    expect(refusal(env)).toContain(variable);
+  });
+
+  it.each(['HS256', 'RS256,HS256', 'none', ' , '])('refuses OIDC_ALGORITHMS=%j because only asymmetric algorithms may be pinned', (algorithms) => {
+    expect(refusal({ OIDC_ALGORITHMS: algorithms })).toContain('OIDC_ALGORITHMS');
+  });
+
+  it('refuses production without an issuer', () => {
+    expect(refusal({ NODE_ENV: 'production', ADMIN_API_KEY: adminKey })).toContain('OIDC_ISSUER');
+  });
+
+  it('refuses the development identity provider in production', () => {
+    expect(refusal({ NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey, AUTH_MODE: 'dev' })).toContain('AUTH_MODE');
+  });
+
+  it('refuses production without an admin key', () => {
+    expect(refusal({ NODE_ENV: 'production', OIDC_ISSUER: issuer })).toContain('ADMIN_API_KEY');
+  });
+
+  it('accepts production with an issuer and an admin key', () => {
+    expect(loadConfig({ NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey }).auth.mode).toBe('oidc');
+  });
+});
