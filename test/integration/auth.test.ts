@@ -1,0 +1,264 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import { http, HttpResponse } from 'msw';
+import { setupServer } from 'msw/node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createTokenVerifier } from '../../server/auth/tokens.js';
+import { DomainError } from '../../server/errors.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { startTestServer, TEST_ADMIN_KEY, useTestServer, type ApiResponse } from '../helpers/server.js';
+
+const ISSUER = 'https://idp.example.test';
+const AUDIENCE = 'tourline';
+const oidcEnv = { AUTH_MODE: 'oidc', OIDC_ISSUER: ISSUER, OIDC_AUDIENCE: AUDIENCE, OIDC_JWKS_COOLDOWN_MS: '0' };
+
+interface SigningKey { kid: string; alg: 'RS256' | 'ES256'; privateKey: CryptoKey; publicKey: CryptoKey; jwk: JWK }
+
+async function newKey(alg: SigningKey['alg']): Promise<SigningKey> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
+  const kid = `${alg.toLowerCase()}-${randomUUID().slice(0, 8)}`;
+  return { kid, alg, privateKey, publicKey, jwk: { ...(await exportJWK(publicKey)), kid, alg, use: 'sig' } };
+}
+
+/** A third-party OIDC issuer: discovery document and key set, with hit counters. */
+const idp = {
+  keys: [] as SigningKey[],
+  hits: { discovery: 0, jwks: 0 },
+  discoveryDown: false,
+};
+
+const mockServer = setupServer(
+  http.get(`${ISSUER}/.well-known/openid-configuration`, () => {
+    idp.hits.discovery += 1;
+    if (idp.discoveryDown) return new HttpResponse(null, { status: 503 });
+    return HttpResponse.json({ issuer: ISSUER, jwks_uri: `${ISSUER}/protocol/jwks`, id_token_signing_alg_values_supported: ['RS256', 'ES256'] });
+  }),
+  http.get(`${ISSUER}/protocol/jwks`, () => {
+    idp.hits.jwks += 1;
+    return HttpResponse.json({ keys: idp.keys.map((k) => k.jwk) });
+  }),
+);
+
+let rsaKey: SigningKey;
+let ecKey: SigningKey;
+
+beforeAll(async () => {
+  rsaKey = await newKey('RS256');
+  ecKey = await newKey('ES256');
+  idp.keys = [rsaKey, ecKey];
+  mockServer.listen({ onUnhandledRequest: 'bypass' });
+});
+afterEach(() => { idp.discoveryDown = false; });
+afterAll(() => { mockServer.close(); });
+
+const now = () => Math.floor(Date.now() / 1000);
+
+interface TokenOptions {
+  key?: SigningKey;
+  claims?: JWTPayload;
+  issuer?: string;
+  audience?: string;
+  expiresAt?: number | null;
+  notBefore?: number;
+  kid?: string;
+}
+
+async function idpToken(personalnummer: number | undefined, options: TokenOptions = {}) {
+  const key = options.key ?? rsaKey;
+  const jwt = new SignJWT({ ...(personalnummer === undefined ? {} : { personalnummer }), ...options.claims })
+    .setProtectedHeader({ alg: key.alg, kid: options.kid ?? key.kid, typ: 'JWT' })
+    .setIssuer(options.issuer ?? ISSUER)
+    .setAudience(options.audience ?? AUDIENCE)
+    .setSubject(String(personalnummer ?? 'nobody'))
+    .setIssuedAt();
+  if (options.expiresAt !== null) jwt.setExpirationTime(options.expiresAt ?? now() + 600);
+  if (options.notBefore !== undefined) jwt.setNotBefore(options.notBefore);
+  return jwt.sign(key.privateKey);
+}
+
+const b64url = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+const claimsFor = (personalnummer: number) => ({ personalnummer, iss: ISSUER, aud: AUDIENCE, iat: now(), exp: now() + 600 });
+
+function unsignedToken(personalnummer: number) {
+  return `${b64url(JSON.stringify({ alg: 'none', typ: 'JWT', kid: rsaKey.kid }))}.${b64url(JSON.stringify(claimsFor(personalnummer)))}.`;
+}
+
+/** HS256 signed with a secret, or with the issuer's public key as HMAC secret (key confusion). */
+function hmacToken(personalnummer: number, secret: string) {
+  const signingInput = `${b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT', kid: rsaKey.kid }))}.${b64url(JSON.stringify(claimsFor(personalnummer)))}`;
+  return `${signingInput}.${createHmac('sha256', secret).update(signingInput).digest('base64url')}`;
+}
+
+function expectUnauthorized(response: ApiResponse) {
+  expect(response.status).toBe(401);
+  expect(response.headers.get('content-type')).toContain('application/problem+json');
+  expect(response.body).toMatchObject({ status: 401, code: 'unauthorized', title: 'Authentifizierung fehlgeschlagen' });
+  expect(typeof response.body.type).toBe('string');
+  expect(typeof response.body.detail).toBe('string');
+}
+
+describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s', (kind) => {
+  const api = useTestServer(kind, oidcEnv);
+  const driver = 3001;
+  beforeAll(async () => { await api.seedAccount(driver); });
+
+  it('accepts a valid RS256 token', async () => {
+    const response = await api.get(`/accounts/${driver}`, { token: await idpToken(driver) });
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ personalnummer: driver, active: true });
+  });
+
+  it('accepts a valid ES256 token', async () => {
+    expect((await api.get('/me/cars', { token: await idpToken(driver, { key: ecKey }) })).status).toBe(200);
+  });
+
+  it('accepts a Personalnummer claim given as a numeric string', async () => {
+    expect((await api.get('/me/cars', { token: await idpToken(undefined, { claims: { personalnummer: String(driver) } }) })).status).toBe(200);
+  });
+
+  it('picks up a rotated key by its new kid and refuses tokens of the retired key', async () => {
+    const oldKey = await newKey('RS256');
+    idp.keys = [oldKey, ecKey];
+    expect((await api.get('/me/cars', { token: await idpToken(driver, { key: oldKey }) })).status).toBe(200);
+
+    const rotated = await newKey('RS256');
+    idp.keys = [rotated, ecKey];
+    const jwksBefore = idp.hits.jwks;
+    expect((await api.get('/me/cars', { token: await idpToken(driver, { key: rotated }) })).status).toBe(200);
+    expect(idp.hits.jwks).toBeGreaterThan(jwksBefore);
+    expectUnauthorized(await api.get('/me/cars', { token: await idpToken(driver, { key: oldKey }) }));
+    idp.keys = [rsaKey, ecKey];
+  });
+
+  it.each<[string, () => Promise<string>]>([
+    ['a wrong issuer', () => idpToken(driver, { issuer: 'https://evil.example.test' })],
+    ['a wrong audience', () => idpToken(driver, { audience: 'another-app' })],
+    ['an expired token', () => idpToken(driver, { expiresAt: now() - 60 })],
+    ['a token without expiry', () => idpToken(driver, { expiresAt: null })],
+    ['nbf in the future', () => idpToken(driver, { notBefore: now() + 3600 })],
+    ['alg none', async () => unsignedToken(driver)],
+    ['HS256 with a shared secret', async () => hmacToken(driver, 'a-shared-secret-that-nobody-configured')],
+    ['HS256 keyed with the issuer public key', async () => hmacToken(driver, await exportSPKI(rsaKey.publicKey))],
+    ['a signature of a key the issuer does not publish under that kid', async () => idpToken(driver, { key: await newKey('RS256'), kid: rsaKey.kid })],
+    ['an unknown kid', async () => idpToken(driver, { key: await newKey('ES256') })],
+    ['a tampered payload', async () => {
+      const [header, , signature] = (await idpToken(driver)).split('.');
+      return `${header}.${b64url(JSON.stringify({ ...claimsFor(driver), personalnummer: driver + 1 }))}.${signature}`;
+    }],
+  ])('answers 401 problem+json for %s', async (_name, makeToken) => {
+    expectUnauthorized(await api.get('/me/cars', { token: await makeToken() }));
+  });
+
+  it.each<[string, JWTPayload]>([
+    ['missing', {}],
+    ['not a number', { personalnummer: 'abc' }],
+    ['zero', { personalnummer: 0 }],
+    ['a fraction', { personalnummer: 30.5 }],
+  ])('answers 401 when the Personalnummer claim is %s', async (_name, claims) => {
+    expectUnauthorized(await api.get('/me/cars', { token: await idpToken(undefined, { claims }) }));
+  });
+
+  it('answers 401 for a valid token of an unknown account', async () => {
+    expectUnauthorized(await api.get('/me/cars', { token: await idpToken(3999) }));
+  });
+
+  it('answers 401 for a valid token of an inactive account', async () => {
+    await api.seedAccount(3002, 'Inaktiv', false);
+    expectUnauthorized(await api.get('/me/cars', { token: await idpToken(3002) }));
+  });
+
+  it('does not serve the development identity provider in OIDC mode', async () => {
+    expect((await api.post('/dev/token', { personalnummer: driver })).status).toBe(404);
+    expect((await api.get('/dev/oidc/.well-known/openid-configuration')).status).toBe(404);
+  });
+});
+
+describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
+  it('fetches the discovery document and key set once for many requests', async () => {
+    const api = await startTestServer(kind, oidcEnv);
+    try {
+      await api.seedAccount(3101);
+      const token = await idpToken(3101);
+      const before = { ...idp.hits };
+      const concurrent = await Promise.all(Array.from({ length: 5 }, () => api.get('/me/cars', { token })));
+      for (let i = 0; i < 5; i += 1) concurrent.push(await api.get('/me/cars', { token: await idpToken(3101, { key: i % 2 ? ecKey : rsaKey }) }));
+      expect(concurrent.map((r) => r.status)).toEqual(Array(10).fill(200));
+      expect(idp.hits.discovery - before.discovery).toBe(1);
+      expect(idp.hits.jwks - before.jwks).toBe(1);
+    } finally {
+      await api.close();
+    }
+  });
+
+});
+
+describe('the token verifier', () => {
+  it('fails while the issuer is unreachable and discovers again once it is back', async () => {
+    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256'], personalnummerClaim: 'personalnummer' });
+    const token = await idpToken(3102);
+    idp.discoveryDown = true;
+    await expect(verify(token)).rejects.toThrow(/discovery/);
+    idp.discoveryDown = false;
+    await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3102 });
+  });
+
+  it('refuses to be built with only symmetric algorithms', () => {
+    expect(() => createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['HS256'], personalnummerClaim: 'personalnummer' })).toThrow(/asymmetric/);
+  });
+});
+
+describe.each(databaseKinds)('development identity provider on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  it('publishes its discovery document and a public key set', async () => {
+    const discovery = await api.get('/dev/oidc/.well-known/openid-configuration');
+    expect(discovery.status).toBe(200);
+    expect(discovery.body).toMatchObject({ issuer: `${api.url}/dev/oidc`, jwks_uri: `${api.url}/dev/oidc/jwks` });
+    const jwks = await api.get('/dev/oidc/jwks');
+    expect(jwks.status).toBe(200);
+    expect(jwks.body.keys).toHaveLength(1);
+    expect(jwks.body.keys[0]).toMatchObject({ kty: 'EC', alg: 'ES256', kid: expect.any(String) });
+    expect(jwks.body.keys[0]).not.toHaveProperty('d');
+  });
+
+  it('mints a token that the server verifies through discovery', async () => {
+    await api.seedAccount(3201);
+    const minted = await api.post('/dev/token', { personalnummer: 3201 });
+    expect(minted.status).toBe(200);
+    expect(Date.parse(minted.body.expiresAt)).toBeGreaterThan(Date.now());
+    expect((await api.get('/me/cars', { token: minted.body.accessToken })).status).toBe(200);
+  });
+
+  it('answers 404 for an unknown or inactive account', async () => {
+    await api.seedAccount(3202, 'Inaktiv', false);
+    for (const personalnummer of [3299, 3202]) {
+      const response = await api.post('/dev/token', { personalnummer });
+      expect(response.status).toBe(404);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      expect(response.body.code).toBe('not_found');
+    }
+  });
+
+  it.each([[{}], [{ personalnummer: 'abc' }], [{ personalnummer: -1 }], [{ personalnummer: 1.5 }], [[]]])('answers 400 for the body %j', async (body) => {
+    const response = await api.post('/dev/token', body);
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('validation');
+  });
+
+  it('answers 401 for a token signed by another key under the same kid', async () => {
+    await api.seedAccount(3203);
+    const { kid } = (await api.get('/dev/oidc/jwks')).body.keys[0];
+    const impostor = await newKey('ES256');
+    const token = await new SignJWT({ personalnummer: 3203 })
+      .setProtectedHeader({ alg: 'ES256', kid })
+      .setIssuer(`${api.url}/dev/oidc`).setAudience(AUDIENCE).setIssuedAt().setExpirationTime(now() + 600)
+      .sign(impostor.privateKey);
+    expectUnauthorized(await api.get('/me/cars', { token }));
+  });
+
+  it('refuses a wrong admin key in the authenticator with unauthorized', () => {
+    expect(() => api.ctx.auth.admin('wrong-key')).toThrow(DomainError);
+    expect(() => api.ctx.auth.admin(undefined)).toThrow(expect.objectContaining({ code: 'unauthorized' }));
+    expect(() => api.ctx.auth.admin(TEST_ADMIN_KEY)).not.toThrow();
+  });
+});
