@@ -1,6 +1,13 @@
+import { createHash } from 'node:crypto';
+import { and, eq, inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
+import { cars, deliveryItems, notes, paymentMethods, paymentProtocol, processedEvents, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
+import { DomainError } from '../errors.js';
+import type { PaymentRow } from '../queries/shapes.js';
+import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Rejection } from './operations.js';
+import { ConcurrentDuplicate, flushWorkingSet, loadWorkingSet } from './workingSet.js';
 
 /** One result per event; `reason` carries the specific rejection (scan codes such as `quantity_exceeded`). */
 export type EngineResult = EventResult & { reason?: string };
@@ -8,18 +15,187 @@ export type EngineResult = EventResult & { reason?: string };
 export interface ApplyOptions {
   /** The pushing device's id, kept with every processed event. */
   clientId?: string;
+  /** How many deliveries are worked on at once (PostgreSQL pools allow more than one). */
+  concurrency?: number;
+  /** For an uploaded note image: the attachment to record with the `note.create` event. */
+  attachment?: AttachmentInput;
 }
+
+/** The payload an event id stands for; a reused id with another payload is a conflict, not a duplicate. */
+export function payloadHash(event: SyncEvent): string {
+  const { eventId: _id, occurredAt: _at, ...payload } = event;
+  const canonical = JSON.stringify(payload, Object.keys(payload).sort());
+  return createHash('sha256').update(canonical).digest('base64url');
+}
+
+const rejection = (event: SyncEvent, r: Rejection): EngineResult => ({ eventId: event.eventId, status: 'rejected', code: r.code, reason: r.reason, message: r.message });
+const notFound = (event: SyncEvent, what: string) => rejection(event, { code: 'not_found', reason: 'not_found', message: `${what} not found` });
+const conflictResult = (event: SyncEvent) => rejection(event, { code: 'conflict', reason: 'conflict', message: 'This event id was already used for another event' });
 
 /**
  * Applies events of one actor in order: each event all-or-nothing under a row lock on its
- * delivery, recorded once by its id, with audit and change-log records. A rejection never
- * stops the events after it.
+ * delivery, recorded once by its id, with audit and change-log records. Events are grouped by
+ * delivery (order kept within a delivery); a group is validated in memory and written with one
+ * statement per table. A rejection never stops the events after it.
  */
-export async function applyEvents(_db: Db, _actor: DriverActor, _events: SyncEvent[], _options: ApplyOptions = {}): Promise<EngineResult[]> {
-  throw new Error('engine not implemented yet');
+export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
+  const results: (EngineResult | undefined)[] = new Array(events.length);
+  const ids = events.map((e) => e.eventId);
+  const seen = ids.length ? await db.select().from(processedEvents).where(inArray(processedEvents.eventId, ids)) : [];
+  const seenById = new Map(seen.map((p) => [p.eventId, p]));
+
+  // Ids repeated inside one batch: the first copy counts, the others are answered after it.
+  const firstIndex = new Map<string, number>();
+  events.forEach((e, i) => { if (!firstIndex.has(e.eventId)) firstIndex.set(e.eventId, i); });
+
+  const groups = await groupByDelivery(db, actor, events, seenById, firstIndex, results);
+  const lookups = await loadLookups(db, actor, events);
+  const run = (deliveryId: string) => applyGroup(db, actor, deliveryId, groups.get(deliveryId)!, lookups, options, results, events);
+  await runLimited([...groups.keys()], Math.max(1, options.concurrency ?? 1), run);
+
+  for (const [i, event] of events.entries()) {
+    const first = firstIndex.get(event.eventId)!;
+    if (first !== i) {
+      const original = results[first]!;
+      results[i] = payloadHash(events[first]) !== payloadHash(event) ? conflictResult(event)
+        : original.status === 'applied' ? { eventId: event.eventId, status: 'duplicate', entity: original.entity } : original;
+    }
+  }
+  return results as EngineResult[];
 }
 
 /** Applies one event for a REST call: returns the touched entity, or throws the rejection as a DomainError. */
-export async function applyEvent(_db: Db, _actor: DriverActor, _event: SyncEvent): Promise<unknown> {
-  throw new Error('engine not implemented yet');
+export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
+  const [result] = await applyEvents(db, actor, [event], options);
+  if (result.status === 'rejected') throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected');
+  return result.entity;
+}
+
+/** Finds each event's delivery; answers what can be answered without one (known ids, unknown targets). */
+async function groupByDelivery(
+  db: Db, actor: DriverActor, events: SyncEvent[], seenById: Map<string, typeof processedEvents.$inferSelect>,
+  firstIndex: Map<string, number>, results: (EngineResult | undefined)[],
+) {
+  const itemIds = events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : []));
+  const noteIds = events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : []));
+  const [itemRows, noteRows] = await Promise.all([
+    itemIds.length ? db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inArray(deliveryItems.id, itemIds)) : [],
+    noteIds.length ? db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inArray(notes.id, noteIds)) : [],
+  ]);
+  const itemDelivery = new Map(itemRows.map((r) => [r.id, r.deliveryId]));
+  const noteDelivery = new Map(noteRows.map((r) => [r.id, r.deliveryId]));
+  for (const e of events) if (e.type === 'note.create') noteDelivery.set(e.noteId, noteDelivery.get(e.noteId) ?? e.deliveryId);
+
+  const groups = new Map<string, number[]>();
+  events.forEach((event, i) => {
+    if (firstIndex.get(event.eventId) !== i) return;
+    const seen = seenById.get(event.eventId);
+    const target = event.type === 'scan' ? itemDelivery.get(event.deliveryItemId)
+      : event.type === 'note.update' || event.type === 'note.delete' ? noteDelivery.get(event.noteId) ?? event.deliveryId
+        : event.deliveryId;
+    if (seen && seen.accountId !== actor.personalnummer) {
+      results[i] = conflictResult(event);
+    } else if (seen && (seen.payloadHash !== payloadHash(event) || !target)) {
+      // Known id without a delivery to read its state from (a deleted note): a duplicate without entity.
+      results[i] = seen.payloadHash !== payloadHash(event) ? conflictResult(event) : { eventId: event.eventId, status: 'duplicate', entity: null };
+    } else if (!target) {
+      results[i] = notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note');
+    } else {
+      groups.set(target, [...(groups.get(target) ?? []), i]);
+    }
+  });
+  return groups;
+}
+
+async function loadLookups(db: Db, actor: DriverActor, events: SyncEvent[]): Promise<Lookups> {
+  const serviceIds = events.flatMap((e) => (e.type === 'service.set' || e.type === 'service.clear' ? [e.serviceId] : []));
+  const methodIds = events.flatMap((e) => (e.type === 'payment' ? [e.paymentMethodId] : []));
+  const usesCars = events.some((e) => ('authorCarId' in e && e.authorCarId) || (e.type === 'delivery.assignCar' && e.carId));
+  const [carRows, serviceRows, methodRows] = await Promise.all([
+    usesCars ? db.select().from(cars).where(eq(cars.accountId, actor.personalnummer)) : [],
+    serviceIds.length ? db.select().from(services).where(inArray(services.id, serviceIds)) : [],
+    methodIds.length ? db.select().from(paymentMethods).where(inArray(paymentMethods.id, methodIds)) : [],
+  ]);
+  return {
+    cars: new Map(carRows.map((c) => [c.id, c])),
+    services: new Map(serviceRows.map((s) => [s.id, s])),
+    paymentMethods: new Map(methodRows.map((m) => [m.id, m])),
+  };
+}
+
+/**
+ * One delivery's events in one transaction. If the transaction fails as a whole (a concurrent
+ * copy of an id on another delivery, a database error), each event gets a transaction of its
+ * own so that one bad event cannot take the others with it.
+ */
+async function applyGroup(
+  db: Db, actor: DriverActor, deliveryId: string, indexes: number[], lookups: Lookups, options: ApplyOptions,
+  results: (EngineResult | undefined)[], events: SyncEvent[],
+) {
+  try {
+    await applyInTransaction(db, actor, deliveryId, indexes, lookups, options, results, events);
+  } catch (error) {
+    if (indexes.length === 1 && !(error instanceof ConcurrentDuplicate)) throw error;
+    for (const i of indexes) {
+      try {
+        await applyInTransaction(db, actor, deliveryId, [i], lookups, options, results, events);
+      } catch (single) {
+        if (!(single instanceof ConcurrentDuplicate)) throw single;
+        results[i] = conflictResult(events[i]);
+      }
+    }
+  }
+}
+
+async function applyInTransaction(
+  db: Db, actor: DriverActor, deliveryId: string, indexes: number[], lookups: Lookups, options: ApplyOptions,
+  results: (EngineResult | undefined)[], events: SyncEvent[],
+) {
+  const batch = indexes.map((i) => events[i]);
+  const needs = {
+    notes: batch.some((e) => e.type.startsWith('note.') || (e.type === 'scan' && e.action === 'unremove')),
+    services: batch.some((e) => e.type.startsWith('service.')),
+  };
+  const staged = await db.transaction(async (tx) => {
+    const ws = await loadWorkingSet(tx, deliveryId, actor.personalnummer, needs);
+    if (!ws) return indexes.map((i) => notFound(events[i], events[i].type === 'scan' ? 'Delivery item' : 'Delivery'));
+    // Read again under the lock: a copy of the same event may have committed since the first look.
+    const processed = await tx.select().from(processedEvents).where(inArray(processedEvents.eventId, batch.map((e) => e.eventId)));
+    const processedById = new Map(processed.map((p) => [p.eventId, p]));
+    const duplicatePayments = batch.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
+    const paymentRows: PaymentRow[] = duplicatePayments.length
+      ? await tx.select().from(paymentProtocol).where(and(eq(paymentProtocol.deliveryId, deliveryId), inArray(paymentProtocol.clientEventId, duplicatePayments)))
+      : [];
+    const out: EngineResult[] = [];
+    for (const event of batch) {
+      const seen = processedById.get(event.eventId);
+      if (seen) {
+        out.push(seen.payloadHash === payloadHash(event) && seen.accountId === actor.personalnummer
+          ? { eventId: event.eventId, status: 'duplicate', entity: entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) }
+          : conflictResult(event));
+        continue;
+      }
+      const outcome = applyOperation({ ws, lookups, occurredAt: new Date(event.occurredAt), attachment: options.attachment }, event);
+      if (!outcome.ok) {
+        out.push(rejection(event, outcome.rejection));
+        continue;
+      }
+      ws.inserts.processed.push({
+        eventId: event.eventId, type: event.type, clientId: options.clientId ?? null, accountId: actor.personalnummer,
+        deliveryId, payloadHash: payloadHash(event), occurredAt: new Date(event.occurredAt),
+      });
+      out.push({ eventId: event.eventId, status: 'applied', entity: outcome.entity });
+    }
+    if (ws.inserts.processed.length > 0) await flushWorkingSet(tx, ws);
+    return out;
+  });
+  indexes.forEach((i, n) => { results[i] = staged[n]; });
+}
+
+async function runLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>) {
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await work(items[next++]);
+  });
+  await Promise.all(workers);
 }

@@ -1,0 +1,245 @@
+import { randomUUID } from 'node:crypto';
+import { applyItemAction } from '../../shared/rules/items.js';
+import { acceptsWork, nextDeliveryState, type DeliveryOperation } from '../../shared/rules/delivery.js';
+import { creditProblems, paymentProblem } from '../../shared/rules/money.js';
+import { noteHasContent } from '../../shared/rules/notes.js';
+import { serviceValueProblem } from '../../shared/rules/services.js';
+import { openAmountCents } from '../../shared/rules/openAmount.js';
+import type { ErrorCode } from '../../shared/schemas/common.js';
+import type { SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
+import type { cars, paymentMethods, services } from '../db/schema.js';
+import { toCredit, toItem, toNote, toPayment, toServiceValue, type PaymentRow } from '../queries/shapes.js';
+import { currentDelivery, type WorkingSet } from './workingSet.js';
+
+export interface Rejection { code: ErrorCode; reason: string; message: string }
+export type Outcome = { ok: true; entity: unknown } | { ok: false; rejection: Rejection };
+
+/** What an operation may look up besides its delivery; loaded once per batch. */
+export interface Lookups {
+  cars: Map<string, typeof cars.$inferSelect>;
+  services: Map<string, typeof services.$inferSelect>;
+  paymentMethods: Map<string, typeof paymentMethods.$inferSelect>;
+}
+
+export interface AttachmentInput { reference: string; contentType: string; sizeBytes: number }
+
+export interface OperationInput {
+  ws: WorkingSet;
+  lookups: Lookups;
+  occurredAt: Date;
+  attachment?: AttachmentInput;
+}
+
+const rejected = (code: ErrorCode, reason: string, message: string): Outcome => ({ ok: false, rejection: { code, reason, message } });
+const invalid = (message: string, reason = 'validation') => rejected('validation', reason, message);
+const notActive = (ws: WorkingSet) => rejected('invalid_state_transition', 'delivery_not_active', `The delivery is ${ws.delivery.state}, not active`);
+
+// Scan rejections that concern the state of a line rather than the request.
+const stateReasons = new Set(['item_removed', 'invalid_action']);
+
+function checkCar(lookups: Lookups, carId: string | null | undefined): Outcome | undefined {
+  if (carId && !lookups.cars.has(carId)) return invalid('The car does not belong to your account', 'car_not_of_account');
+  return undefined;
+}
+
+const openAmount = (ws: WorkingSet) => openAmountCents({
+  erpOpenAmountCents: ws.delivery.erpOpenAmountCents, creditAmountCents: ws.delivery.creditAmountCents, positions: [...ws.items.values()].map((i) => i.row),
+});
+
+/** The state of what the event touches, as its result (also for duplicates). */
+export function entityOf(ws: WorkingSet, event: SyncEvent, payment?: PaymentRow): unknown {
+  switch (event.type) {
+    case 'scan': {
+      const item = ws.items.get(event.deliveryItemId);
+      return item ? toItem(item.row, item.scannable) : null;
+    }
+    case 'credit':
+      return { credit: toCredit(ws.delivery), openAmountCents: openAmount(ws) };
+    case 'payment':
+      return payment ? { payment: toPayment(payment), openAmountCents: openAmount(ws) } : null;
+    case 'note.create': case 'note.update': case 'note.delete': {
+      const note = ws.notes?.get(event.noteId);
+      return note && note.state !== 'deleted' ? toNote(note.row, ws.noteImages.get(note.row.id) ?? null) : null;
+    }
+    case 'service.set': case 'service.clear': {
+      const value = ws.serviceValues?.get(event.serviceId);
+      return value && value.state !== 'deleted' ? toServiceValue(value.row) : null;
+    }
+    default:
+      return currentDelivery(ws);
+  }
+}
+
+function scan(input: OperationInput, event: SyncEventOf<'scan'>, eventId: string): Outcome {
+  const { ws } = input;
+  const item = ws.items.get(event.deliveryItemId);
+  if (!item) return rejected('not_found', 'not_found', 'Delivery item not found');
+  if (ws.delivery.state !== 'active') return notActive(ws);
+  const car = checkCar(input.lookups, event.authorCarId);
+  if (car) return car;
+  const outcome = applyItemAction({ ...item.row, scannable: item.scannable }, event.action, event.quantity);
+  if (!outcome.ok) return rejected(stateReasons.has(outcome.code) ? 'invalid_state_transition' : 'validation', outcome.code, outcome.message);
+  const { state, scannedQuantity, creditedQuantity } = outcome.item;
+  item.row = { ...item.row, state, scannedQuantity, creditedQuantity };
+  item.dirty = true;
+  ws.inserts.audit.push({
+    clientScanId: eventId, deliveryId: ws.delivery.id, deliveryItemId: item.row.id, action: event.action,
+    quantity: event.quantity ?? null, reason: event.reason?.trim() || null, scannedQuantityAfter: scannedQuantity,
+    creditedQuantityAfter: creditedQuantity, stateAfter: state, accountId: ws.accountId, authorCarId: event.authorCarId ?? null,
+    occurredAt: input.occurredAt,
+  });
+  if (event.action === 'unremove' && ws.notes) {
+    // The credit note that gave the reason for this line goes with the credit.
+    for (const note of ws.notes.values()) {
+      if (note.state !== 'deleted' && note.row.creditDeliveryItemId === item.row.id) note.state = 'deleted';
+    }
+  }
+  return { ok: true, entity: toItem(item.row, item.scannable) };
+}
+
+function transition(input: OperationInput, operation: DeliveryOperation, reason: string | null): Outcome {
+  const { ws } = input;
+  const next = nextDeliveryState(ws.delivery.state, operation);
+  if (!next) return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
+  ws.delivery = { ...ws.delivery, state: next, stateReason: reason };
+  ws.deliveryDirty = true;
+  return { ok: true, entity: currentDelivery(ws) };
+}
+
+function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: string): Outcome {
+  const { ws } = input;
+  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
+  const car = checkCar(input.lookups, event.authorCarId);
+  if (car) return car;
+  if (event.action === 'set') {
+    const problems = creditProblems(event.amountCents, event.reason);
+    if (problems.length) return invalid(problems.map((p) => `${p.path} ${p.message}`).join('; '), 'invalid_credit');
+    ws.delivery = { ...ws.delivery, creditAmountCents: event.amountCents!, creditReason: event.reason!.trim(), creditUpdatedAt: input.occurredAt };
+  } else {
+    if (ws.delivery.creditAmountCents === null) return invalid('There is no money credit to remove', 'no_credit');
+    ws.delivery = { ...ws.delivery, creditAmountCents: null, creditReason: null, creditUpdatedAt: input.occurredAt };
+  }
+  ws.deliveryDirty = true;
+  ws.inserts.credits.push({
+    clientEventId: eventId, deliveryId: ws.delivery.id, action: event.action, amountCents: event.action === 'set' ? event.amountCents! : null,
+    reason: event.action === 'set' ? event.reason!.trim() : null, accountId: ws.accountId, authorCarId: event.authorCarId ?? null,
+    occurredAt: input.occurredAt,
+  });
+  return { ok: true, entity: { credit: toCredit(ws.delivery), openAmountCents: openAmount(ws) } };
+}
+
+function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: string): Outcome {
+  const { ws } = input;
+  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
+  const car = checkCar(input.lookups, event.authorCarId);
+  if (car) return car;
+  const method = input.lookups.paymentMethods.get(event.paymentMethodId);
+  const open = openAmount(ws);
+  const problem = paymentProblem({ methodActive: method?.active ?? false, openAmountCents: open, expectedAmountCents: event.expectedAmountCents });
+  if (problem) return invalid(problem.message, problem.code);
+  const row: PaymentRow = {
+    id: randomUUID(), clientEventId: eventId, deliveryId: ws.delivery.id, paymentMethodId: method!.id, paymentMethodCode: method!.code,
+    amountCents: open, accountId: ws.accountId, authorCarId: event.authorCarId ?? null, occurredAt: input.occurredAt, receivedAt: new Date(),
+  };
+  ws.inserts.payments.push(row);
+  return { ok: true, entity: { payment: toPayment(row), openAmountCents: open } };
+}
+
+function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): Outcome {
+  const { ws } = input;
+  if (!noteHasContent(event)) return invalid('A note needs text or an image', 'note_without_content');
+  const car = checkCar(input.lookups, event.authorCarId);
+  if (car) return car;
+  if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) return invalid('creditDeliveryItemId is not a line of this delivery');
+  if (ws.notes!.has(event.noteId)) return rejected('conflict', 'conflict', 'A note with this id exists');
+  const now = new Date();
+  const row = {
+    id: event.noteId, deliveryId: ws.delivery.id, text: event.text?.trim() ? event.text : null,
+    imageAttachment: event.imageAttachment?.trim() ? event.imageAttachment.trim() : null, authorCarId: event.authorCarId ?? null,
+    creditDeliveryItemId: event.creditDeliveryItemId ?? null, isAmountCreditNote: event.isAmountCreditNote ?? false, createdAt: now, updatedAt: now,
+  };
+  ws.notes!.set(row.id, { row, state: 'new' });
+  if (input.attachment) {
+    const id = randomUUID();
+    ws.inserts.attachments.push({ id, deliveryId: ws.delivery.id, noteId: row.id, kind: 'note_image', ...input.attachment });
+    ws.noteImages.set(row.id, id);
+  }
+  return { ok: true, entity: toNote(row, ws.noteImages.get(row.id) ?? null) };
+}
+
+function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): Outcome {
+  const note = input.ws.notes!.get(event.noteId);
+  if (!note || note.state === 'deleted') return rejected('not_found', 'not_found', 'Note not found');
+  const next = {
+    ...note.row,
+    ...(event.text !== undefined ? { text: event.text?.trim() ? event.text : null } : {}),
+    ...(event.imageAttachment !== undefined ? { imageAttachment: event.imageAttachment?.trim() ? event.imageAttachment.trim() : null } : {}),
+    updatedAt: new Date(),
+  };
+  if (!noteHasContent(next)) return invalid('A note needs text or an image', 'note_without_content');
+  note.row = next;
+  if (note.state === 'clean') note.state = 'dirty';
+  return { ok: true, entity: toNote(next, input.ws.noteImages.get(next.id) ?? null) };
+}
+
+function noteDelete(input: OperationInput, event: SyncEventOf<'note.delete'>): Outcome {
+  const note = input.ws.notes!.get(event.noteId);
+  if (!note || note.state === 'deleted') return rejected('not_found', 'not_found', 'Note not found');
+  note.state = 'deleted';
+  return { ok: true, entity: null };
+}
+
+function serviceSet(input: OperationInput, event: SyncEventOf<'service.set'>): Outcome {
+  const { ws } = input;
+  const service = input.lookups.services.get(event.serviceId);
+  if (!service) return rejected('not_found', 'not_found', 'Service not found');
+  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
+  if (!service.active) return invalid('The service is inactive', 'service_inactive');
+  const problem = serviceValueProblem(service, event);
+  if (problem) return invalid(`${problem.path} ${problem.message}`, 'invalid_service_value');
+  const row = {
+    deliveryId: ws.delivery.id, serviceId: service.id, boolValue: event.boolValue ?? null, numericValue: event.numericValue ?? null,
+    authorCarId: null, updatedAt: new Date(),
+  };
+  ws.serviceValues!.set(service.id, { row, state: 'dirty' });
+  return { ok: true, entity: toServiceValue(row) };
+}
+
+function serviceClear(input: OperationInput, event: SyncEventOf<'service.clear'>): Outcome {
+  const { ws } = input;
+  if (!input.lookups.services.has(event.serviceId)) return rejected('not_found', 'not_found', 'Service not found');
+  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
+  const value = ws.serviceValues!.get(event.serviceId);
+  if (value && value.state !== 'deleted') value.state = 'deleted';
+  return { ok: true, entity: null };
+}
+
+function assignCar(input: OperationInput, event: SyncEventOf<'delivery.assignCar'>): Outcome {
+  const { ws } = input;
+  if (event.carId) {
+    const car = input.lookups.cars.get(event.carId);
+    if (!car) return invalid('The car does not belong to your account', 'car_not_of_account');
+    if (!car.active) return invalid('The car is inactive', 'car_inactive');
+  }
+  ws.delivery = { ...ws.delivery, assignedCarId: event.carId };
+  ws.deliveryDirty = true;
+  return { ok: true, entity: currentDelivery(ws) };
+}
+
+/** Applies one event to the working set in memory, or says why not; nothing is written here. */
+export function applyOperation(input: OperationInput, event: SyncEvent): Outcome {
+  switch (event.type) {
+    case 'scan': return scan(input, event, event.eventId);
+    case 'delivery.hold': return transition(input, 'hold', event.reason.trim());
+    case 'delivery.resume': return transition(input, 'resume', null);
+    case 'delivery.cancel': return transition(input, 'cancel', event.reason.trim());
+    case 'delivery.assignCar': return assignCar(input, event);
+    case 'credit': return credit(input, event, event.eventId);
+    case 'payment': return payment(input, event, event.eventId);
+    case 'note.create': return noteCreate(input, event);
+    case 'note.update': return noteUpdate(input, event);
+    case 'note.delete': return noteDelete(input, event);
+    case 'service.set': return serviceSet(input, event);
+    case 'service.clear': return serviceClear(input, event);
+  }
+}

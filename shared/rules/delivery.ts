@@ -1,0 +1,18 @@
+import type { DeliveryState } from '../schemas/deliveries.js';
+
+export type DeliveryOperation = 'hold' | 'resume' | 'cancel' | 'complete';
+
+const transitions: Record<DeliveryOperation, Partial<Record<DeliveryState, DeliveryState>>> = {
+  hold: { active: 'held' },
+  resume: { held: 'active' },
+  cancel: { active: 'canceled', held: 'canceled' },
+  complete: { active: 'completed' },
+};
+
+/** The next state, or null when the operation is not allowed from `state`. */
+export function nextDeliveryState(state: DeliveryState, operation: DeliveryOperation): DeliveryState | null {
+  return transitions[operation][state] ?? null;
+}
+
+/** Credit, payment and service values change only an active delivery. */
+export const acceptsWork = (state: DeliveryState) => state === 'active';
