@@ -3,16 +3,22 @@ import { z } from 'zod';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import { DomainError, errorCatalogue, type FieldProblem } from '../errors.js';
 
-export function sendProblem(res: Response, code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
+/** The RFC 9457 body; also written by hand where there is no express response (refused WebSocket upgrades). */
+export function problemBody(code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
   const entry = errorCatalogue[code];
-  res.status(status ?? entry.status).type('application/problem+json').json({
+  return {
     type: `https://tourline.dev/problems/${code}`,
     title: entry.title,
     status: status ?? entry.status,
     detail,
     code,
     ...(errors?.length ? { errors } : {}),
-  });
+  };
+}
+
+export function sendProblem(res: Response, code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
+  const body = problemBody(code, detail, errors, status);
+  res.status(body.status).type('application/problem+json').json(body);
 }
 
 export function zodProblems(error: z.ZodError, prefix?: string): FieldProblem[] {
@@ -22,14 +28,18 @@ export function zodProblems(error: z.ZodError, prefix?: string): FieldProblem[] 
   }));
 }
 
+const clientErrorCodes: Partial<Record<number, ErrorCode>> = {
+  401: 'unauthorized', 404: 'not_found', 413: 'payload_too_large', 415: 'unsupported_media_type',
+};
+
 /** The one error handler: typed errors become problem+json; anything else is a logged 500 without details. */
-export const problemHandler: ErrorRequestHandler = (error, req, res, _next) => {
+export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => {
   if (res.headersSent) {
     res.destroy();
     return;
   }
   if (error instanceof DomainError) {
-    if (error.code === 'internal' || (error.status ?? 0) >= 500) req.log?.error({ err: error }, 'request failed');
+    if (error.code === 'internal' || (error.status ?? 0) >= 500) res.err = error;
     sendProblem(res, error.code, error.message, error.errors, error.status);
     return;
   }
@@ -43,6 +53,13 @@ export const problemHandler: ErrorRequestHandler = (error, req, res, _next) => {
   if (type === 'entity.too.large') return sendProblem(res, 'payload_too_large', 'The body exceeds the size limit');
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendProblem(res, 'unsupported_media_type', 'Unsupported body encoding');
   if (type === 'request.aborted') return void res.destroy();
-  req.log?.error({ err: error }, 'unexpected error');
+  // Other client errors raised by express itself (a path segment that is not valid percent-encoding).
+  const status = (error as { status?: unknown }).status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const code = clientErrorCodes[status] ?? 'validation';
+    return sendProblem(res, code, (error as { expose?: boolean }).expose ? (error as Error).message : errorCatalogue[code].title);
+  }
+  // pino-http puts `res.err` (with its stack) into the request's one log line; the client sees none of it.
+  res.err = error;
   sendProblem(res, 'internal', 'An internal error occurred');
 };

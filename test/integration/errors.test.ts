@@ -1,0 +1,157 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { errorCodes } from '../../shared/schemas/common.js';
+import { DomainError, errorCatalogue } from '../../server/errors.js';
+import { createHttpApp } from '../../server/http/app.js';
+import { route } from '../../server/http/route.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { useTestServer, type ApiResponse } from '../helpers/server.js';
+
+const BODY_LIMIT = 1024;
+
+function expectProblem(response: ApiResponse, status: number, code: string) {
+  expect(response.status).toBe(status);
+  expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  expect(response.body).toMatchObject({ status, code, title: errorCatalogue[code as keyof typeof errorCatalogue].title });
+  expect(response.body.type).toEqual(expect.any(String));
+  expect(response.body.detail).toEqual(expect.any(String));
+  expect(response.headers.get('x-request-id')).toBeTruthy();
+}
+
+/** Routes that fail the ways handlers can fail, served by an app built like the real one. */
+const failingRoutes = [
+  route({
+    method: 'get', path: '/test/crash', auth: 'none', tags: ['Test'], summary: 'throws an unexpected error',
+    handler: async () => { throw new Error('connection to 10.0.0.7 refused; password=hunter2'); },
+  }),
+  route({
+    method: 'get', path: '/test/domain', auth: 'none', tags: ['Test'], summary: 'throws a domain error',
+    handler: async () => { throw new DomainError('conflict', 'The thing is still referenced'); },
+  }),
+  route({
+    method: 'get', path: '/test/upload', auth: 'none', tags: ['Test'], summary: 'a failed upload (500 by the spec)',
+    handler: async () => { throw new DomainError('internal', 'Upload to the document store failed', undefined, 500); },
+  }),
+  route({
+    method: 'post', path: '/test/echo', auth: 'none', tags: ['Test'], summary: 'echoes a validated body',
+    body: z.object({ n: z.number().int() }), response: z.object({ n: z.number() }),
+    handler: async ({ body }) => body,
+  }),
+];
+
+describe.each(databaseKinds)('errors on %s', (kind) => {
+  const api = useTestServer(kind, { BODY_LIMIT_BYTES: String(BODY_LIMIT) });
+  let token: string;
+  beforeAll(async () => { token = await api.token(4001); });
+
+  it.each(['GET /nowhere', 'POST /me/cars/extra/segments', 'DELETE /me/cars'])('answers 404 not_found for the unknown route %s', async (line) => {
+    const [method, path] = line.split(' ');
+    expectProblem(await api.request(method, path, { token }), 404, 'not_found');
+  });
+
+  it('answers 400 validation for malformed JSON', async () => {
+    expectProblem(await api.post('/me/cars', '{"plate": "B-X', { token, headers: { 'content-type': 'application/json' } }), 400, 'validation');
+  });
+
+  it('answers 400 validation with field problems for a body that misses its schema', async () => {
+    const response = await api.post('/me/cars', { plate: 7 }, { token });
+    expectProblem(response, 400, 'validation');
+    expect(response.body.errors).toEqual([{ path: 'plate', message: expect.any(String) }]);
+  });
+
+  it('answers 400 for a path segment that is not valid percent-encoding', async () => {
+    expectProblem(await api.get('/accounts/%E0%A4%A', { token }), 400, 'validation');
+  });
+
+  it('answers 413 payload_too_large for a body over BODY_LIMIT_BYTES and stores nothing', async () => {
+    const plate = 'X'.repeat(BODY_LIMIT * 2);
+    expectProblem(await api.post('/me/cars', { plate }, { token }), 413, 'payload_too_large');
+    expect((await api.get('/me/cars', { token })).body.cars).toEqual([]);
+  });
+
+  it('answers 415 for a body that is not JSON on a JSON endpoint', async () => {
+    expectProblem(await api.post('/me/cars', 'plate=B-X', { token, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    expectProblem(await api.post('/me/cars', 'B-X', { token, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
+  });
+
+  it('answers 415 for JSON in a charset other than UTF', async () => {
+    expectProblem(await api.post('/me/cars', '{"plate":"B-X"}', { token, headers: { 'content-type': 'application/json; charset=latin1' } }), 415, 'unsupported_media_type');
+  });
+
+  it('answers 401 before looking at the body of a protected endpoint', async () => {
+    expectProblem(await api.post('/me/cars', '{"plate": ', { headers: { 'content-type': 'text/plain' } }), 401, 'unauthorized');
+  });
+
+  describe('thrown errors', () => {
+    let server: http.Server;
+    let base: string;
+    beforeAll(async () => {
+      server = http.createServer(createHttpApp(api.ctx, failingRoutes));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(async () => { await new Promise((resolve) => server.close(resolve)); });
+
+    async function call(path: string, init?: RequestInit): Promise<ApiResponse> {
+      const response = await fetch(`${base}${path}`, init);
+      const text = await response.text();
+      return { status: response.status, headers: response.headers, text, body: JSON.parse(text) };
+    }
+
+    it('answers an unexpected error with 500 internal and no stack trace or message', async () => {
+      const response = await call('/test/crash');
+      expectProblem(response, 500, 'internal');
+      expect(response.text).not.toMatch(/hunter2|10\.0\.0\.7|at .*\.ts|Error:/);
+      expect(Object.keys(response.body).sort()).toEqual(['code', 'detail', 'status', 'title', 'type']);
+    });
+
+    it('answers a domain error with the status of its code', async () => {
+      const response = await call('/test/domain');
+      expectProblem(response, 409, 'conflict');
+      expect(response.body.detail).toBe('The thing is still referenced');
+    });
+
+    it('answers a failed upload with 500 as the spec asks', async () => {
+      expectProblem(await call('/test/upload'), 500, 'internal');
+    });
+
+    it('validates the body of a route', async () => {
+      expect((await call('/test/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":3}' })).body).toEqual({ n: 3 });
+      expectProblem(await call('/test/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":"3"}' }), 400, 'validation');
+    });
+  });
+
+  describe('request ids', () => {
+    it('returns a fresh X-Request-Id on every response', async () => {
+      const [a, b] = await Promise.all([api.get('/health'), api.get('/nowhere')]);
+      expect(a.headers.get('x-request-id')).toMatch(/^[\w.-]+$/);
+      expect(b.headers.get('x-request-id')).toMatch(/^[\w.-]+$/);
+      expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'));
+    });
+
+    it('echoes a valid incoming X-Request-Id', async () => {
+      const response = await api.get('/health', { headers: { 'x-request-id': 'app-4711.retry-2' } });
+      expect(response.headers.get('x-request-id')).toBe('app-4711.retry-2');
+    });
+
+    it.each(['has spaces', 'x'.repeat(101), '<script>'])('replaces the invalid incoming X-Request-Id %j', async (incoming) => {
+      const response = await api.get('/health', { headers: { 'x-request-id': incoming } });
+      expect(response.headers.get('x-request-id')).not.toBe(incoming);
+      expect(response.headers.get('x-request-id')).toMatch(/^[\w.-]+$/);
+    });
+  });
+});
+
+describe('the error catalogue', () => {
+  it('has an entry with status, title and cause for every code', () => {
+    expect(Object.keys(errorCatalogue).sort()).toEqual([...errorCodes].sort());
+    for (const entry of Object.values(errorCatalogue)) {
+      expect(entry.status).toBeGreaterThanOrEqual(400);
+      expect(entry.title.length).toBeGreaterThan(0);
+      expect(entry.cause.length).toBeGreaterThan(0);
+    }
+    expect(errorCatalogue.unauthorized.title).toBe('Authentifizierung fehlgeschlagen');
+  });
+});
