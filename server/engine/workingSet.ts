@@ -37,14 +37,13 @@ export async function loadWorkingSet(tx: Db, deliveryId: string, accountId: numb
     .where(and(eq(deliveries.id, deliveryId), eq(tours.accountId, accountId)))
     .for('update', { of: deliveries });
   if (!locked) return undefined;
-  const [itemRows, noteRows, imageRows, valueRows] = await Promise.all([
-    tx.select({ item: deliveryItems, scannable: articles.scannable }).from(deliveryItems)
-      .innerJoin(articles, eq(articles.id, deliveryItems.articleId)).where(eq(deliveryItems.deliveryId, deliveryId)),
-    needs.notes ? tx.select().from(notes).where(eq(notes.deliveryId, deliveryId)) : undefined,
-    needs.notes ? tx.select({ id: attachments.id, noteId: attachments.noteId }).from(attachments)
-      .where(and(eq(attachments.deliveryId, deliveryId), eq(attachments.kind, 'note_image'))) : undefined,
-    needs.services ? tx.select().from(deliveryServiceValues).where(eq(deliveryServiceValues.deliveryId, deliveryId)) : undefined,
-  ]);
+  // One connection runs a transaction: its statements go one after another.
+  const itemRows = await tx.select({ item: deliveryItems, scannable: articles.scannable }).from(deliveryItems)
+    .innerJoin(articles, eq(articles.id, deliveryItems.articleId)).where(eq(deliveryItems.deliveryId, deliveryId));
+  const noteRows = needs.notes ? await tx.select().from(notes).where(eq(notes.deliveryId, deliveryId)) : undefined;
+  const imageRows = needs.notes ? await tx.select({ id: attachments.id, noteId: attachments.noteId }).from(attachments)
+    .where(and(eq(attachments.deliveryId, deliveryId), eq(attachments.kind, 'note_image'))) : undefined;
+  const valueRows = needs.services ? await tx.select().from(deliveryServiceValues).where(eq(deliveryServiceValues.deliveryId, deliveryId)) : undefined;
   return {
     accountId,
     delivery: locked.delivery,
@@ -83,11 +82,9 @@ export async function flushWorkingSet(tx: Db, ws: WorkingSet): Promise<void> {
     for (const item of dirtyItems) changes.push({ entity: 'position', op: 'upsert', id: item.row.id, ...owner, data: toItem(item.row, item.scannable) });
   }
 
-  const writes: Promise<unknown>[] = [];
-  if (ws.inserts.audit.length) writes.push(tx.insert(scanAudit).values(ws.inserts.audit));
-  if (ws.inserts.credits.length) writes.push(tx.insert(creditEvents).values(ws.inserts.credits));
-  if (ws.inserts.payments.length) writes.push(tx.insert(paymentProtocol).values(ws.inserts.payments));
-  await Promise.all(writes);
+  if (ws.inserts.audit.length) await tx.insert(scanAudit).values(ws.inserts.audit);
+  if (ws.inserts.credits.length) await tx.insert(creditEvents).values(ws.inserts.credits);
+  if (ws.inserts.payments.length) await tx.insert(paymentProtocol).values(ws.inserts.payments);
 
   if (ws.notes) {
     const entries = [...ws.notes.values()];

@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import type { SyncEvent } from '../../shared/schemas/sync.js';
+import type { DriverActor } from '../../server/context.js';
+import { deliveryItems, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
+import { applyEvents } from '../../server/engine/apply.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
+import { useTestServer } from '../helpers/server.js';
+
+let nextAccount = 3500;
+
+describe.each(databaseKinds)('event engine on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  async function setup(quantity = 50) {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, {
+      accountId, deliveries: 2,
+      positions: [{ scannable: true, quantity, scannedQuantity: 0, state: 'InProgress' }, { scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }],
+    });
+    const actor: DriverActor = { kind: 'driver', personalnummer: accountId, name: 'x', tokenExpiresAt: Date.now() + 3600_000 };
+    return { token, actor, tour, line: tour.deliveries[0].items[0], other: tour.deliveries[1].items[0] };
+  }
+
+  const now = () => new Date().toISOString();
+  const scanEvent = (deliveryItemId: string, action = 'scan', eventId = randomUUID()): SyncEvent =>
+    ({ type: 'scan', eventId, occurredAt: now(), deliveryItemId, action } as SyncEvent);
+
+  it('applies ten copies of one event sent at the same moment exactly once', async () => {
+    const { token, line } = await setup();
+    const clientScanId = randomUUID();
+    const body = { scans: [{ clientScanId, deliveryItemId: line.id, action: 'scan', occurredAt: now() }] };
+    const responses = await Promise.all(Array.from({ length: 10 }, () => api.post('/scans', body, { token })));
+    const statuses = responses.map((r) => r.body.results[0].status).sort();
+    expect(statuses.filter((s) => s === 'applied')).toHaveLength(1);
+    expect(statuses.filter((s) => s === 'duplicate')).toHaveLength(9);
+    expect(await api.db.select().from(scanAudit).where(eq(scanAudit.clientScanId, clientScanId))).toHaveLength(1);
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item.scannedQuantity).toBe(1);
+  });
+
+  it('loses no update when 50 different scans of one line arrive concurrently', async () => {
+    const { token, line } = await setup(50);
+    const responses = await Promise.all(Array.from({ length: 50 }, () =>
+      api.post('/scans', { scans: [{ clientScanId: randomUUID(), deliveryItemId: line.id, action: 'scan', occurredAt: now() }] }, { token })));
+    expect(responses.every((r) => r.body.results[0].status === 'applied')).toBe(true);
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item).toMatchObject({ scannedQuantity: 50, state: 'Done' });
+    expect(await api.db.select().from(scanAudit).where(eq(scanAudit.deliveryItemId, line.id))).toHaveLength(50);
+  });
+
+  it('keeps going after a rejected event in the middle of a batch and keeps the order per delivery', async () => {
+    const { actor, line, other } = await setup(2);
+    const events = [
+      scanEvent(line.id), scanEvent(other.id), scanEvent(line.id), scanEvent(line.id) /* third piece of two: rejected */,
+      scanEvent(line.id, 'unscan'), scanEvent(line.id), scanEvent(other.id),
+    ];
+    const results = await applyEvents(api.db, actor, events);
+    expect(results.map((r) => r.status)).toEqual(['applied', 'applied', 'applied', 'rejected', 'applied', 'applied', 'applied']);
+    expect(results[3]).toMatchObject({ code: 'validation', reason: 'quantity_exceeded' });
+    expect(results.map((r) => r.eventId)).toEqual(events.map((e) => e.eventId));
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item.scannedQuantity).toBe(2);
+  });
+
+  it('rejects an event id reused with another payload as conflict, and answers a repeat in one batch as duplicate', async () => {
+    const { actor, line, other } = await setup();
+    const id = randomUUID();
+    const first = scanEvent(line.id, 'scan', id);
+    const results = await applyEvents(api.db, actor, [first, { ...first }, scanEvent(other.id, 'scan', id)]);
+    expect(results.map((r) => r.status)).toEqual(['applied', 'duplicate', 'rejected']);
+    expect(results[2].code).toBe('conflict');
+    const later = await applyEvents(api.db, actor, [scanEvent(line.id, 'unscan', id)]);
+    expect(later[0]).toMatchObject({ status: 'rejected', code: 'conflict' });
+    expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
+  });
+
+  it('keeps the device time and the client id with every processed event', async () => {
+    const { actor, line } = await setup();
+    const event = { ...scanEvent(line.id), occurredAt: '2026-11-20T06:15:00.000Z' };
+    await applyEvents(api.db, actor, [event], { clientId: 'phone-7' });
+    const [row] = await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, event.eventId));
+    expect(row).toMatchObject({ clientId: 'phone-7', type: 'scan', accountId: actor.personalnummer });
+    expect(row.occurredAt?.toISOString()).toBe('2026-11-20T06:15:00.000Z');
+    expect(row.receivedAt.getTime()).toBeGreaterThan(Date.parse('2026-11-21T00:00:00Z'));
+  });
+
+  it('lets a note created offline be changed and deleted later in the same batch', async () => {
+    const { actor, tour } = await setup();
+    const deliveryId = tour.deliveries[0].delivery.id;
+    const noteId = randomUUID();
+    const base = { occurredAt: now(), deliveryId, noteId };
+    const results = await applyEvents(api.db, actor, [
+      { ...base, eventId: randomUUID(), type: 'note.create', text: 'erste Fassung' },
+      { ...base, eventId: randomUUID(), type: 'note.update', text: 'zweite Fassung' },
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['applied', 'applied']);
+    const [row] = await api.db.select().from(notes).where(eq(notes.id, noteId));
+    expect(row.text).toBe('zweite Fassung');
+    const deleted = await applyEvents(api.db, actor, [{ ...base, eventId: randomUUID(), type: 'note.delete' }]);
+    expect(deleted[0].status).toBe('applied');
+  });
+
+  it('writes a batch of 100 scans of one delivery with a fixed number of statements', async () => {
+    const { actor, line } = await setup(100);
+    const small = await setup(100);
+    const count = async (who: DriverActor, n: number, target: string) => {
+      const before = api.ctx.database.queries.count;
+      const results = await applyEvents(api.db, who, Array.from({ length: n }, () => scanEvent(target)));
+      expect(results.every((r) => r.status === 'applied')).toBe(true);
+      return api.ctx.database.queries.count - before;
+    };
+    const forTen = await count(small.actor, 10, small.line.id);
+    const forHundred = await count(actor, 100, line.id);
+    expect(forHundred).toBe(forTen);
+  });
+});
