@@ -1,4 +1,5 @@
 import type { AnyRoute } from '../route.js';
+import { deliveryRoutes } from './deliveries.js';
 import { masterDataRoutes } from './masterData.js';
 import { systemRoutes } from './system.js';
 
@@ -6,4 +7,5 @@ import { systemRoutes } from './system.js';
 export const apiRoutes: AnyRoute[] = [
   ...systemRoutes,
   ...masterDataRoutes,
+  ...deliveryRoutes,
 ];
