@@ -1,0 +1,238 @@
+import type { z } from 'zod';
+import type * as S from '../shared/index.js';
+import { NetworkError, ProblemError, parseRetryAfter } from './problem.js';
+
+type Out<T extends z.ZodType> = z.output<T>;
+type In<T extends z.ZodType> = z.input<T>;
+
+export type GetToken = (options: { forceRefresh: boolean }) => Promise<string> | string;
+export type FetchLike = (input: string, init: RequestInit) => Promise<Response>;
+
+export interface TransportOptions {
+  baseUrl: string;
+  /** Called with `forceRefresh: true` after a 401; the request is then repeated once. */
+  getToken?: GetToken;
+  /** Defaults to globalThis.fetch. */
+  fetch?: FetchLike;
+  timeoutMs?: number;
+  now?: () => number;
+  /** Extra headers for every request (for example the admin key). */
+  headers?: Record<string, string>;
+}
+
+export interface RequestSpec {
+  query?: Record<string, string | number | boolean | undefined | null>;
+  json?: unknown;
+  form?: FormData;
+  /** 'bytes' answers a Uint8Array and its content type. */
+  accept?: 'json' | 'bytes' | 'text';
+  bearer?: boolean;
+}
+
+/** Bytes of an image or a PDF: a Uint8Array, or a Blob where the platform has one. */
+export type Binary = Uint8Array | Blob;
+
+export interface NoteImageUpload {
+  file: Binary;
+  contentType?: string;
+  fileName?: string;
+  /** Extra form fields sent beside the file (for example a client note id). */
+  fields?: Record<string, string>;
+}
+
+export interface CompletionUpload {
+  customerSignature: Binary;
+  driverSignature: Binary;
+  acknowledgements: In<typeof S.CompleteDeliveryAcknowledgements>;
+}
+
+/** HTTP with bearer tokens, problem+json errors, timeouts, and one token refresh on 401. */
+export class Transport {
+  private readonly fetch: FetchLike;
+  private token: string | undefined;
+
+  constructor(readonly options: TransportOptions) {
+    const f = options.fetch ?? globalThis.fetch?.bind(globalThis);
+    if (!f) throw new Error('no fetch available; pass options.fetch');
+    this.fetch = f;
+  }
+
+  async request<T>(method: string, path: string, spec: RequestSpec = {}): Promise<T> {
+    const bearer = spec.bearer ?? true;
+    let response = await this.send(method, path, spec, bearer ? await this.currentToken(false) : undefined);
+    if (response.status === 401 && bearer && this.options.getToken) {
+      await response.body?.cancel().catch(() => undefined);
+      response = await this.send(method, path, spec, await this.currentToken(true));
+    }
+    return this.read<T>(response, spec.accept ?? 'json');
+  }
+
+  private async currentToken(forceRefresh: boolean) {
+    if (!this.options.getToken) return undefined;
+    if (forceRefresh || this.token === undefined) this.token = await this.options.getToken({ forceRefresh });
+    return this.token;
+  }
+
+  private async send(method: string, path: string, spec: RequestSpec, token: string | undefined): Promise<Response> {
+    const url = new URL(path.replace(/^\//, ''), this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`);
+    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: 'application/json, application/problem+json, */*', ...this.options.headers };
+    if (token) headers.authorization = `Bearer ${token}`;
+    let body: BodyInit | undefined;
+    if (spec.form) body = spec.form;
+    else if (spec.json !== undefined) {
+      body = JSON.stringify(spec.json);
+      headers['content-type'] = 'application/json';
+    }
+    const timeoutMs = this.options.timeoutMs ?? 30_000;
+    const signal = typeof AbortSignal !== 'undefined' && 'timeout' in AbortSignal ? AbortSignal.timeout(timeoutMs) : undefined;
+    try {
+      return await this.fetch(url.toString(), { method, headers, body, signal });
+    } catch (error) {
+      throw new NetworkError(`${method} ${path}: ${(error as Error)?.message ?? String(error)}`, error);
+    }
+  }
+
+  private async read<T>(response: Response, accept: 'json' | 'bytes' | 'text'): Promise<T> {
+    const type = response.headers.get('content-type') ?? '';
+    let text: string | undefined;
+    if (!response.ok) {
+      try { text = await response.text(); } catch (error) { throw new NetworkError('answer lost while reading', error); }
+      let problem: Record<string, unknown> = {};
+      try { problem = JSON.parse(text); } catch { problem = { detail: text.slice(0, 500) || undefined }; }
+      const now = this.options.now?.() ?? Date.now();
+      throw new ProblemError(response.status, problem as never, parseRetryAfter(response.headers.get('retry-after'), now));
+    }
+    try {
+      if (response.status === 204) return undefined as T;
+      if (accept === 'bytes') return { bytes: new Uint8Array(await response.arrayBuffer()), contentType: type } as T;
+      text = await response.text();
+    } catch (error) {
+      throw new NetworkError('answer lost while reading', error);
+    }
+    if (accept === 'text' || !type.includes('json')) return text as T;
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+}
+
+const enc = encodeURIComponent;
+
+export function toBlob(data: Binary, contentType: string): Blob {
+  if (typeof Blob === 'undefined') throw new Error('this platform has no Blob; multipart uploads need one');
+  return data instanceof Blob ? data : new Blob([data as Uint8Array<ArrayBuffer>], { type: contentType });
+}
+
+/** The driver-facing endpoints of the service, typed from the shared schemas. */
+export class TourlineApi {
+  readonly transport: Transport;
+
+  constructor(options: TransportOptions | Transport) {
+    this.transport = options instanceof Transport ? options : new Transport(options);
+  }
+
+  private call<T>(method: string, path: string, spec?: RequestSpec) { return this.transport.request<T>(method, path, spec); }
+
+  health() { return this.call<string>('GET', '/health', { bearer: false, accept: 'text' }); }
+  account(personalnummer: number) { return this.call<Out<typeof S.Account>>('GET', `/accounts/${personalnummer}`); }
+
+  cars(query: { includeInactive?: boolean } = {}) { return this.call<Out<typeof S.CarsList>>('GET', '/me/cars', { query }); }
+  createCar(body: In<typeof S.CreateCarRequest>) { return this.call<Out<typeof S.CarResponse>>('POST', '/me/cars', { json: body }); }
+  updateCar(carId: string, body: In<typeof S.UpdateCarRequest>) { return this.call<Out<typeof S.CarResponse>>('PATCH', `/me/cars/${enc(carId)}`, { json: body }); }
+
+  tours(query: { date?: string } = {}) { return this.call<Out<typeof S.TourSummaryList>>('GET', '/me/tours', { query }); }
+  tour(tourId: string) { return this.call<Out<typeof S.TourDetails>>('GET', `/tours/${enc(tourId)}`); }
+  setDeliveryOrder(tourId: string, body: In<typeof S.SetDeliveryOrderRequest>) {
+    return this.call<Out<typeof S.SetDeliveryOrderResponse>>('PUT', `/tours/${enc(tourId)}/delivery-order`, { json: body });
+  }
+  syncTour(body: In<typeof S.SyncTourRequest>) { return this.call<Out<typeof S.SyncTourResponse>>('POST', '/sync/tour', { json: body }); }
+
+  applyScans(body: In<typeof S.ApplyScansRequest>) { return this.call<Out<typeof S.ApplyScansResponse>>('POST', '/scans', { json: body }); }
+  assignCar(deliveryId: string, body: In<typeof S.AssignCarRequest>) { return this.lifecycle('PUT', deliveryId, 'assigned-car', body); }
+  hold(deliveryId: string, body: In<typeof S.HoldDeliveryRequest>) { return this.lifecycle('POST', deliveryId, 'hold', body); }
+  resume(deliveryId: string) { return this.lifecycle('POST', deliveryId, 'resume', undefined); }
+  cancel(deliveryId: string, body: In<typeof S.CancelDeliveryRequest>) { return this.lifecycle('POST', deliveryId, 'cancel', body); }
+
+  complete(deliveryId: string, upload: CompletionUpload) {
+    const form = new FormData();
+    form.set('customer_signature', toBlob(upload.customerSignature, 'image/png'), 'customer_signature.png');
+    form.set('driver_signature', toBlob(upload.driverSignature, 'image/png'), 'driver_signature.png');
+    form.set('acknowledgements', new Blob([JSON.stringify(upload.acknowledgements)], { type: 'application/json' }), 'acknowledgements.json');
+    return this.call<Out<typeof S.DeliveryResponse>>('POST', `/deliveries/${enc(deliveryId)}/complete`, { form });
+  }
+
+  credit(deliveryId: string, body: In<typeof S.DeliveryCreditEventRequest>) {
+    return this.call<Out<typeof S.DeliveryCreditResponse>>('POST', `/deliveries/${enc(deliveryId)}/credit`, { json: body });
+  }
+  payment(deliveryId: string, body: In<typeof S.RecordDeliveryPaymentRequest>) {
+    return this.call<Out<typeof S.DeliveryPaymentResponse>>('POST', `/deliveries/${enc(deliveryId)}/payment`, { json: body });
+  }
+
+  createNote(deliveryId: string, body: In<typeof S.CreateDeliveryNoteRequest>) {
+    return this.call<Out<typeof S.DeliveryNoteResponse>>('POST', `/deliveries/${enc(deliveryId)}/notes`, { json: body });
+  }
+  uploadNoteImage(deliveryId: string, upload: NoteImageUpload) {
+    const form = new FormData();
+    for (const [k, v] of Object.entries(upload.fields ?? {})) form.set(k, v);
+    const type = upload.contentType ?? 'image/jpeg';
+    form.set('file', toBlob(upload.file, type), upload.fileName ?? `note.${type.split('/')[1] ?? 'bin'}`);
+    return this.call<Out<typeof S.DeliveryNoteResponse>>('POST', `/deliveries/${enc(deliveryId)}/notes/image`, { form });
+  }
+  updateNote(deliveryId: string, noteId: string, body: In<typeof S.UpdateDeliveryNoteRequest>) {
+    return this.call<Out<typeof S.DeliveryNoteResponse>>('PATCH', `/deliveries/${enc(deliveryId)}/notes/${enc(noteId)}`, { json: body });
+  }
+  deleteNote(deliveryId: string, noteId: string) { return this.call<void>('DELETE', `/deliveries/${enc(deliveryId)}/notes/${enc(noteId)}`); }
+
+  setService(deliveryId: string, serviceId: string, body: In<typeof S.SetDeliveryServiceRequest>) {
+    return this.call<Out<typeof S.DeliveryServiceResponse>>('PUT', `/deliveries/${enc(deliveryId)}/services/${enc(serviceId)}`, { json: body });
+  }
+  clearService(deliveryId: string, serviceId: string) { return this.call<void>('DELETE', `/deliveries/${enc(deliveryId)}/services/${enc(serviceId)}`); }
+
+  attachment(id: string, query: { w?: number; h?: number; q?: number; ext?: 'png' | 'jpeg' | 'jpg' | 'webp' | 'tiff'; page?: number | string } = {}) {
+    return this.call<{ bytes: Uint8Array; contentType: string }>('GET', `/attachments/${enc(id)}`, { query, accept: 'bytes' });
+  }
+
+  paymentMethods(query: { includeInactive?: boolean } = {}) { return this.call<Out<typeof S.PaymentMethodsList>>('GET', '/payment-methods', { query }); }
+  createPaymentMethod(body: In<typeof S.CreatePaymentMethodRequest>) { return this.call<Out<typeof S.PaymentMethodResponse>>('POST', '/payment-methods', { json: body }); }
+  updatePaymentMethod(id: string, body: In<typeof S.UpdatePaymentMethodRequest>) {
+    return this.call<Out<typeof S.PaymentMethodResponse>>('PATCH', `/payment-methods/${enc(id)}`, { json: body });
+  }
+  deletePaymentMethod(id: string) { return this.call<void>('DELETE', `/payment-methods/${enc(id)}`); }
+
+  services(query: { includeInactive?: boolean } = {}) { return this.call<Out<typeof S.ServicesList>>('GET', '/services', { query }); }
+  createService(body: In<typeof S.CreateServiceRequest>) { return this.call<Out<typeof S.ServiceResponse>>('POST', '/services', { json: body }); }
+  updateService(id: string, body: In<typeof S.UpdateServiceRequest>) { return this.call<Out<typeof S.ServiceResponse>>('PATCH', `/services/${enc(id)}`, { json: body }); }
+  deleteService(id: string) { return this.call<void>('DELETE', `/services/${enc(id)}`); }
+
+  push(body: In<typeof S.PushRequest>) { return this.call<Out<typeof S.PushResponse>>('POST', '/sync/push', { json: body }); }
+  /** The cursor of "now" (not in the interface spec; the service offers it for a fresh start). */
+  cursor() { return this.call<{ cursor: string }>('GET', '/sync/cursor'); }
+  changes(query: { since?: string | null; limit?: number } = {}) { return this.call<Out<typeof S.ChangesResponse>>('GET', '/sync/changes', { query }); }
+
+  private lifecycle(method: string, deliveryId: string, action: string, body: unknown) {
+    return this.call<Out<typeof S.DeliveryResponse>>(method, `/deliveries/${enc(deliveryId)}/${action}`, { json: body });
+  }
+}
+
+/** The back-office endpoints, authenticated with the machine key (`X-Admin-Api-Key`). */
+export class AdminApi {
+  readonly transport: Transport;
+
+  constructor(options: Omit<TransportOptions, 'getToken'> & { adminKey: string }) {
+    this.transport = new Transport({ ...options, headers: { ...options.headers, 'x-admin-api-key': options.adminKey } });
+  }
+
+  private call<T>(method: string, path: string, spec: RequestSpec = {}) { return this.transport.request<T>(method, path, { bearer: false, ...spec }); }
+
+  beleg<T = unknown>(belegnummer: string) { return this.call<T>('GET', `/admin/belege/${enc(belegnummer)}`); }
+  positionsModified<T = unknown>(belegnummer: string) { return this.call<T>('GET', `/admin/belege/${enc(belegnummer)}/positions-modified`); }
+  /** Dates are `DD-MM-YYYY`, as the spec says for the admin queries. */
+  completedDeliveries(query: { day?: string; from?: string; to?: string } = {}) {
+    return this.call<{ count: number; deliveries: { belegnummer: string; positions_modified: boolean }[]; from: string | null; to: string | null }>('GET', '/admin/completed-deliveries', { query });
+  }
+  deliveredBelegnummern<T = unknown>(query: { day?: string } = {}) { return this.call<T>('GET', '/admin/delivered-belegnummern', { query }); }
+  importErp<T = unknown>(query: { date?: string } = {}) { return this.call<T>('POST', '/admin/import-erp', { query }); }
+  markMailSent<T = unknown>(belegnummern: string[]) { return this.call<T>('POST', '/admin/mark-mail-sent', { json: { belegnummern } }); }
+  pushCompletion(deliveryId: string) { return this.call<void>('POST', '/admin/push-completion', { query: { delivery_id: deliveryId } }); }
+  reviews<T = unknown[]>() { return this.call<T>('GET', '/admin/reviews'); }
+  resolveReview(deliveryId: string, processor: string) { return this.call<void>('POST', `/admin/reviews/${enc(deliveryId)}/resolve`, { json: { processor } }); }
+}

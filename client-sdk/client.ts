@@ -1,0 +1,673 @@
+import type { AuditAction, CompleteDeliveryAcknowledgements, DeliveryDetails, TourDetails } from '../shared/schemas/deliveries.js';
+import type { Change, EventResult, SyncEvent } from '../shared/schemas/sync.js';
+import type { TourSummary } from '../shared/schemas/tours.js';
+type TourSummaryShape = z.output<typeof TourSummary>;
+import type { z } from 'zod';
+import { TourlineApi, type Binary, type FetchLike, type GetToken } from './api.js';
+import { backoffDelay, defaultBackoff, type BackoffPolicy } from './backoff.js';
+import { fromBase64, toBase64 } from './binary.js';
+import { Emitter } from './emitter.js';
+import { LiveChanges, detectWebSocket, type WebSocketFactory } from './live.js';
+import { Outbox, orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction, type OutboxEntry } from './outbox.js';
+import { NetworkError, ProblemError } from './problem.js';
+import { LocalState, LOCAL_IMAGE_PREFIX } from './state.js';
+import { JsonStore, MemoryStore, type KeyValueStore } from './storage/keyValue.js';
+
+type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;
+/** A driver action as the app describes it; the SDK adds the event id and the time. */
+export type EventInput = DistributiveOmit<SyncEvent, 'eventId' | 'occurredAt'>;
+
+export interface TourlineClientOptions {
+  baseUrl: string;
+  getToken: GetToken;
+  /** Where the outbox, the cursor and the tours live. Default: memory (lost on restart). */
+  storage?: KeyValueStore;
+  fetch?: FetchLike;
+  /** Default: globalThis.WebSocket when present; null pulls /sync/changes only. */
+  webSocket?: WebSocketFactory | null;
+  now?: () => number;
+  /** Client-generated ids; default globalThis.crypto.randomUUID. */
+  randomId?: () => string;
+  random?: () => number;
+  backoff?: Partial<BackoffPolicy>;
+  pollIntervalMs?: number;
+  heartbeatMs?: number;
+  maxBatch?: number;
+  requestTimeoutMs?: number;
+}
+
+export interface RejectedEvent {
+  id: string;
+  type: string;
+  deliveryId: string | null;
+  code: string;
+  message: string;
+  rejectedAt: number;
+  action: OutboxAction;
+}
+
+export interface SyncStatus {
+  pendingCount: number;
+  /** Time the oldest unsent action has waited, 0 when nothing waits. */
+  oldestPendingAgeMs: number;
+  oldestPendingAt: number | null;
+  rejected: RejectedEvent[];
+  online: boolean;
+  liveConnected: boolean;
+  lastSyncAt: number | null;
+  lastError: { message: string; code?: string; status?: number; at: number } | null;
+  nextRetryAt: number | null;
+}
+
+interface ClientEvents extends Record<string, unknown> {
+  status: SyncStatus;
+  rejected: RejectedEvent;
+  /** Tours whose optimistic view changed. */
+  change: { tourIds: string[] };
+}
+
+const CLIENT_ID_KEY = 'clientId';
+const MAX_BATCH = 500;
+
+function defaultRandomId(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (!c?.randomUUID) throw new Error('no crypto.randomUUID here; pass options.randomId');
+  return c.randomUUID();
+}
+
+const isServerUnavailable = (e: unknown) => e instanceof ProblemError && (e.status === 429 || e.status === 408 || e.status >= 502);
+const isRejection = (e: unknown) => e instanceof ProblemError && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
+
+/**
+ * The driver app's side of Tourline. Every action is written to a durable outbox before the
+ * call returns, pushed in order per delivery, retried with backoff until the service answers,
+ * and shown at once in an optimistic view computed with the same rules the server runs.
+ */
+export class TourlineClient {
+  readonly api: TourlineApi;
+  private readonly events = new Emitter<ClientEvents>();
+  private readonly now: () => number;
+  private readonly randomId: () => string;
+  private readonly random: () => number;
+  private readonly policy: BackoffPolicy;
+  private readonly live: LiveChanges;
+  private readonly maxBatch: number;
+  private flushChain: Promise<unknown> = Promise.resolve();
+  private changeChain: Promise<unknown> = Promise.resolve();
+  private flushScheduled = false;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private retryAttempt = 0;
+  private generation = 1;
+  private started = false;
+  private closed = false;
+  private statusState = {
+    online: true, lastSyncAt: null as number | null, lastError: null as SyncStatus['lastError'], nextRetryAt: null as number | null,
+  };
+
+  private constructor(
+    readonly options: TourlineClientOptions,
+    private readonly store: JsonStore,
+    readonly outbox: Outbox,
+    readonly state: LocalState,
+    readonly clientId: string,
+  ) {
+    this.now = options.now ?? Date.now;
+    this.randomId = options.randomId ?? defaultRandomId;
+    this.random = options.random ?? Math.random;
+    this.policy = { ...defaultBackoff, ...options.backoff };
+    this.maxBatch = Math.min(MAX_BATCH, options.maxBatch ?? MAX_BATCH);
+    this.api = new TourlineApi({ baseUrl: options.baseUrl, getToken: options.getToken, fetch: options.fetch, timeoutMs: options.requestTimeoutMs, now: this.now });
+    this.live = new LiveChanges({
+      baseUrl: options.baseUrl,
+      webSocket: options.webSocket === null ? undefined : options.webSocket ?? detectWebSocket(),
+      token: async (forceRefresh) => options.getToken({ forceRefresh }),
+      cursor: () => this.state.cursor,
+      ingest: (changes, cursor) => this.serialChanges(() => this.ingest(changes, cursor)),
+      pull: () => this.pull(),
+      onConnected: () => this.emitStatus(),
+      onError: (error) => this.recordError(error),
+      pollIntervalMs: options.pollIntervalMs ?? 5000,
+      heartbeatMs: options.heartbeatMs ?? 25_000,
+      backoff: this.policy,
+      random: this.random,
+    });
+  }
+
+  /** Loads the outbox, the local tours and the cursor from storage. Nothing is sent before `start()`. */
+  static async open(options: TourlineClientOptions): Promise<TourlineClient> {
+    const store = new JsonStore(options.storage ?? new MemoryStore());
+    const outbox = await Outbox.load(store);
+    const state = await LocalState.load(store);
+    let clientId = await store.get<string>(CLIENT_ID_KEY);
+    if (!clientId) {
+      clientId = (options.randomId ?? defaultRandomId)();
+      await store.set(CLIENT_ID_KEY, clientId);
+    }
+    return new TourlineClient(options, store, outbox, state, clientId);
+  }
+
+  /** Starts pushing the outbox and following live changes. */
+  start() {
+    if (this.started || this.closed) return;
+    this.started = true;
+    this.live.start();
+    this.scheduleFlush();
+  }
+
+  stop() {
+    this.started = false;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.statusState.nextRetryAt = null;
+    this.live.stop();
+  }
+
+  /** Stops, waits for running work, and closes the storage. */
+  async close() {
+    this.stop();
+    this.closed = true;
+    await this.flushChain.catch(() => undefined);
+    await this.changeChain.catch(() => undefined);
+    await this.store.kv.close?.();
+  }
+
+  // ---------- reading ----------
+
+  /** Reads the driver's tours of a day into the local copy (the feed keeps them current afterwards). */
+  async loadTours(query: { date?: string } = {}): Promise<TourSummaryShape[]> {
+    await this.ensureCursor();
+    const { tours } = await this.api.tours(query);
+    for (const summary of tours) await this.refetchTour(summary.id);
+    await this.pull();
+    return tours;
+  }
+
+  /** Cars, payment methods and services, which the optimistic rules consult. */
+  async loadMasterData() {
+    const [{ cars }, { paymentMethods }, { services }] = await Promise.all([
+      this.api.cars({ includeInactive: true }), this.api.paymentMethods({ includeInactive: true }), this.api.services({ includeInactive: true }),
+    ]);
+    const index = <T extends { id: string }>(list: T[]) => Object.fromEntries(list.map((x) => [x.id, x]));
+    await this.state.putMaster({ cars: index(cars), paymentMethods: index(paymentMethods), services: index(services) });
+  }
+
+  tourIds(): string[] { return [...this.state.tours.keys()]; }
+
+  /** The server's state as this device last heard it. */
+  serverTour(tourId: string): TourDetails | undefined {
+    const tour = this.state.tours.get(tourId);
+    return tour ? structuredClone(tour) : undefined;
+  }
+
+  /** The server's state plus everything still in the outbox. */
+  view(tourId: string): TourDetails | undefined {
+    return this.state.view(tourId, this.outbox.unsettled());
+  }
+
+  delivery(deliveryId: string): DeliveryDetails | undefined {
+    for (const tourId of this.tourIds()) {
+      const found = this.view(tourId)?.deliveries.find((d) => d.id === deliveryId);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  /** The bytes of a note image that still waits in the outbox (its reference starts with `local:`). */
+  localImage(reference: string): Uint8Array | undefined {
+    if (!reference.startsWith(LOCAL_IMAGE_PREFIX)) return undefined;
+    const action = this.outbox.get(reference.slice(LOCAL_IMAGE_PREFIX.length))?.action;
+    return action?.kind === 'noteImage' ? fromBase64(action.image) : undefined;
+  }
+
+  // ---------- driver actions: each resolves once it is durable in the outbox ----------
+
+  scan(deliveryItemId: string, options: { authorCarId?: string | null } = {}) { return this.itemAction(deliveryItemId, 'scan', options); }
+  unscan(deliveryItemId: string, options: { authorCarId?: string | null } = {}) { return this.itemAction(deliveryItemId, 'unscan', options); }
+  /** Without `quantity` the whole line is removed; with it, that many pieces are credited. */
+  removeItem(deliveryItemId: string, options: { quantity?: number; reason?: string; authorCarId?: string | null } = {}) {
+    return this.itemAction(deliveryItemId, 'remove', options);
+  }
+  unremoveItem(deliveryItemId: string, options: { authorCarId?: string | null } = {}) { return this.itemAction(deliveryItemId, 'unremove', options); }
+  holdItem(deliveryItemId: string, options: { reason?: string; authorCarId?: string | null } = {}) { return this.itemAction(deliveryItemId, 'hold', options); }
+  unholdItem(deliveryItemId: string, options: { authorCarId?: string | null } = {}) { return this.itemAction(deliveryItemId, 'unhold', options); }
+
+  holdDelivery(deliveryId: string, reason: string) { return this.enqueue({ type: 'delivery.hold', deliveryId, reason }); }
+  resumeDelivery(deliveryId: string) { return this.enqueue({ type: 'delivery.resume', deliveryId }); }
+  cancelDelivery(deliveryId: string, reason: string) { return this.enqueue({ type: 'delivery.cancel', deliveryId, reason }); }
+  assignCar(deliveryId: string, carId: string | null) { return this.enqueue({ type: 'delivery.assignCar', deliveryId, carId }); }
+
+  setCredit(deliveryId: string, credit: { amountCents: number; reason: string; authorCarId?: string | null }) {
+    return this.enqueue({ type: 'credit', deliveryId, action: 'set', ...credit });
+  }
+  removeCredit(deliveryId: string, options: { authorCarId?: string | null } = {}) { return this.enqueue({ type: 'credit', deliveryId, action: 'remove', ...options }); }
+
+  /** `expectedAmountCents` defaults to the open amount the driver sees in the view. */
+  recordPayment(deliveryId: string, payment: { paymentMethodId: string; expectedAmountCents?: number; authorCarId?: string | null }) {
+    const expectedAmountCents = payment.expectedAmountCents ?? this.delivery(deliveryId)?.openAmountCents;
+    if (expectedAmountCents === undefined) throw new Error(`delivery ${deliveryId} is not in the local copy; pass expectedAmountCents`);
+    return this.enqueue({ type: 'payment', deliveryId, ...payment, expectedAmountCents });
+  }
+
+  async createNote(deliveryId: string, note: { text?: string | null; imageAttachment?: string | null; authorCarId?: string | null; creditDeliveryItemId?: string | null; isAmountCreditNote?: boolean }) {
+    const noteId = this.randomId();
+    const { eventId } = await this.enqueue({ type: 'note.create', deliveryId, noteId, ...note });
+    return { eventId, noteId };
+  }
+
+  /** A note with a photo: the image is kept in the outbox, uploaded once, then the note is completed. */
+  async createImageNote(deliveryId: string, note: { image: Binary; contentType?: string; text?: string | null; authorCarId?: string | null }) {
+    const id = this.randomId();
+    const noteId = this.randomId();
+    const action: NoteImageAction = {
+      kind: 'noteImage', deliveryId, noteId, occurredAt: this.isoNow(), image: await toBase64(note.image),
+      contentType: note.contentType ?? 'image/jpeg', text: note.text?.trim() ? note.text : null, authorCarId: note.authorCarId ?? null,
+      followUpEventId: this.randomId(),
+    };
+    await this.add(id, action);
+    return { eventId: id, noteId };
+  }
+
+  updateNote(deliveryId: string, noteId: string, patch: { text?: string | null; imageAttachment?: string | null }) {
+    return this.enqueue({ type: 'note.update', deliveryId, noteId, ...patch });
+  }
+  deleteNote(deliveryId: string, noteId: string) { return this.enqueue({ type: 'note.delete', deliveryId, noteId }); }
+
+  setServiceValue(deliveryId: string, serviceId: string, value: { boolValue?: boolean | null; numericValue?: number | null }) {
+    return this.enqueue({ type: 'service.set', deliveryId, serviceId, ...value });
+  }
+  clearServiceValue(deliveryId: string, serviceId: string) { return this.enqueue({ type: 'service.clear', deliveryId, serviceId }); }
+
+  /** Completion with both signatures (PNG); replayed safely through `acknowledgements.clientEventId`. */
+  async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId'> }) {
+    const id = this.randomId();
+    const action: CompletionAction = {
+      kind: 'completion', deliveryId, occurredAt: this.isoNow(),
+      acknowledgements: { ...input.acknowledgements, clientEventId: id },
+      customerSignature: await toBase64(input.customerSignature),
+      driverSignature: await toBase64(input.driverSignature),
+    };
+    await this.add(id, action);
+    return { eventId: id };
+  }
+
+  /** Any event of the sync protocol, for actions without a helper. */
+  async enqueue(input: EventInput): Promise<{ eventId: string }> {
+    const eventId = this.randomId();
+    const event = { ...input, eventId, occurredAt: this.isoNow() } as SyncEvent;
+    await this.add(eventId, { kind: 'event', event });
+    return { eventId };
+  }
+
+  private itemAction(deliveryItemId: string, action: AuditAction, options: { quantity?: number; reason?: string; authorCarId?: string | null }) {
+    return this.enqueue({ type: 'scan', deliveryItemId, action, ...options });
+  }
+
+  private async add(id: string, action: OutboxAction) {
+    await this.outbox.add(id, action, this.now(), this.orderKey(action));
+    this.emitChange(this.tourOfAction(action));
+    this.emitStatus();
+    this.scheduleFlush();
+  }
+
+  /** Scans are ordered with the other events of their delivery, which the local copy knows. */
+  private orderKey(action: OutboxAction): string {
+    if (action.kind === 'event' && action.event.type === 'scan') {
+      const itemId = action.event.deliveryItemId;
+      for (const tour of this.state.tours.values()) {
+        const delivery = tour.deliveries.find((d) => d.positions.some((p) => p.id === itemId));
+        if (delivery) return `delivery:${delivery.id}`;
+      }
+    }
+    return orderKeyOf(action);
+  }
+
+  // ---------- status ----------
+
+  status(): SyncStatus {
+    const pending = this.outbox.pending();
+    const oldest = pending.length ? Math.min(...pending.map((e) => e.createdAt)) : null;
+    return {
+      pendingCount: pending.length,
+      oldestPendingAt: oldest,
+      oldestPendingAgeMs: oldest === null ? 0 : Math.max(0, this.now() - oldest),
+      rejected: this.outbox.rejected().map(toRejected),
+      online: this.statusState.online,
+      liveConnected: this.live.connected,
+      lastSyncAt: this.statusState.lastSyncAt,
+      lastError: this.statusState.lastError,
+      nextRetryAt: this.statusState.nextRetryAt,
+    };
+  }
+
+  /** Calls `listener` now and on every status change; returns the unsubscribe function. */
+  subscribe(listener: (status: SyncStatus) => void): () => void {
+    listener(this.status());
+    return this.events.on('status', listener);
+  }
+
+  on<K extends keyof ClientEvents>(event: K, listener: (value: ClientEvents[K]) => void) { return this.events.on(event, listener); }
+
+  rejected(): RejectedEvent[] { return this.outbox.rejected().map(toRejected); }
+
+  /** The app has shown the rejection to the driver: forget it. */
+  async dismissRejected(id: string) {
+    const entry = this.outbox.get(id);
+    if (entry?.state === 'rejected') await this.outbox.remove(entry);
+    this.emitStatus();
+  }
+
+  // ---------- syncing ----------
+
+  /**
+   * Pushes everything that can go now and catches up with the change feed. Throws what stopped
+   * it (the entries stay queued); `start()` does the same in the background with backoff.
+   */
+  async sync(): Promise<SyncStatus> {
+    await this.serialFlush(() => this.flushAll());
+    await this.pull();
+    return this.status();
+  }
+
+  /** Resolves when the outbox is empty and the view has settled, or rejects after `timeoutMs`. */
+  async settled(timeoutMs = 30_000): Promise<SyncStatus> {
+    const deadline = this.now() + timeoutMs;
+    for (;;) {
+      const busy = this.outbox.all().some((e) => e.state !== 'rejected');
+      if (!busy) return this.status();
+      if (this.now() > deadline) throw new Error(`not settled after ${timeoutMs} ms: ${JSON.stringify(this.status())}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  private serialFlush<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.flushChain.catch(() => undefined).then(work);
+    this.flushChain = run;
+    return run;
+  }
+
+  private serialChanges<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.changeChain.catch(() => undefined).then(work);
+    this.changeChain = run;
+    return run;
+  }
+
+  private scheduleFlush() {
+    if (!this.started || this.flushScheduled || this.retryTimer) return;
+    this.flushScheduled = true;
+    queueMicrotask(() => {
+      this.flushScheduled = false;
+      void this.serialFlush(() => this.backgroundFlush());
+    });
+  }
+
+  private async backgroundFlush() {
+    if (!this.started || this.retryTimer) return;
+    try {
+      await this.flushAll();
+      this.retryAttempt = 0;
+      if (this.outbox.all().some((e) => e.state === 'acknowledged')) await this.pull();
+    } catch (error) {
+      const delay = backoffDelay(this.retryAttempt++, this.random, this.policy, error instanceof ProblemError ? error.retryAfterMs : undefined);
+      this.statusState.nextRetryAt = this.now() + delay;
+      this.emitStatus();
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = undefined;
+        this.statusState.nextRetryAt = null;
+        this.scheduleFlush();
+      }, delay);
+    }
+  }
+
+  /** Rounds until nothing more can be sent; throws on a transient failure. */
+  private async flushAll() {
+    while (await this.flushRound()) { /* next round: entries that waited behind a multipart one */ }
+  }
+
+  /**
+   * One round: the longest prefix of pending events that can go in one push, in order per
+   * delivery, plus the first multipart entry (completion, note image) of each delivery with
+   * nothing before it. Later entries of a delivery wait behind its multipart entry.
+   */
+  private async flushRound(): Promise<boolean> {
+    const batch: OutboxEntry[] = [];
+    const multipart: OutboxEntry[] = [];
+    const blocked = new Set<string>();
+    const inBatch = new Set<string>();
+    for (const entry of this.outbox.pending()) {
+      if (blocked.has(entry.orderKey)) continue;
+      if (entry.action.kind === 'event' && batch.length < this.maxBatch) {
+        batch.push(entry);
+        inBatch.add(entry.orderKey);
+        continue;
+      }
+      if (entry.action.kind !== 'event' && !inBatch.has(entry.orderKey)) multipart.push(entry);
+      blocked.add(entry.orderKey);
+    }
+    if (batch.length === 0 && multipart.length === 0) return false;
+    if (batch.length) await this.pushBatch(batch);
+    for (const entry of multipart) await this.sendMultipart(entry);
+    this.succeeded();
+    return true;
+  }
+
+  private async pushBatch(entries: OutboxEntry[]): Promise<void> {
+    const events = entries.map((e) => (e.action as { event: SyncEvent }).event);
+    let results: EventResult[];
+    try {
+      ({ results } = await this.api.push({ clientId: this.clientId, events }));
+    } catch (error) {
+      if (isRejection(error) || (error instanceof ProblemError && error.status === 500)) {
+        // The batch as a whole was refused (or crashed the server): halve it to find the event at fault.
+        if (entries.length > 1) {
+          const half = Math.ceil(entries.length / 2);
+          await this.pushBatch(entries.slice(0, half));
+          await this.pushBatch(entries.slice(half));
+          return;
+        }
+        if (isRejection(error)) {
+          const p = error as ProblemError;
+          await this.rejectEntry(entries[0], p.code, p.detail ?? p.title);
+          return;
+        }
+      }
+      await this.failed(entries, error);
+      throw error;
+    }
+    const byId = new Map(results.map((r) => [r.eventId, r]));
+    for (const entry of entries) {
+      const result = byId.get(entry.id);
+      if (!result) continue;
+      if (result.status === 'rejected') await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service');
+      else await this.outbox.acknowledge(entry, this.generation);
+    }
+    this.emitChange(...entries.map((e) => this.tourOfAction(e.action)));
+  }
+
+  private async sendMultipart(entry: OutboxEntry) {
+    const action = entry.action;
+    try {
+      if (action.kind === 'completion') {
+        await this.api.complete(action.deliveryId, {
+          customerSignature: fromBase64(action.customerSignature),
+          driverSignature: fromBase64(action.driverSignature),
+          acknowledgements: action.acknowledgements,
+        });
+        await this.outbox.acknowledge(entry, this.generation);
+      } else if (action.kind === 'noteImage') {
+        await this.sendNoteImage(entry, action);
+      }
+    } catch (error) {
+      if (isRejection(error)) {
+        const p = error as ProblemError;
+        await this.rejectEntry(entry, p.code, p.detail ?? p.title);
+        return;
+      }
+      await this.failed([entry], error);
+      throw error;
+    }
+    this.emitChange(this.tourOfAction(action));
+  }
+
+  /**
+   * Upload first, remembering its answer in the entry before anything else; then, if the upload
+   * did not take the text, a `note.update` with its own stable event id adds it. A resend after a
+   * lost answer therefore never creates a second note or uploads twice once the answer was seen;
+   * the upload carries the client's note id so the service can recognise a repeat as well.
+   */
+  private async sendNoteImage(entry: OutboxEntry, action: NoteImageAction) {
+    let uploaded = action.uploaded;
+    if (!uploaded) {
+      const fields: Record<string, string> = { noteId: action.noteId, clientEventId: entry.id };
+      if (action.text) fields.text = action.text;
+      if (action.authorCarId) fields.authorCarId = action.authorCarId;
+      const { note } = await this.api.uploadNoteImage(action.deliveryId, { file: fromBase64(action.image), contentType: action.contentType, fields });
+      uploaded = { noteId: note.id, imageAttachment: note.imageAttachment, text: note.text };
+      await this.outbox.update(entry, { action: { ...action, uploaded } });
+      if (note.id !== action.noteId) await this.outbox.renameNote(action.noteId, note.id);
+    }
+    if (action.text && uploaded.text !== action.text) {
+      const event: SyncEvent = { type: 'note.update', eventId: action.followUpEventId, occurredAt: action.occurredAt, deliveryId: action.deliveryId, noteId: uploaded.noteId, text: action.text };
+      const { results } = await this.api.push({ clientId: this.clientId, events: [event] });
+      const result = results[0];
+      if (result?.status === 'rejected') {
+        await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service');
+        return;
+      }
+    }
+    await this.outbox.acknowledge(entry, this.generation);
+  }
+
+  private async rejectEntry(entry: OutboxEntry, code: string, message: string) {
+    await this.outbox.reject(entry, code, message, this.now());
+    this.events.emit('rejected', toRejected(entry));
+    this.emitChange(this.tourOfAction(entry.action));
+    this.emitStatus();
+  }
+
+  private async failed(entries: OutboxEntry[], error: unknown) {
+    const message = error instanceof Error ? error.message : String(error);
+    for (const entry of entries) await this.outbox.update(entry, { attempts: entry.attempts + 1, lastError: message });
+    this.recordError(error);
+  }
+
+  private succeeded() {
+    this.statusState.online = true;
+    this.statusState.lastSyncAt = this.now();
+    this.statusState.lastError = null;
+    this.emitStatus();
+  }
+
+  private recordError(error: unknown) {
+    if (error instanceof NetworkError || isServerUnavailable(error)) this.statusState.online = false;
+    this.statusState.lastError = {
+      message: error instanceof Error ? error.message : String(error),
+      code: error instanceof ProblemError ? error.code : error instanceof NetworkError ? 'network' : (error as { code?: string })?.code,
+      status: error instanceof ProblemError ? error.status : undefined,
+      at: this.now(),
+    };
+    this.emitStatus();
+  }
+
+  // ---------- the change feed ----------
+
+  /** Pulls /sync/changes to the head, then lets acknowledged entries go: the server state now contains them. */
+  pull(): Promise<void> {
+    return this.serialChanges(async () => {
+      const generation = this.generation++;
+      try {
+        for (;;) {
+          const page = await this.api.changes({ since: this.state.cursor, limit: 1000 });
+          await this.ingest(page.changes, page.cursor);
+          if (!page.hasMore) break;
+        }
+      } catch (error) {
+        if (error instanceof ProblemError && error.status === 400 && this.state.cursor !== null) {
+          await this.resync();
+          return;
+        }
+        this.recordError(error);
+        throw error;
+      }
+      this.statusState.online = true;
+      this.statusState.lastSyncAt = this.now();
+      if (await this.outbox.settle(generation)) this.emitChange(...this.tourIds());
+      this.emitStatus();
+    });
+  }
+
+  private async ingest(changes: Change[], cursor: string) {
+    const outcome = await this.state.applyChanges(changes, cursor);
+    for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.recordError(error));
+    const touched = [...outcome.changedTours, ...outcome.refetch];
+    if (touched.length) this.emitChange(...touched);
+  }
+
+  private async refetchTour(tourId: string) {
+    try {
+      await this.state.putTour(await this.api.tour(tourId));
+    } catch (error) {
+      if (error instanceof ProblemError && error.status === 404) await this.state.dropTour(tourId);
+      else throw error;
+    }
+    this.emitChange(tourId);
+  }
+
+  /** Takes a cursor of "now" before the first tour read, so nothing between the two is missed. */
+  private async ensureCursor() {
+    if (this.state.cursor !== null) return;
+    const head = await this.headCursor();
+    // A server without /sync/cursor: walking the feed from the start ends at the same place.
+    if (head === null) await this.pull();
+    else await this.state.setCursor(head);
+  }
+
+  private async headCursor(): Promise<string | null> {
+    try {
+      return (await this.api.cursor()).cursor;
+    } catch (error) {
+      if (error instanceof ProblemError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
+  /** The cursor is no longer valid (the log was pruned or the database reset): read everything again. */
+  private async resync() {
+    const tourIds = this.tourIds();
+    await this.state.setCursor(await this.headCursor(), -1);
+    for (const id of tourIds) await this.refetchTour(id);
+  }
+
+  // ---------- helpers ----------
+
+  private isoNow() { return new Date(this.now()).toISOString(); }
+
+  private tourOfAction(action: OutboxAction): string | undefined {
+    const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId : undefined) : action.deliveryId;
+    for (const tour of this.state.tours.values()) {
+      if (deliveryId && tour.deliveries.some((d) => d.id === deliveryId)) return tour.tour.id;
+      if (action.kind === 'event' && action.event.type === 'scan') {
+        const itemId = action.event.deliveryItemId;
+        if (tour.deliveries.some((d) => d.positions.some((p) => p.id === itemId))) return tour.tour.id;
+      }
+    }
+    return undefined;
+  }
+
+  private emitChange(...tourIds: (string | undefined)[]) {
+    const ids = [...new Set(tourIds.filter((id): id is string => !!id))];
+    if (ids.length) this.events.emit('change', { tourIds: ids });
+  }
+
+  private emitStatus() { this.events.emit('status', this.status()); }
+}
+
+function toRejected(entry: OutboxEntry): RejectedEvent {
+  const action = entry.action;
+  const type = action.kind === 'event' ? action.event.type : action.kind === 'completion' ? 'delivery.complete' : 'note.image';
+  const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId ?? null : null) : action.deliveryId;
+  return {
+    id: entry.id, type, deliveryId, code: entry.rejection?.code ?? 'rejected', message: entry.rejection?.message ?? '',
+    rejectedAt: entry.rejection?.at ?? 0, action,
+  };
+}
+

@@ -1,0 +1,15 @@
+export { TourlineClient } from './client.js';
+export type { TourlineClientOptions, SyncStatus, RejectedEvent, EventInput } from './client.js';
+export { TourlineApi, AdminApi, Transport } from './api.js';
+export type { GetToken, FetchLike, TransportOptions, Binary, CompletionUpload, NoteImageUpload } from './api.js';
+export { ProblemError, NetworkError, parseRetryAfter, isTransient } from './problem.js';
+export { backoffDelay, defaultBackoff } from './backoff.js';
+export type { BackoffPolicy } from './backoff.js';
+export { MemoryStore, JsonStore } from './storage/keyValue.js';
+export type { KeyValueStore } from './storage/keyValue.js';
+export { IndexedDbStore } from './storage/indexedDb.js';
+export { Outbox } from './outbox.js';
+export type { OutboxEntry, OutboxAction, EntryState } from './outbox.js';
+export { LocalState, applyOptimistic, LOCAL_IMAGE_PREFIX } from './state.js';
+export { LiveChanges, detectWebSocket } from './live.js';
+export type { WebSocketLike, WebSocketFactory } from './live.js';

@@ -1,0 +1,94 @@
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { KeyValueStore } from './storage/keyValue.js';
+
+const SUFFIX = '.json';
+const TEMP = '.tmp';
+
+/**
+ * A KeyValueStore in a directory, one file per key, for Node apps and tests. Every write goes
+ * to a temp file that is fsynced and renamed over the target, then the directory is fsynced:
+ * a crash leaves either the old or the new value, never a torn one. Stray temp files from a
+ * crash are ignored and removed on open.
+ */
+export class FileStore implements KeyValueStore {
+  private readonly queues = new Map<string, Promise<void>>();
+
+  private constructor(readonly dir: string) {}
+
+  static async open(dir: string): Promise<FileStore> {
+    await fs.mkdir(dir, { recursive: true });
+    for (const name of await fs.readdir(dir)) {
+      if (name.endsWith(TEMP)) await fs.rm(path.join(dir, name), { force: true });
+    }
+    return new FileStore(dir);
+  }
+
+  async get(key: string) {
+    try {
+      return await fs.readFile(this.file(key), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+  }
+
+  set(key: string, value: string) {
+    return this.serial(key, async () => {
+      const target = this.file(key);
+      const temp = `${target}.${randomBytes(6).toString('hex')}${TEMP}`;
+      const handle = await fs.open(temp, 'w');
+      try {
+        await handle.writeFile(value, 'utf8');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await fs.rename(temp, target);
+      await this.syncDir();
+    });
+  }
+
+  delete(key: string) {
+    return this.serial(key, async () => {
+      await fs.rm(this.file(key), { force: true });
+      await this.syncDir();
+    });
+  }
+
+  async keys(prefix = '') {
+    const names = await fs.readdir(this.dir);
+    return names.filter((n) => n.endsWith(SUFFIX))
+      .map((n) => decodeURIComponent(n.slice(0, -SUFFIX.length)))
+      .filter((k) => k.startsWith(prefix))
+      .sort();
+  }
+
+  async close() {
+    await Promise.all(this.queues.values());
+  }
+
+  private file(key: string) {
+    return path.join(this.dir, `${encodeURIComponent(key).replaceAll('.', '%2E')}${SUFFIX}`);
+  }
+
+  /** Writes to one key run in call order, so the last call's value is the one that stays. */
+  private serial(key: string, work: () => Promise<void>): Promise<void> {
+    const previous = this.queues.get(key) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(work);
+    this.queues.set(key, next);
+    void next.finally(() => { if (this.queues.get(key) === next) this.queues.delete(key); }).catch(() => undefined);
+    return next;
+  }
+
+  private async syncDir() {
+    // Makes the rename itself durable; some platforms (Windows) cannot open a directory.
+    try {
+      const handle = await fs.open(this.dir, 'r');
+      try { await handle.sync(); } finally { await handle.close(); }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EISDIR' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+    }
+  }
+}

@@ -1,0 +1,140 @@
+import type { CompleteDeliveryAcknowledgements } from '../shared/schemas/deliveries.js';
+import type { SyncEvent } from '../shared/schemas/sync.js';
+import type { JsonStore } from './storage/keyValue.js';
+
+export interface CompletionAction {
+  kind: 'completion';
+  deliveryId: string;
+  occurredAt: string;
+  /** Carries `clientEventId` = the entry id, so a replay answers 200 instead of 400. */
+  acknowledgements: CompleteDeliveryAcknowledgements & { clientEventId: string };
+  /** PNG bytes as base64. */
+  customerSignature: string;
+  driverSignature: string;
+}
+
+export interface NoteImageAction {
+  kind: 'noteImage';
+  deliveryId: string;
+  noteId: string;
+  occurredAt: string;
+  /** Image bytes as base64. */
+  image: string;
+  contentType: string;
+  text: string | null;
+  authorCarId: string | null;
+  /** Event id of the follow-up `note.update` that adds the text when the upload did not take it. */
+  followUpEventId: string;
+  /** The upload's answer, stored before anything else is sent: a resend never uploads twice. */
+  uploaded?: { noteId: string; imageAttachment: string | null; text: string | null };
+}
+
+export type OutboxAction = { kind: 'event'; event: SyncEvent } | CompletionAction | NoteImageAction;
+
+/**
+ * pending: not yet answered by the service. acknowledged: applied (or a duplicate), kept in the
+ * optimistic view until the change feed has caught up past it. rejected: the service said no.
+ */
+export type EntryState = 'pending' | 'acknowledged' | 'rejected';
+
+export interface OutboxEntry {
+  id: string;
+  seq: number;
+  /** Entries with the same key reach the service in `seq` order: the delivery, or the note. */
+  orderKey: string;
+  createdAt: number;
+  state: EntryState;
+  attempts: number;
+  action: OutboxAction;
+  lastError?: string;
+  rejection?: { code: string; message: string; at: number };
+  /** In-memory only: the catch-up generation the acknowledgement happened in. */
+  ackGeneration?: number;
+}
+
+const PREFIX = 'outbox/';
+const keyOf = (seq: number) => `${PREFIX}${String(seq).padStart(12, '0')}`;
+
+export function orderKeyOf(action: OutboxAction): string {
+  if (action.kind !== 'event') return `delivery:${action.deliveryId}`;
+  const e = action.event;
+  if ('deliveryId' in e && e.deliveryId) return `delivery:${e.deliveryId}`;
+  if (e.type === 'note.update' || e.type === 'note.delete') return `note:${e.noteId}`;
+  if (e.type === 'scan') return `item:${e.deliveryItemId}`;
+  return 'global';
+}
+
+/** The durable queue of driver actions. One storage key per entry: every change of an entry is one write. */
+export class Outbox {
+  private readonly entries: OutboxEntry[] = [];
+  private nextSeq = 1;
+
+  private constructor(private readonly store: JsonStore) {}
+
+  static async load(store: JsonStore): Promise<Outbox> {
+    const outbox = new Outbox(store);
+    for (const [, entry] of await store.entries<OutboxEntry>(PREFIX)) {
+      outbox.entries.push({ ...entry, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined });
+      outbox.nextSeq = Math.max(outbox.nextSeq, entry.seq + 1);
+    }
+    outbox.entries.sort((a, b) => a.seq - b.seq);
+    return outbox;
+  }
+
+  /** Resolves once the entry is durable. */
+  async add(id: string, action: OutboxAction, now: number, orderKey = orderKeyOf(action)): Promise<OutboxEntry> {
+    const entry: OutboxEntry = { id, seq: this.nextSeq++, orderKey, createdAt: now, state: 'pending', attempts: 0, action };
+    await this.persist(entry);
+    this.entries.push(entry);
+    return entry;
+  }
+
+  all(): readonly OutboxEntry[] { return this.entries; }
+  pending() { return this.entries.filter((e) => e.state === 'pending'); }
+  rejected() { return this.entries.filter((e) => e.state === 'rejected'); }
+  /** What the optimistic view adds on top of the server's state. */
+  unsettled() { return this.entries.filter((e) => e.state !== 'rejected'); }
+  get(id: string) { return this.entries.find((e) => e.id === id); }
+
+  async update(entry: OutboxEntry, patch: Partial<OutboxEntry>) {
+    const next = { ...entry, ...patch };
+    await this.persist(next);
+    Object.assign(entry, patch);
+  }
+
+  acknowledge(entry: OutboxEntry, generation: number) {
+    return this.update(entry, { state: 'acknowledged', ackGeneration: generation, lastError: undefined });
+  }
+
+  reject(entry: OutboxEntry, code: string, message: string, now: number) {
+    return this.update(entry, { state: 'rejected', rejection: { code, message, at: now } });
+  }
+
+  /** Drops acknowledged entries the change feed has caught up with (acknowledged before `generation`). */
+  async settle(generation: number): Promise<number> {
+    const settled = this.entries.filter((e) => e.state === 'acknowledged' && (e.ackGeneration ?? 0) < generation);
+    for (const entry of settled) await this.remove(entry);
+    return settled.length;
+  }
+
+  async remove(entry: OutboxEntry) {
+    await this.store.delete(keyOf(entry.seq));
+    const index = this.entries.indexOf(entry);
+    if (index >= 0) this.entries.splice(index, 1);
+  }
+
+  /** After the service gave a note another id than the local one, later events follow the note. */
+  async renameNote(from: string, to: string) {
+    for (const entry of this.pending()) {
+      const action = entry.action;
+      if (action.kind === 'event' && 'noteId' in action.event && action.event.noteId === from) {
+        await this.update(entry, { action: { kind: 'event', event: { ...action.event, noteId: to } } });
+      }
+    }
+  }
+
+  private persist(entry: OutboxEntry) {
+    const { ackGeneration: _memoryOnly, ...stored } = entry;
+    return this.store.set(keyOf(entry.seq), stored);
+  }
+}

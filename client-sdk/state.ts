@@ -1,0 +1,360 @@
+import { acceptsWork, nextDeliveryState } from '../shared/rules/delivery.js';
+import { applyItemAction, isFinished } from '../shared/rules/items.js';
+import { creditProblems, paymentProblem } from '../shared/rules/money.js';
+import { noteHasContent } from '../shared/rules/notes.js';
+import { openAmountCents } from '../shared/rules/openAmount.js';
+import { serviceValueProblem } from '../shared/rules/services.js';
+import type { Car, PaymentMethod, Service } from '../shared/schemas/masterData.js';
+import type { Delivery, DeliveryDetails, Note, TourDetails } from '../shared/schemas/deliveries.js';
+import type { Change, SyncEvent } from '../shared/schemas/sync.js';
+import type { OutboxEntry } from './outbox.js';
+import type { JsonStore } from './storage/keyValue.js';
+
+const TOUR_PREFIX = 'tour/';
+const MASTER_KEY = 'masterData';
+const CURSOR_KEY = 'cursor';
+
+/** A note whose image still waits in the outbox carries this prefix and the entry id as its image reference. */
+export const LOCAL_IMAGE_PREFIX = 'local:';
+
+export interface MasterData {
+  cars: Record<string, Car>;
+  paymentMethods: Record<string, PaymentMethod>;
+  services: Record<string, Service>;
+}
+
+export interface ApplyOutcome {
+  /** Tours whose details must be read again (a tour or delivery the local copy does not know yet). */
+  refetch: Set<string>;
+  changedTours: Set<string>;
+}
+
+const byId = <T extends { id: string }>(list: T[], value: T) => {
+  const index = list.findIndex((x) => x.id === value.id);
+  if (index >= 0) list[index] = value;
+  else list.push(value);
+};
+const without = <T extends { id: string }>(list: T[], id: string) => list.filter((x) => x.id !== id);
+
+/**
+ * The server's truth as far as this device knows it: the driver's tours from the tour reads,
+ * kept current by applying change records, plus master data and the feed cursor. Persisted
+ * tour by tour; the cursor is written after the tours it covers, so a crash in between only
+ * replays changes (each carries the whole entity, so replaying is harmless).
+ */
+export class LocalState {
+  readonly tours = new Map<string, TourDetails>();
+  master: MasterData = { cars: {}, paymentMethods: {}, services: {} };
+  cursor: string | null = null;
+  /** Highest seq applied; the feed and the socket may overlap, older changes are skipped. */
+  lastSeq = -1;
+
+  private constructor(private readonly store: JsonStore) {}
+
+  static async load(store: JsonStore): Promise<LocalState> {
+    const state = new LocalState(store);
+    for (const [, tour] of await store.entries<TourDetails>(TOUR_PREFIX)) state.tours.set(tour.tour.id, tour);
+    state.master = (await store.get<MasterData>(MASTER_KEY)) ?? state.master;
+    const cursor = await store.get<{ cursor: string | null; lastSeq: number }>(CURSOR_KEY);
+    if (cursor) Object.assign(state, cursor);
+    return state;
+  }
+
+  async putTour(details: TourDetails) {
+    const copy = structuredClone(details);
+    this.tours.set(details.tour.id, copy);
+    await this.store.set(`${TOUR_PREFIX}${details.tour.id}`, copy);
+  }
+
+  async dropTour(tourId: string) {
+    this.tours.delete(tourId);
+    await this.store.delete(`${TOUR_PREFIX}${tourId}`);
+  }
+
+  async putMaster(patch: Partial<MasterData>) {
+    this.master = { ...this.master, ...patch };
+    await this.store.set(MASTER_KEY, this.master);
+  }
+
+  async setCursor(cursor: string | null, lastSeq = this.lastSeq) {
+    this.cursor = cursor;
+    this.lastSeq = lastSeq;
+    await this.store.set(CURSOR_KEY, { cursor, lastSeq });
+  }
+
+  /** Forgets everything the server told us (a resync follows). */
+  async reset() {
+    for (const id of [...this.tours.keys()]) await this.dropTour(id);
+    await this.setCursor(null, -1);
+  }
+
+  /** Applies a page of changes and persists what it touched, then the cursor. */
+  async applyChanges(changes: Change[], cursor: string): Promise<ApplyOutcome> {
+    const outcome: ApplyOutcome = { refetch: new Set(), changedTours: new Set() };
+    let masterChanged = false;
+    let lastSeq = this.lastSeq;
+    for (const change of changes) {
+      if (change.seq <= lastSeq) continue;
+      lastSeq = change.seq;
+      if (this.applyMaster(change)) masterChanged = true;
+      else this.applyToTours(change, outcome);
+    }
+    for (const id of outcome.changedTours) {
+      const tour = this.tours.get(id);
+      if (tour) await this.store.set(`${TOUR_PREFIX}${id}`, tour);
+      else await this.store.delete(`${TOUR_PREFIX}${id}`);
+    }
+    if (masterChanged) await this.store.set(MASTER_KEY, this.master);
+    await this.setCursor(cursor, lastSeq);
+    return outcome;
+  }
+
+  private applyMaster(change: Change): boolean {
+    const collection = ({ car: 'cars', paymentMethod: 'paymentMethods', service: 'services' } as const)[change.entity as 'car'];
+    if (!collection) return false;
+    const next = { ...this.master[collection] } as Record<string, unknown>;
+    if (change.op === 'delete') delete next[change.id];
+    else next[change.id] = change.data;
+    this.master = { ...this.master, [collection]: next } as MasterData;
+    return true;
+  }
+
+  private findDelivery(deliveryId: string): [TourDetails, DeliveryDetails] | undefined {
+    for (const tour of this.tours.values()) {
+      const delivery = tour.deliveries.find((d) => d.id === deliveryId);
+      if (delivery) return [tour, delivery];
+    }
+    return undefined;
+  }
+
+  private applyToTours(change: Change, outcome: ApplyOutcome) {
+    const data = change.data as Record<string, any> | undefined;
+    const touched = (tour: TourDetails) => outcome.changedTours.add(tour.tour.id);
+    switch (change.entity) {
+      case 'tour': {
+        const tour = this.tours.get(change.id);
+        if (change.op === 'delete') {
+          if (tour) { this.tours.delete(change.id); outcome.changedTours.add(change.id); }
+        } else if (tour) {
+          tour.tour = data as TourDetails['tour'];
+          touched(tour);
+        } else outcome.refetch.add(change.id);
+        return;
+      }
+      case 'delivery': {
+        const found = this.findDelivery(change.id);
+        if (change.op === 'delete') {
+          if (found) { found[0].deliveries = without(found[0].deliveries, change.id); touched(found[0]); }
+          return;
+        }
+        const delivery = data as Delivery;
+        if (found && found[0].tour.id === delivery.tourId) {
+          Object.assign(found[1], delivery);
+          found[0].deliveries.sort((a, b) => a.sortOrder - b.sortOrder);
+          touched(found[0]);
+          return;
+        }
+        // New here, or moved between tours: the details (positions, contacts, ...) come with a fresh read.
+        if (found) { found[0].deliveries = without(found[0].deliveries, change.id); touched(found[0]); }
+        outcome.refetch.add(delivery.tourId);
+        return;
+      }
+      case 'position': case 'contact': case 'note': case 'attachment': case 'payment': {
+        const field = ({ position: 'positions', contact: 'contacts', note: 'notes', attachment: 'attachments' } as const)[change.entity as 'note'];
+        if (change.op === 'delete') {
+          for (const tour of this.tours.values()) {
+            for (const d of tour.deliveries) {
+              if (field && d[field].some((x) => x.id === change.id)) { (d[field] as { id: string }[]) = without(d[field], change.id); touched(tour); }
+              if (change.entity === 'payment' && d.latestPayment?.id === change.id) { d.latestPayment = null; touched(tour); }
+            }
+          }
+          return;
+        }
+        const found = this.findDelivery(data!.deliveryId);
+        if (!found) {
+          if (change.tourId && this.tours.has(change.tourId)) outcome.refetch.add(change.tourId);
+          return;
+        }
+        const [tour, delivery] = found;
+        if (field) byId(delivery[field] as { id: string }[], data as { id: string });
+        else if (!delivery.latestPayment || delivery.latestPayment.id === data!.id || delivery.latestPayment.receivedAt <= data!.receivedAt) delivery.latestPayment = data as DeliveryDetails['latestPayment'];
+        touched(tour);
+        return;
+      }
+      case 'serviceValue': {
+        for (const tour of this.tours.values()) {
+          for (const d of tour.deliveries) {
+            const index = d.serviceValues.findIndex((v) => change.id === `${v.deliveryId}:${v.serviceId}`);
+            if (change.op === 'delete') {
+              if (index >= 0) { d.serviceValues.splice(index, 1); touched(tour); }
+            } else if (d.id === data!.deliveryId) {
+              if (index >= 0) d.serviceValues[index] = data as DeliveryDetails['serviceValues'][number];
+              else d.serviceValues.push(data as DeliveryDetails['serviceValues'][number]);
+              touched(tour);
+            }
+          }
+        }
+        return;
+      }
+      case 'customer': case 'article': case 'warehouse': {
+        const field = ({ customer: 'customers', article: 'articles', warehouse: 'warehouses' } as const)[change.entity];
+        for (const tour of this.tours.values()) {
+          const list = tour[field] as { id: string }[];
+          const present = list.some((x) => x.id === change.id);
+          if (change.op === 'delete') {
+            if (present) { (tour[field] as { id: string }[]) = without(list, change.id); touched(tour); }
+          } else if (present || change.tourId === tour.tour.id) {
+            byId(list, data as { id: string });
+            touched(tour);
+          }
+        }
+        return;
+      }
+      default:
+        // credit and completion are mirrored by the delivery record that accompanies them.
+        return;
+    }
+  }
+
+  /** The server's state plus every unsettled outbox entry, applied with the shared rules. */
+  view(tourId: string, entries: readonly OutboxEntry[]): TourDetails | undefined {
+    const base = this.tours.get(tourId);
+    if (!base) return undefined;
+    const tour = structuredClone(base);
+    const deliveries = new Map(tour.deliveries.map((d) => [d.id, d]));
+    const items = new Map(tour.deliveries.flatMap((d) => d.positions.map((p) => [p.id, d] as const)));
+    for (const entry of entries) {
+      const action = entry.action;
+      if (action.kind === 'event') {
+        const event = action.event;
+        const delivery = event.type === 'scan' ? items.get(event.deliveryItemId) : deliveries.get(event.deliveryId ?? '') ?? findNoteDelivery(tour, event);
+        if (delivery) applyOptimistic(delivery, event, this.master);
+      } else {
+        const delivery = deliveries.get(action.deliveryId);
+        if (!delivery) continue;
+        if (action.kind === 'completion') {
+          const next = nextDeliveryState(delivery.state, 'complete');
+          if (next && delivery.positions.every(isFinished)) Object.assign(delivery, { state: next, completedAt: action.occurredAt });
+        } else {
+          const noteId = action.uploaded?.noteId ?? action.noteId;
+          if (!delivery.notes.some((n) => n.id === noteId)) {
+            delivery.notes.push({
+              id: noteId, deliveryId: delivery.id, text: action.text, imageAttachmentId: null,
+              imageAttachment: action.uploaded?.imageAttachment ?? `${LOCAL_IMAGE_PREFIX}${entry.id}`,
+              authorCarId: action.authorCarId, creditDeliveryItemId: null, isAmountCreditNote: false,
+              createdAt: action.occurredAt, updatedAt: action.occurredAt,
+            });
+          }
+        }
+      }
+    }
+    return tour;
+  }
+}
+
+function findNoteDelivery(tour: TourDetails, event: SyncEvent): DeliveryDetails | undefined {
+  if (event.type !== 'note.update' && event.type !== 'note.delete') return undefined;
+  return tour.deliveries.find((d) => d.notes.some((n) => n.id === event.noteId));
+}
+
+const recomputeOpenAmount = (d: DeliveryDetails) => {
+  d.openAmountCents = openAmountCents({ erpOpenAmountCents: d.erpOpenAmountCents, creditAmountCents: d.credit?.amountCents ?? null, positions: d.positions });
+};
+
+/**
+ * One pending event on a delivery of the local copy, with the same rules the server runs.
+ * An event the rules refuse leaves the view unchanged: the server will most likely refuse it too.
+ */
+export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: MasterData): void {
+  switch (event.type) {
+    case 'scan': {
+      const index = d.positions.findIndex((p) => p.id === event.deliveryItemId);
+      if (index < 0 || d.state !== 'active') return;
+      const outcome = applyItemAction(d.positions[index], event.action, event.quantity);
+      if (!outcome.ok) return;
+      const { state, scannedQuantity, creditedQuantity } = outcome.item;
+      d.positions[index] = { ...d.positions[index], state, scannedQuantity, creditedQuantity };
+      if (event.action === 'unremove') d.notes = d.notes.filter((n) => n.creditDeliveryItemId !== event.deliveryItemId);
+      recomputeOpenAmount(d);
+      return;
+    }
+    case 'delivery.hold': case 'delivery.resume': case 'delivery.cancel': {
+      const operation = event.type.slice('delivery.'.length) as 'hold' | 'resume' | 'cancel';
+      const next = nextDeliveryState(d.state, operation);
+      if (!next) return;
+      d.state = next;
+      d.stateReason = event.type === 'delivery.resume' ? null : event.reason.trim();
+      return;
+    }
+    case 'delivery.assignCar': {
+      const car = event.carId ? master.cars[event.carId] : undefined;
+      if (event.carId && car && !car.active) return;
+      d.assignedCarId = event.carId;
+      return;
+    }
+    case 'credit': {
+      if (!acceptsWork(d.state)) return;
+      if (event.action === 'set') {
+        if (creditProblems(event.amountCents, event.reason).length) return;
+        d.credit = { amountCents: event.amountCents!, reason: event.reason!.trim(), updatedAt: event.occurredAt };
+      } else {
+        if (!d.credit) return;
+        d.credit = null;
+      }
+      recomputeOpenAmount(d);
+      return;
+    }
+    case 'payment': {
+      if (!acceptsWork(d.state)) return;
+      const method = master.paymentMethods[event.paymentMethodId];
+      // Without the method locally the server decides; the view assumes it is active.
+      const problem = paymentProblem({ methodActive: method?.active ?? true, openAmountCents: d.openAmountCents, expectedAmountCents: event.expectedAmountCents });
+      if (problem) return;
+      d.latestPayment = {
+        id: event.eventId, deliveryId: d.id, paymentMethodId: event.paymentMethodId, paymentMethodCode: method?.code ?? '',
+        amountCents: d.openAmountCents, accountId: d.latestPayment?.accountId ?? 0, authorCarId: event.authorCarId ?? null,
+        occurredAt: event.occurredAt, receivedAt: event.occurredAt,
+      };
+      return;
+    }
+    case 'note.create': {
+      if (!noteHasContent(event) || d.notes.some((n) => n.id === event.noteId)) return;
+      d.notes.push({
+        id: event.noteId, deliveryId: d.id, text: event.text?.trim() ? event.text : null,
+        imageAttachment: event.imageAttachment?.trim() || null, imageAttachmentId: null, authorCarId: event.authorCarId ?? null,
+        creditDeliveryItemId: event.creditDeliveryItemId ?? null, isAmountCreditNote: event.isAmountCreditNote ?? false,
+        createdAt: event.occurredAt, updatedAt: event.occurredAt,
+      });
+      return;
+    }
+    case 'note.update': {
+      const index = d.notes.findIndex((n) => n.id === event.noteId);
+      if (index < 0) return;
+      const next: Note = {
+        ...d.notes[index],
+        ...(event.text !== undefined ? { text: event.text?.trim() ? event.text : null } : {}),
+        ...(event.imageAttachment !== undefined ? { imageAttachment: event.imageAttachment?.trim() || null } : {}),
+        updatedAt: event.occurredAt,
+      };
+      if (noteHasContent(next)) d.notes[index] = next;
+      return;
+    }
+    case 'note.delete':
+      d.notes = d.notes.filter((n) => n.id !== event.noteId);
+      return;
+    case 'service.set': {
+      if (!acceptsWork(d.state)) return;
+      const service = master.services[event.serviceId];
+      if (service && (!service.active || serviceValueProblem(service, event))) return;
+      const value = { deliveryId: d.id, serviceId: event.serviceId, boolValue: event.boolValue ?? null, numericValue: event.numericValue ?? null, updatedAt: event.occurredAt };
+      const index = d.serviceValues.findIndex((v) => v.serviceId === event.serviceId);
+      if (index >= 0) d.serviceValues[index] = value;
+      else d.serviceValues.push(value);
+      return;
+    }
+    case 'service.clear':
+      if (!acceptsWork(d.state)) return;
+      d.serviceValues = d.serviceValues.filter((v) => v.serviceId !== event.serviceId);
+      return;
+  }
+}
