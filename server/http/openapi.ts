@@ -4,54 +4,140 @@ import { errorCatalogue } from '../errors.js';
 import type { AnyRoute } from './route.js';
 
 type Json = Record<string, unknown>;
+type Io = 'input' | 'output';
 
-/** Turns a zod schema into JSON Schema whose named parts land in `components.schemas`. */
+const DEFS = '#/$defs/';
+const COMPONENTS = '#/components/schemas/';
+
+const refsOf = (value: unknown): string[] =>
+  [...JSON.stringify(value).matchAll(/"\$ref":"#\/\$defs\/([^"]+)"/g)].map((m) => m[1]);
+
+/**
+ * Turns zod schemas into JSON Schema whose named parts (`.meta({ id })`) land in
+ * `components.schemas`. A request and a response may see the same named schema differently
+ * (defaults, transforms, zod closing output objects): the output keeps the name, a differing
+ * input becomes `<name>Input`, so neither direction documents the other's shape.
+ */
 function schemaConverter(components: Record<string, Json>) {
-  return (schema: z.ZodType, io: 'input' | 'output'): Json => {
+  const rawByName = new Map<string, string>();
+
+  return (schema: z.ZodType, io: Io): Json => {
     const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json;
-    const { $defs, $schema: _s, id, ...rest } = json as Json & { $defs?: Record<string, Json>; id?: string };
-    const relink = (value: Json) => JSON.parse(JSON.stringify(value).replaceAll('"#/$defs/', '"#/components/schemas/')) as Json;
-    for (const [name, def] of Object.entries($defs ?? {})) components[name] ??= relink(def);
+    const { $defs = {}, $schema: _schema, id, ...root } = json as Json & { $defs?: Record<string, Json>; id?: unknown };
+    const defs: Record<string, Json> = { ...$defs };
+    let top: Json = root;
     if (typeof id === 'string') {
-      components[id] ??= relink(rest);
-      return { $ref: `#/components/schemas/${id}` };
+      defs[id] = root;
+      top = { $ref: `${DEFS}${id}` };
     }
-    return relink(rest);
+
+    // A part is renamed when an equally named component differs, or when a part it refers to is renamed.
+    const renamed = new Set(Object.keys(defs).filter((name) => rawByName.has(name) && rawByName.get(name) !== JSON.stringify(defs[name])));
+    for (let grew = true; grew;) {
+      grew = false;
+      for (const name of Object.keys(defs)) {
+        if (!renamed.has(name) && refsOf(defs[name]).some((ref) => renamed.has(ref))) {
+          renamed.add(name);
+          grew = true;
+        }
+      }
+    }
+    const target = (name: string) => (renamed.has(name) ? `${name}${io === 'input' ? 'Input' : 'Output'}` : name);
+    const relink = (value: Json) => JSON.parse(JSON.stringify(value).replace(/"\$ref":"#\/\$defs\/([^"]+)"/g, (_m, name: string) => `"$ref":"${COMPONENTS}${target(name)}"`)) as Json;
+
+    for (const [name, def] of Object.entries(defs)) {
+      const finalName = target(name);
+      if (!renamed.has(name)) rawByName.set(name, JSON.stringify(def));
+      components[finalName] ??= relink(def);
+    }
+    return relink(top);
   };
 }
 
-function parameters(schema: z.ZodType | undefined, location: 'path' | 'query', convert: ReturnType<typeof schemaConverter>) {
-  if (!schema) return [];
-  const json = convert(schema, 'input') as { properties?: Record<string, Json>; required?: string[] };
-  return Object.entries(json.properties ?? {}).map(([name, property]) => ({
-    name, in: location, required: location === 'path' || (json.required ?? []).includes(name), schema: property,
-  }));
+/** Properties of an object schema, following a component reference or an `allOf`. */
+function objectShape(json: Json, components: Record<string, Json>): { properties: Record<string, Json>; required: string[] } {
+  if (typeof json.$ref === 'string' && json.$ref.startsWith(COMPONENTS)) return objectShape(components[json.$ref.slice(COMPONENTS.length)] ?? {}, components);
+  const shape = { properties: { ...(json.properties as Record<string, Json> | undefined) }, required: [...((json.required as string[] | undefined) ?? [])] };
+  for (const part of (json.allOf as Json[] | undefined) ?? []) {
+    const inner = objectShape(part, components);
+    Object.assign(shape.properties, inner.properties);
+    shape.required.push(...inner.required);
+  }
+  return shape;
+}
+
+function parameters(route: AnyRoute, convert: ReturnType<typeof schemaConverter>, components: Record<string, Json>) {
+  const list: Json[] = [];
+  for (const [location, schema] of [['path', route.params], ['query', route.query]] as const) {
+    if (!schema) continue;
+    const { properties, required } = objectShape(convert(schema, 'input'), components);
+    for (const [name, { description, ...property }] of Object.entries(properties)) {
+      list.push({
+        name, in: location, required: location === 'path' || required.includes(name),
+        ...(typeof description === 'string' ? { description } : {}), schema: property,
+      });
+    }
+  }
+  // A path placeholder without a params schema still has to be declared.
+  for (const [, name] of route.path.matchAll(/\{(\w+)\}/g)) {
+    if (!list.some((p) => p.in === 'path' && p.name === name)) list.push({ name, in: 'path', required: true, schema: { type: 'string' } });
+  }
+  return list;
+}
+
+const operationId = (route: AnyRoute) => route.method + route.path
+  .split('/').filter(Boolean)
+  .map((segment) => segment.replace(/^\{(\w+)\}$/, 'By_$1'))
+  .flatMap((segment) => segment.split(/[^A-Za-z0-9]+/))
+  .filter(Boolean)
+  .map((word) => word[0].toUpperCase() + word.slice(1))
+  .join('');
+
+function errorStatuses(route: AnyRoute): number[] {
+  const statuses = new Set(route.errors ?? []);
+  if (route.auth !== 'none') statuses.add(401);
+  if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
+  if (route.body || route.rawBody) {
+    statuses.add(413);
+    statuses.add(415);
+  }
+  return [...statuses].sort((a, b) => a - b);
 }
 
 export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
   const components: Record<string, Json> = {};
   const convert = schemaConverter(components);
   const problem = convert(Problem, 'output');
+  // Responses first, so that a schema used both ways keeps its plain name for the response shape.
+  const responseSchemas = new Map(routes.map((route) => [route, route.response ? convert(route.response, 'output') : {}]));
+  const requestId = { $ref: '#/components/headers/RequestId' };
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     const responses: Record<string, Json> = {};
-    if (route.status === 204) responses['204'] = { description: 'Done' };
-    else if (route.produces) responses['200'] = { description: 'OK', content: Object.fromEntries(route.produces.map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) };
-    else responses['200'] = { description: 'OK', content: { 'application/json': { schema: route.response ? convert(route.response, 'output') : {} } } };
-    const errors = new Set([...(route.errors ?? []), ...(route.auth === 'none' ? [] : [401]), ...(route.params || route.query || route.body ? [400] : [])]);
-    for (const status of [...errors].sort()) {
+    if (route.status === 204) responses['204'] = { description: 'Done', headers: { 'X-Request-Id': requestId } };
+    else {
+      const content = route.produces
+        ? Object.fromEntries(route.produces.map((type) => [type, { schema: type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } }]))
+        : { 'application/json': { schema: responseSchemas.get(route) } };
+      responses['200'] = { description: 'OK', headers: { 'X-Request-Id': requestId }, content };
+    }
+    for (const status of errorStatuses(route)) {
       const entry = Object.values(errorCatalogue).find((e) => e.status === status);
-      responses[String(status)] = { description: entry?.title ?? 'Error', content: { 'application/problem+json': { schema: problem } } };
+      responses[String(status)] = {
+        description: entry?.title ?? 'Error', headers: { 'X-Request-Id': requestId },
+        content: { 'application/problem+json': { schema: problem } },
+      };
     }
     const requestBody = route.rawBody
       ? { required: true, content: { [route.rawBody.contentType]: { schema: route.rawBody.schema } } }
       : route.body ? { required: true, content: { 'application/json': { schema: convert(route.body, 'input') } } } : undefined;
     paths[route.path] ??= {};
     paths[route.path][route.method] = {
+      operationId: operationId(route),
       summary: route.summary,
       tags: route.tags,
       security: route.auth === 'bearer' ? [{ bearer_auth: [] }] : route.auth === 'admin' ? [{ admin_api_key: [] }] : [],
-      parameters: [...parameters(route.params, 'path', convert), ...parameters(route.query, 'query', convert)],
+      parameters: parameters(route, convert, components),
       ...(requestBody ? { requestBody } : {}),
       responses,
     };
@@ -62,6 +148,9 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     paths,
     components: {
       schemas: components,
+      headers: {
+        RequestId: { description: 'Id of the request in the service log; a valid incoming `X-Request-Id` is echoed.', schema: { type: 'string' } },
+      },
       securitySchemes: {
         bearer_auth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
         admin_api_key: { type: 'apiKey', in: 'header', name: 'X-Admin-Api-Key' },

@@ -1,0 +1,148 @@
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { z } from 'zod';
+import { describe, expect, it } from 'vitest';
+import { QueryBoolean } from '../../shared/schemas/common.js';
+import { buildOpenApi } from '../../server/http/openapi.js';
+import { route, type AnyRoute } from '../../server/http/route.js';
+import { apiRoutes } from '../../server/http/routes/index.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { useTestServer } from '../helpers/server.js';
+
+type Operation = {
+  operationId: string;
+  security: Record<string, string[]>[];
+  parameters: { name: string; in: string; required: boolean; schema: Record<string, unknown> }[];
+  requestBody?: { content: Record<string, { schema: Record<string, unknown> }> };
+  responses: Record<string, { content?: Record<string, { schema: Record<string, unknown> }> }>;
+};
+type Document = {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Record<string, unknown>>; securitySchemes: Record<string, unknown> };
+};
+
+const placeholders = (path: string) => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+const referencedSchemas = (document: unknown) =>
+  [...JSON.stringify(document).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
+
+describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
+  const api = useTestServer(kind);
+  const document = async () => {
+    const response = await api.get<Document>('/openapi.json');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    return response.body;
+  };
+
+  it('is a valid OpenAPI 3.1.0 document', async () => {
+    const doc = await document();
+    expect(doc.openapi).toBe('3.1.0');
+    const result = await new Validator().validate(doc as unknown as Record<string, unknown>);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+  });
+
+  it('documents every route of the route list with its authentication', async () => {
+    const doc = await document();
+    expect(apiRoutes.length).toBeGreaterThan(0);
+    for (const r of apiRoutes) {
+      const operation = doc.paths[r.path]?.[r.method];
+      expect(operation, `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
+      const expected = r.auth === 'bearer' ? [{ bearer_auth: [] }] : r.auth === 'admin' ? [{ admin_api_key: [] }] : [];
+      expect(operation.security, `${r.method.toUpperCase()} ${r.path}`).toEqual(expected);
+      if (r.auth !== 'none') {
+        expect(operation.responses['401']?.content?.['application/problem+json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
+      }
+      const declared = operation.parameters.filter((p) => p.in === 'path').map((p) => p.name).sort();
+      expect(declared, `${r.method.toUpperCase()} ${r.path}`).toEqual(placeholders(r.path).sort());
+      if (r.body) expect(operation.requestBody?.content['application/json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
+      expect(operation.responses[String(r.status ?? 200)], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
+    }
+  });
+
+  it('declares the security schemes bearer_auth and admin_api_key', async () => {
+    const { components } = await document();
+    expect(components.securitySchemes).toEqual({
+      bearer_auth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+      admin_api_key: { type: 'apiKey', in: 'header', name: 'X-Admin-Api-Key' },
+    });
+  });
+
+  it('resolves every schema reference and gives every operation a unique id', async () => {
+    const doc = await document();
+    expect(referencedSchemas(doc).filter((name) => !doc.components.schemas[name])).toEqual([]);
+    const ids = Object.values(doc.paths).flatMap((operations) => Object.values(operations).map((o) => o.operationId));
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it('documents the problem+json error body with its machine-readable code', async () => {
+    const { components } = await document();
+    expect(components.schemas.Problem).toMatchObject({
+      type: 'object',
+      required: expect.arrayContaining(['type', 'title', 'status', 'code']),
+      properties: { code: { enum: expect.arrayContaining(['validation', 'unauthorized', 'not_found', 'internal']) } },
+    });
+  });
+
+  it('serves the interactive reference at /docs with its assets', async () => {
+    const page = await api.get('/docs');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    expect(page.text).toContain('/openapi.json');
+    const assets = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
+    expect(assets.length).toBeGreaterThanOrEqual(2);
+    for (const asset of assets) {
+      const response = await api.get(asset);
+      expect(response.status, asset).toBe(200);
+      expect(response.text.length, asset).toBeGreaterThan(1000);
+      expect(response.headers.get('content-type'), asset).toMatch(asset.endsWith('.css') ? /text\/css/ : /javascript/);
+    }
+  });
+});
+
+describe('buildOpenApi', () => {
+  const build = (routes: AnyRoute[]) => buildOpenApi(routes, { version: 'test' }) as unknown as Document;
+
+  it('documents query parameters of optional, defaulted and transformed schemas, also behind a reference', () => {
+    const Query = z.object({
+      includeInactive: QueryBoolean,
+      limit: z.coerce.number().int().min(1).default(50).describe('page size'),
+      day: z.string().regex(/^\d{2}-\d{2}-\d{4}$/).optional(),
+      since: z.string().transform((v) => v.trim()),
+    }).meta({ id: 'ListQuery' });
+    const doc = build([route({ method: 'get', path: '/things', auth: 'bearer', tags: ['T'], summary: 's', query: Query, response: z.object({}), handler: async () => ({}) })]);
+    const parameters = doc.paths['/things'].get.parameters;
+    expect(parameters).toEqual([
+      { name: 'includeInactive', in: 'query', required: false, schema: { type: 'string', enum: ['0', '1', 'true', 'false'] } },
+      { name: 'limit', in: 'query', required: false, description: 'page size', schema: expect.objectContaining({ type: 'integer', default: 50 }) },
+      { name: 'day', in: 'query', required: false, schema: expect.objectContaining({ type: 'string', pattern: expect.any(String) }) },
+      { name: 'since', in: 'query', required: true, schema: { type: 'string' } },
+    ]);
+  });
+
+  it('declares a path placeholder even without a params schema', () => {
+    const doc = build([route({ method: 'delete', path: '/things/{thing_id}', auth: 'admin', tags: ['T'], summary: 's', status: 204, handler: async () => undefined })]);
+    expect(doc.paths['/things/{thing_id}'].delete.parameters).toEqual([{ name: 'thing_id', in: 'path', required: true, schema: { type: 'string' } }]);
+  });
+
+  it('keeps the response shape under the plain name and names a differing request shape <name>Input', () => {
+    const Thing = z.object({ name: z.string(), size: z.number().int().default(1) }).meta({ id: 'Thing' });
+    const Envelope = z.object({ thing: Thing }).meta({ id: 'Envelope' });
+    const doc = build([
+      route({ method: 'post', path: '/things', auth: 'bearer', tags: ['T'], summary: 's', body: Envelope, response: Envelope, handler: async () => ({}) }),
+    ]);
+    const { schemas } = doc.components;
+    expect(schemas.Thing).toMatchObject({ required: ['name', 'size'] });
+    expect(schemas.ThingInput).toMatchObject({ required: ['name'] });
+    // The request envelope refers to the request shape of its part, so it is renamed too.
+    expect(schemas.EnvelopeInput).toMatchObject({ properties: { thing: { $ref: '#/components/schemas/ThingInput' } } });
+    expect(doc.paths['/things'].post.requestBody?.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/EnvelopeInput' });
+    expect(doc.paths['/things'].post.responses['200'].content?.['application/json'].schema).toEqual({ $ref: '#/components/schemas/Envelope' });
+  });
+
+  it('uses one component for a schema that reads the same both ways', () => {
+    const Same = z.object({ id: z.string() }).strict().meta({ id: 'Same' });
+    const doc = build([route({ method: 'put', path: '/same', auth: 'bearer', tags: ['T'], summary: 's', body: Same, response: Same, handler: async () => ({}) })]);
+    expect(Object.keys(doc.components.schemas).filter((name) => name.startsWith('Same'))).toEqual(['Same']);
+  });
+});
