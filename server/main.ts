@@ -1,5 +1,4 @@
 import { ConfigError, loadConfig } from './config.js';
-import { startServer } from './server.js';
 
 let config;
 try {
@@ -12,6 +11,8 @@ try {
   throw error;
 }
 
+// Loaded after the configuration is known to be good, so a bad value fails at once.
+const { startServer } = await import('./server.js');
 const running = await startServer(config);
 const { logger } = running.ctx;
 logger.info(`Tourline listening on ${running.url} (${running.ctx.database.kind}, auth ${config.auth.mode}, ERP ${config.erp.mode})`);

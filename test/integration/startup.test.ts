@@ -1,0 +1,108 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+// `npx tsx` resolves to this binary; calling it directly saves npx's start-up time.
+const tsx = path.join(root, 'node_modules/.bin/tsx');
+
+interface Service { child: ChildProcess; output: () => string; exited: Promise<number | null> }
+
+function startService(env: Record<string, string>): Service {
+  const { DATABASE_URL: _ignored, ...inherited } = process.env;
+  const child = spawn(tsx, ['server/main.ts'], { cwd: root, env: { ...inherited, NODE_ENV: 'development', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk) => { output += chunk; });
+  child.stderr!.on('data', (chunk) => { output += chunk; });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    }).on('error', reject);
+  });
+}
+
+async function waitForHealth(base: string, service: Service) {
+  const deadline = Date.now() + 100_000;
+  let exitCode: number | null | undefined;
+  void service.exited.then((code) => { exitCode = code; });
+  while (Date.now() < deadline) {
+    if (exitCode !== undefined) throw new Error(`the service exited with ${exitCode}:\n${service.output()}`);
+    const ok = await fetch(`${base}/health`).then((r) => r.status === 200, () => false);
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`no healthy service at ${base}:\n${service.output()}`);
+}
+
+/** A request whose body arrives in two parts, so the server is busy with it while we act. */
+function slowRequest(port: number, body: string) {
+  const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/dev/token', agent: false,
+    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    request.on('response', (response) => {
+      let text = '';
+      response.on('data', (chunk) => { text += chunk; });
+      response.on('end', () => resolve({ status: response.statusCode!, body: text }));
+    });
+    request.on('error', reject);
+  });
+  const half = Math.floor(body.length / 2);
+  request.write(body.slice(0, half));
+  return { answer, finish: () => request.end(body.slice(half)) };
+}
+
+// Loading the whole service with tsx and creating a fresh PGlite takes seconds, more on a busy machine.
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('starting and stopping the service', () => {
+  const cleanup: (() => void)[] = [];
+  afterEach(() => { while (cleanup.length) cleanup.pop()!(); });
+
+  it('starts on a fresh data directory, prints and keeps an admin key, and on SIGTERM finishes a running request and exits 0', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
+    const port = await freePort();
+    const service = startService({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ERP_IMPORT_ENABLED: 'false', LOG_LEVEL: 'info' });
+    cleanup.push(() => { service.child.kill('SIGKILL'); rmSync(dataDir, { recursive: true, force: true }); });
+    const base = `http://127.0.0.1:${port}`;
+
+    await waitForHealth(base, service);
+    const health = await fetch(`${base}/health`);
+    expect(await health.text()).toBe('ok');
+    const adminKey = readFileSync(path.join(dataDir, 'admin-api-key'), 'utf8').trim();
+    expect(adminKey.length).toBeGreaterThanOrEqual(32);
+    expect(service.output()).toContain(adminKey);
+
+    const running = slowRequest(port, JSON.stringify({ personalnummer: 424242 }));
+    await sleep(300);
+    service.child.kill('SIGTERM');
+    await sleep(300);
+    // Stopped taking requests, but still busy with the one that started before.
+    await expect(fetch(`${base}/health`, { signal: AbortSignal.timeout(2000) })).rejects.toThrow();
+    running.finish();
+    const answer = await running.answer;
+    expect(answer.status).toBe(404);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'not_found', status: 404 });
+    expect(await service.exited).toBe(0);
+  }, 120_000);
+
+  it('refuses to start with a bad PORT and names the variable', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const service = startService({ DATA_DIR: dataDir, PORT: 'abc', ERP_IMPORT_ENABLED: 'false' });
+    cleanup.push(() => service.child.kill('SIGKILL'));
+    const code = await service.exited;
+    expect(code).not.toBe(0);
+    expect(service.output()).toMatch(/PORT/);
+  }, 60_000);
+});
