@@ -4,6 +4,7 @@ import type { Authenticator } from './auth/authenticate.js';
 import type { Database } from './db/client.js';
 import type { ErpGateway } from './integrations/erp/gateway.js';
 import type { DocumentStore } from './integrations/documents/store.js';
+import type { PreviewService } from './integrations/previews/service.js';
 
 /** What request handlers and jobs may use. Built once at start, passed in, never global. */
 export interface AppContext {
@@ -13,6 +14,7 @@ export interface AppContext {
   auth: Authenticator;
   erp: ErpGateway;
   documents: DocumentStore;
+  previews: PreviewService;
 }
 
 export type Actor =

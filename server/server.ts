@@ -14,6 +14,8 @@ import { apiRoutes } from './http/routes/index.js';
 import { devIdentityRoutes } from './http/routes/devIdentity.js';
 import { createErpGateway, type ErpGateway } from './integrations/erp/gateway.js';
 import { createDocumentStore, type DocumentStore } from './integrations/documents/store.js';
+import { createPreviewService } from './integrations/previews/service.js';
+import { startErpWriteBackJob } from './jobs/erpWriteBack.js';
 
 export interface RunningServer {
   url: string;
@@ -59,6 +61,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     jwksCooldownMs: config.auth.jwksCooldownMs,
   });
 
+  const documents = options.documents ?? createDocumentStore(config.documents, dataDir);
   const ctx: AppContext = {
     config,
     database,
@@ -70,7 +73,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       onFailure: (reason) => logger.debug({ reason }, 'token rejected'),
     }),
     erp: options.erp ?? createErpGateway(config.erp, logger),
-    documents: options.documents ?? createDocumentStore(config.documents, dataDir),
+    documents,
+    previews: createPreviewService(documents),
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
@@ -84,6 +88,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   baseUrl ||= url;
+  const erpWriteBack = startErpWriteBackJob(ctx);
 
   let closing: Promise<void> | undefined;
   const close = () => closing ??= (async () => {
@@ -91,6 +96,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    await erpWriteBack.stop();
     if (!options.database) await database.close();
     await ctx.documents.close?.();
   })();

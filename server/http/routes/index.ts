@@ -1,11 +1,19 @@
 import type { AnyRoute } from '../route.js';
+import { adminCompletionRoutes } from './adminCompletion.js';
+import { attachmentRoutes } from './attachments.js';
+import { completionRoutes } from './completion.js';
 import { deliveryRoutes } from './deliveries.js';
 import { masterDataRoutes } from './masterData.js';
+import { noteImageRoutes } from './noteImages.js';
 import { systemRoutes } from './system.js';
 
 /** Every public and admin route; the OpenAPI document is built from this list. */
 export const apiRoutes: AnyRoute[] = [
   ...systemRoutes,
   ...masterDataRoutes,
+  ...completionRoutes,
+  ...noteImageRoutes,
+  ...attachmentRoutes,
+  ...adminCompletionRoutes,
   ...deliveryRoutes,
 ];

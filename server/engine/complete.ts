@@ -1,0 +1,265 @@
+import { createHash } from 'node:crypto';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { nextDeliveryState } from '../../shared/rules/delivery.js';
+import { isFinished } from '../../shared/rules/items.js';
+import type { CompleteDeliveryAcknowledgements, Delivery } from '../../shared/schemas/deliveries.js';
+import type { DriverActor } from '../context.js';
+import type { Db } from '../db/client.js';
+import { constraintViolation } from '../db/errors.js';
+import {
+  articles, attachments, cars, completions, deliveries, deliveryItems, notes, paymentMethods, paymentProtocol,
+  processedEvents, tours,
+} from '../db/schema.js';
+import { conflict, invalidTransition, notFound, validation } from '../errors.js';
+import { toAttachment, toDelivery, type AttachmentRow, type DeliveryRow, type ItemRow } from '../queries/shapes.js';
+import { recordChanges, type ChangeRecord } from './changeLog.js';
+
+export const INTERNAL_NOTE_MAX = 2000;
+export const COMPLETE_EVENT_TYPE = 'delivery.complete';
+
+/** A file already written to the document store. */
+export interface StoredFile { reference: string; contentType: string; sizeBytes: number }
+
+export interface CompletionRequest {
+  deliveryId: string;
+  acknowledgements: CompleteDeliveryAcknowledgements;
+  customerSignature: StoredFile;
+  driverSignature: StoredFile;
+}
+
+export type CompletionRow = typeof completions.$inferSelect;
+
+/** The completion as clients see it in the change feed. */
+export function toCompletion(row: CompletionRow) {
+  return {
+    deliveryId: row.deliveryId,
+    completedAt: row.completedAt.toISOString(),
+    authorCarId: row.authorCarId,
+    paymentMethodId: row.paymentMethodId,
+    paymentId: row.paymentId,
+    paymentCollected: row.paymentCollected,
+    collectedAmountCents: row.collectedAmountCents,
+    notesAcknowledged: row.notesAcknowledged,
+    acknowledgedNoteIds: row.acknowledgedNoteIds,
+    internalNote: row.internalNote,
+    customerSignatureId: row.customerSignatureId,
+    driverSignatureId: row.driverSignatureId,
+    reportAttachmentId: row.reportAttachmentId,
+  };
+}
+
+/** Trimmed; empty means none; longer than the limit is refused. */
+export function normalizeInternalNote(value: string | null | undefined): string | null {
+  const trimmed = value?.trim() ?? '';
+  if (!trimmed) return null;
+  if (trimmed.length > INTERNAL_NOTE_MAX) {
+    throw validation(`The internal note has more than ${INTERNAL_NOTE_MAX} characters`, [
+      { path: 'acknowledgements.internalNote', message: `at most ${INTERNAL_NOTE_MAX} characters` },
+    ]);
+  }
+  return trimmed;
+}
+
+interface PaymentOutcome {
+  paymentMethodId: string | null;
+  paymentId: string | null;
+  paymentCollected: boolean;
+  collectedAmountCents: number;
+}
+
+type Evaluation =
+  | { kind: 'replay'; delivery: Delivery }
+  | { kind: 'ready'; delivery: DeliveryRow; items: ItemRow[]; payment: PaymentOutcome; internalNote: string | null };
+
+/** A delivery of one of the account's tours (locked when asked); undefined when unknown or foreign. */
+export async function loadOwnDelivery(tx: Db, accountId: number, deliveryId: string, lock = false) {
+  const query = tx.select({ delivery: deliveries }).from(deliveries)
+    .innerJoin(tours, eq(tours.id, deliveries.tourId))
+    .where(and(eq(deliveries.id, deliveryId), eq(tours.accountId, accountId)));
+  const [found] = lock ? await query.for('update', { of: deliveries }) : await query;
+  return found?.delivery;
+}
+
+/**
+ * The gates of the spec, in its order. Runs once without a lock before the signatures are
+ * stored (so a refused completion writes nothing) and again under the row lock, where it counts.
+ */
+async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: CompleteDeliveryAcknowledgements, lock: boolean): Promise<Evaluation> {
+  const internalNote = normalizeInternalNote(ack.internalNote);
+  const delivery = await loadOwnDelivery(tx, actor.personalnummer, deliveryId, lock);
+  if (!delivery) throw notFound('Delivery');
+  const itemRows = await tx.select({ item: deliveryItems, scannable: articles.scannable }).from(deliveryItems)
+    .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
+    .where(eq(deliveryItems.deliveryId, deliveryId)).orderBy(asc(deliveryItems.lineNumber));
+  const items = itemRows.map((r) => r.item);
+
+  if (ack.clientEventId) {
+    const [seen] = await tx.select().from(processedEvents).where(eq(processedEvents.eventId, ack.clientEventId));
+    if (seen) {
+      if (seen.type === COMPLETE_EVENT_TYPE && seen.deliveryId === deliveryId) return { kind: 'replay', delivery: toDelivery(delivery, items) };
+      throw conflict('This clientEventId was already used for another event');
+    }
+  }
+
+  if (!nextDeliveryState(delivery.state, 'complete')) throw invalidTransition(`A ${delivery.state} delivery cannot be completed`);
+
+  const open = itemRows.filter((r) => !isFinished({ state: r.item.state, scannable: r.scannable }));
+  if (open.length) {
+    throw validation('Open scans: every scannable position must be Done or Removed', open.map((r) => ({
+      path: `positions.${r.item.id}`, message: `line ${r.item.lineNumber} is ${r.item.state}`,
+    })));
+  }
+
+  const [{ noteCount }] = await tx.select({ noteCount: sql<number>`count(*)::int` }).from(notes).where(eq(notes.deliveryId, deliveryId));
+  if (noteCount > 0 && ack.notesAcknowledged !== true) {
+    throw validation('Unacknowledged notes: the delivery has notes, acknowledge them first', [
+      { path: 'acknowledgements.notesAcknowledged', message: 'must be true when the delivery has notes' },
+    ]);
+  }
+
+  if (ack.receiptConfirmed !== true) {
+    throw validation('The receipt must be confirmed', [{ path: 'acknowledgements.receiptConfirmed', message: 'must be true' }]);
+  }
+
+  const payment = await paymentGate(tx, delivery, items, ack);
+
+  if (ack.authorCarId) {
+    const [car] = await tx.select({ id: cars.id }).from(cars).where(and(eq(cars.id, ack.authorCarId), eq(cars.accountId, actor.personalnummer)));
+    if (!car) throw validation('The car does not belong to the account', [{ path: 'acknowledgements.authorCarId', message: 'not a car of the account' }]);
+  }
+  return { kind: 'ready', delivery, items, payment, internalNote };
+}
+
+/**
+ * With an open amount, a logged payment of exactly that amount settles it and supplies the
+ * method; without one, an on-site method (cash, card terminal) needs the legacy
+ * `paymentCollected` confirmation. The amount always comes from the server.
+ */
+async function paymentGate(tx: Db, delivery: DeliveryRow, items: ItemRow[], ack: CompleteDeliveryAcknowledgements): Promise<PaymentOutcome> {
+  let method: typeof paymentMethods.$inferSelect | undefined;
+  if (ack.paymentMethodId) {
+    [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, ack.paymentMethodId));
+    if (!method?.active) {
+      throw validation('The payment method does not exist or is inactive', [{ path: 'acknowledgements.paymentMethodId', message: 'unknown or inactive payment method' }]);
+    }
+  } else if (delivery.paymentMethodId) {
+    [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, delivery.paymentMethodId));
+  }
+  const methodId = method?.id ?? null;
+  const open = toDelivery(delivery, items).openAmountCents;
+  if (open <= 0) return { paymentMethodId: methodId, paymentId: null, paymentCollected: ack.paymentCollected === true, collectedAmountCents: 0 };
+
+  const [latest] = await tx.select().from(paymentProtocol).where(eq(paymentProtocol.deliveryId, delivery.id))
+    .orderBy(desc(paymentProtocol.receivedAt), desc(paymentProtocol.occurredAt)).limit(1);
+  if (latest && latest.amountCents === open) {
+    return { paymentMethodId: latest.paymentMethodId, paymentId: latest.id, paymentCollected: true, collectedAmountCents: latest.amountCents };
+  }
+  if (method?.collectOnSite) {
+    if (ack.paymentCollected !== true) {
+      throw validation(`Payment: ${open} cents are open and ${method.name} is collected on site; log the payment or confirm paymentCollected`, [
+        { path: 'acknowledgements.paymentCollected', message: 'must be true for an on-site payment method with an open amount' },
+      ]);
+    }
+    return { paymentMethodId: methodId, paymentId: null, paymentCollected: true, collectedAmountCents: open };
+  }
+  return { paymentMethodId: methodId, paymentId: null, paymentCollected: false, collectedAmountCents: 0 };
+}
+
+/** Checks every gate without writing; lets a caller refuse before it stores anything. */
+export async function checkCompletion(db: Db, actor: DriverActor, deliveryId: string, ack: CompleteDeliveryAcknowledgements): Promise<{ replay?: Delivery }> {
+  const result = await evaluate(db, actor, deliveryId, ack, false);
+  return result.kind === 'replay' ? { replay: result.delivery } : {};
+}
+
+const payloadHash = (request: CompletionRequest) => createHash('sha256')
+  .update(JSON.stringify([request.deliveryId, request.acknowledgements, request.customerSignature.reference, request.driverSignature.reference]))
+  .digest('hex');
+
+/**
+ * Completes a delivery in one transaction under its row lock: the two signature attachments
+ * (already in the document store), the completion row, the new state, the processed event and
+ * the change records, all or nothing. A replay of the same clientEventId returns the current delivery.
+ */
+export async function completeDelivery(db: Db, actor: DriverActor, request: CompletionRequest): Promise<{ delivery: Delivery; replayed: boolean }> {
+  try {
+    return await db.transaction(async (tx) => {
+      const result = await evaluate(tx, actor, request.deliveryId, request.acknowledgements, true);
+      if (result.kind === 'replay') return { delivery: result.delivery, replayed: true };
+      const { acknowledgements: ack } = request;
+      const completedAt = new Date();
+
+      const signatureRows: AttachmentRow[] = await tx.insert(attachments).values([
+        { deliveryId: request.deliveryId, kind: 'customer_signature', ...request.customerSignature },
+        { deliveryId: request.deliveryId, kind: 'driver_signature', ...request.driverSignature },
+      ]).returning();
+      const [customerSignature, driverSignature] = signatureRows;
+      const [completion] = await tx.insert(completions).values({
+        deliveryId: request.deliveryId,
+        clientEventId: ack.clientEventId ?? null,
+        accountId: actor.personalnummer,
+        authorCarId: ack.authorCarId ?? null,
+        ...result.payment,
+        notesAcknowledged: ack.notesAcknowledged === true,
+        acknowledgedNoteIds: [...new Set(ack.acknowledgedNoteIds ?? [])],
+        internalNote: result.internalNote,
+        customerSignatureId: customerSignature.id,
+        driverSignatureId: driverSignature.id,
+        completedAt,
+      }).returning();
+      const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: completedAt })
+        .where(eq(deliveries.id, request.deliveryId)).returning();
+      if (ack.clientEventId) {
+        await tx.insert(processedEvents).values({
+          eventId: ack.clientEventId, type: COMPLETE_EVENT_TYPE, accountId: actor.personalnummer,
+          deliveryId: request.deliveryId, payloadHash: payloadHash(request),
+        });
+      }
+      const delivery = toDelivery(updated, result.items);
+      const scope = { tourId: updated.tourId, accountId: actor.personalnummer };
+      await recordChanges(tx, [
+        { entity: 'delivery', op: 'upsert', id: delivery.id, ...scope, data: delivery },
+        ...signatureRows.map((row): ChangeRecord => ({ entity: 'attachment', op: 'upsert', id: row.id, ...scope, data: toAttachment(row) })),
+        { entity: 'completion', op: 'upsert', id: completion.deliveryId, ...scope, data: toCompletion(completion) },
+      ]);
+      return { delivery, replayed: false };
+    });
+  } catch (error) {
+    // The clientEventId was taken at the same moment by another event.
+    if (constraintViolation(error)?.kind === 'unique') throw conflict('This clientEventId was already used for another event');
+    throw error;
+  }
+}
+
+// ---------- after commit: the report and the ERP write-back ----------
+
+/** Everything the delivery report shows, read in one go after the completion committed. */
+export async function loadCompletionRecord(db: Db, deliveryId: string) {
+  const [row] = await db.select({ completion: completions, delivery: deliveries, tour: tours })
+    .from(completions)
+    .innerJoin(deliveries, eq(deliveries.id, completions.deliveryId))
+    .innerJoin(tours, eq(tours.id, deliveries.tourId))
+    .where(eq(completions.deliveryId, deliveryId));
+  return row;
+}
+
+/** Links a stored report to its completion once; a second writer (another instance) changes nothing. */
+export async function attachReport(db: Db, deliveryId: string, report: StoredFile): Promise<string | undefined> {
+  return db.transaction(async (tx) => {
+    const [locked] = await tx.select({ completion: completions, tourId: deliveries.tourId, accountId: tours.accountId })
+      .from(completions)
+      .innerJoin(deliveries, eq(deliveries.id, completions.deliveryId))
+      .innerJoin(tours, eq(tours.id, deliveries.tourId))
+      .where(eq(completions.deliveryId, deliveryId))
+      .for('update', { of: completions });
+    if (!locked || locked.completion.reportAttachmentId) return locked?.completion.reportAttachmentId ?? undefined;
+    const [attachment] = await tx.insert(attachments).values({ deliveryId, kind: 'delivery_report', ...report }).returning();
+    const [completion] = await tx.update(completions).set({ reportAttachmentId: attachment.id })
+      .where(eq(completions.deliveryId, deliveryId)).returning();
+    const scope = { tourId: locked.tourId, accountId: locked.accountId };
+    await recordChanges(tx, [
+      { entity: 'attachment', op: 'upsert', id: attachment.id, ...scope, data: toAttachment(attachment) },
+      { entity: 'completion', op: 'upsert', id: deliveryId, ...scope, data: toCompletion(completion) },
+    ]);
+    return attachment.id;
+  });
+}

@@ -1,0 +1,57 @@
+import { and, eq } from 'drizzle-orm';
+import { z } from 'zod';
+import { Uuid } from '../../../shared/schemas/common.js';
+import { attachments, deliveries, tours } from '../../db/schema.js';
+import { notFound } from '../../errors.js';
+import type { PreviewRequest } from '../../integrations/documents/store.js';
+import { previewContentTypes } from '../../integrations/previews/render.js';
+import { route } from '../route.js';
+
+const INT32_MAX = 2_147_483_647;
+
+/** A query integer: digits only, within bounds, with a default when absent. */
+const queryInt = (fallback: number, min: number, max: number, what: string) => z.string()
+  .regex(/^\d{1,10}$/, `must be an integer between ${min} and ${max}`)
+  .optional()
+  .transform((v) => (v === undefined ? fallback : Number(v)))
+  .pipe(z.number().int().min(min, `must be an integer between ${min} and ${max}`).max(max, `must be an integer between ${min} and ${max}`))
+  .describe(`${what} (default ${fallback})`);
+
+export const PreviewQuery = z.object({
+  w: queryInt(1024, 0, INT32_MAX, 'Maximum width in pixels; 0 leaves the width free'),
+  h: queryInt(1024, 0, INT32_MAX, 'Maximum height in pixels; 0 leaves the height free'),
+  q: queryInt(85, 0, 100, 'Quality 0..100 for jpeg, webp and tiff; png is lossless'),
+  ext: z.enum(['png', 'jpeg', 'jpg', 'webp', 'tiff']).default('jpeg').describe('Output format (default jpeg)'),
+  page: queryInt(1, 1, INT32_MAX, 'Page of a PDF (or multi-page image), 1-based; must exist'),
+});
+
+export const attachmentRoutes = [
+  route({
+    method: 'get', path: '/attachments/{id}', auth: 'bearer', tags: ['Attachments'],
+    summary: 'A preview of an attachment (signature, note image, delivery report page): fit inside w x h, never enlarged; ETag and If-None-Match (304)',
+    params: z.object({ id: Uuid }), query: PreviewQuery,
+    produces: Object.values(previewContentTypes), errors: [404],
+    handler: async ({ ctx, actor, params, query, req, res }) => {
+      const [attachment] = await ctx.database.db.select({ id: attachments.id, reference: attachments.reference }).from(attachments)
+        .innerJoin(deliveries, eq(deliveries.id, attachments.deliveryId))
+        .innerJoin(tours, eq(tours.id, deliveries.tourId))
+        .where(and(eq(attachments.id, params.id), eq(tours.accountId, actor.personalnummer)));
+      if (!attachment) throw notFound('Attachment');
+
+      const request: PreviewRequest = {
+        width: query.w, height: query.h, quality: query.q, format: query.ext === 'jpg' ? 'jpeg' : query.ext, page: query.page,
+      };
+      const etag = ctx.previews.etag(attachment.id, request);
+      // Attachments never change, so a matching ETag is always still valid.
+      res.setHeader('ETag', etag);
+      res.setHeader('Cache-Control', 'private, max-age=86400');
+      const ifNoneMatch = req.header('if-none-match');
+      if (ifNoneMatch && (ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag))) {
+        res.status(304).end();
+        return;
+      }
+      const preview = await ctx.previews.render(attachment, request);
+      res.status(200).type(preview.contentType).send(preview.bytes);
+    },
+  }),
+];

@@ -1,0 +1,84 @@
+import sharp from 'sharp';
+import { z } from 'zod';
+import { Uuid } from '../../../shared/schemas/common.js';
+import { CompleteDeliveryAcknowledgements, DeliveryResponse } from '../../../shared/schemas/deliveries.js';
+import type { AppContext } from '../../context.js';
+import { checkCompletion, completeDelivery, type StoredFile } from '../../engine/complete.js';
+import { DomainError, validation } from '../../errors.js';
+import { afterCompletion } from '../../jobs/erpWriteBack.js';
+import { readMultipart, type MultipartBody, type UploadedFile } from '../multipart.js';
+import { zodProblems } from '../problem.js';
+import { route } from '../route.js';
+
+const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+const SIGNATURE_PARTS = ['customer_signature', 'driver_signature'] as const;
+
+/** A signature must be a PNG that decodes, whatever the part's name or declared type says. */
+async function signaturePng(body: MultipartBody, part: (typeof SIGNATURE_PARTS)[number]): Promise<UploadedFile> {
+  const file = body.files.get(part);
+  if (!file || file.bytes.length === 0) throw validation(`Missing signature: ${part}`, [{ path: part, message: 'a PNG image is required' }]);
+  const decoded = file.bytes.subarray(0, 8).equals(PNG_SIGNATURE)
+    && await sharp(file.bytes).metadata().then((m) => m.format === 'png' && (m.width ?? 0) > 0 && (m.height ?? 0) > 0, () => false);
+  if (!decoded) throw validation(`The ${part} is not a PNG image`, [{ path: part, message: 'must be a PNG image' }]);
+  return file;
+}
+
+/** The acknowledgements arrive as a plain field or as a JSON file part. */
+function acknowledgements(body: MultipartBody): CompleteDeliveryAcknowledgements {
+  const raw = body.fields.get('acknowledgements') ?? body.files.get('acknowledgements')?.bytes.toString('utf8');
+  if (raw === undefined) throw validation('Missing part: acknowledgements', [{ path: 'acknowledgements', message: 'JSON of CompleteDeliveryAcknowledgements is required' }]);
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw validation('The acknowledgements are not valid JSON', [{ path: 'acknowledgements', message: 'not valid JSON' }]);
+  }
+  const parsed = CompleteDeliveryAcknowledgements.safeParse(json);
+  if (!parsed.success) throw validation('Invalid acknowledgements', zodProblems(parsed.error, 'acknowledgements'));
+  return parsed.data;
+}
+
+async function store(ctx: AppContext, file: UploadedFile, name: string): Promise<StoredFile> {
+  try {
+    const reference = await ctx.documents.put(file.bytes, 'image/png', name);
+    return { reference, contentType: 'image/png', sizeBytes: file.bytes.length };
+  } catch (error) {
+    ctx.logger.error({ err: error }, 'storing a signature failed');
+    throw new DomainError('internal', 'Storing the signature in the document store failed', undefined, 500);
+  }
+}
+
+const multipartSchema = {
+  type: 'object',
+  required: [...SIGNATURE_PARTS, 'acknowledgements'],
+  properties: {
+    customer_signature: { type: 'string', format: 'binary', description: 'PNG image' },
+    driver_signature: { type: 'string', format: 'binary', description: 'PNG image' },
+    acknowledgements: { ...z.toJSONSchema(CompleteDeliveryAcknowledgements, { io: 'input' }), description: 'JSON of CompleteDeliveryAcknowledgements, as a field or a JSON part' },
+  },
+};
+
+export const completionRoutes = [
+  route({
+    method: 'post', path: '/deliveries/{delivery_id}/complete', auth: 'bearer', tags: ['Delivery lifecycle'],
+    summary: 'Complete a delivery with both signatures (multipart); a repeated clientEventId answers with the current delivery',
+    params: z.object({ delivery_id: Uuid }), rawBody: { contentType: 'multipart/form-data', schema: multipartSchema },
+    response: DeliveryResponse, errors: [404, 409, 413, 415],
+    handler: async ({ ctx, actor, params, req }) => {
+      const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
+      const ack = acknowledgements(body);
+      const [customer, driver] = [await signaturePng(body, 'customer_signature'), await signaturePng(body, 'driver_signature')];
+      const db = ctx.database.db;
+      // Refuse before anything is stored; the transaction checks again under the row lock.
+      const { replay } = await checkCompletion(db, actor, params.delivery_id, ack);
+      if (replay) return { delivery: replay };
+      const stored = {
+        customerSignature: await store(ctx, customer, `customer-signature-${params.delivery_id}.png`),
+        driverSignature: await store(ctx, driver, `driver-signature-${params.delivery_id}.png`),
+      };
+      const result = await completeDelivery(db, actor, { deliveryId: params.delivery_id, acknowledgements: ack, ...stored });
+      if (!result.replayed) await afterCompletion(ctx, params.delivery_id);
+      return { delivery: result.delivery };
+    },
+  }),
+];

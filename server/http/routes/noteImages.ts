@@ -1,0 +1,45 @@
+import { randomUUID } from 'node:crypto';
+import sharp from 'sharp';
+import { z } from 'zod';
+import { Uuid } from '../../../shared/schemas/common.js';
+import { DeliveryNoteResponse, type Note } from '../../../shared/schemas/deliveries.js';
+import { applyEvent } from '../../engine/apply.js';
+import { loadOwnDelivery } from '../../engine/complete.js';
+import { DomainError, notFound, validation } from '../../errors.js';
+import { readMultipart } from '../multipart.js';
+import { route } from '../route.js';
+
+const imageTypes: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', heif: 'image/heif', avif: 'image/avif' };
+
+export const noteImageRoutes = [
+  route({
+    method: 'post', path: '/deliveries/{delivery_id}/notes/image', auth: 'bearer', tags: ['Notes'],
+    summary: 'Upload an image to the document store and create a note with its reference',
+    params: z.object({ delivery_id: Uuid }),
+    rawBody: { contentType: 'multipart/form-data', schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary', description: 'image bytes' } } } },
+    response: DeliveryNoteResponse, errors: [404, 413, 415, 500],
+    handler: async ({ ctx, actor, params, req }) => {
+      const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
+      const file = body.files.get('file');
+      if (!file || file.bytes.length === 0) throw validation('No or empty file', [{ path: 'file', message: 'an image file is required' }]);
+      const format = await sharp(file.bytes).metadata().then((m) => m.format, () => undefined);
+      const contentType = format && imageTypes[format];
+      if (!contentType) throw validation('The file is not an image', [{ path: 'file', message: 'must be an image (PNG, JPEG, WebP, GIF, TIFF, HEIF, AVIF)' }]);
+      // Checked before the upload so that a foreign delivery leaves nothing in the store.
+      if (!await loadOwnDelivery(ctx.database.db, actor.personalnummer, params.delivery_id)) throw notFound('Delivery');
+
+      let reference: string;
+      try {
+        reference = await ctx.documents.put(file.bytes, contentType, file.filename);
+      } catch (error) {
+        ctx.logger.error({ err: error }, 'note image upload failed');
+        throw new DomainError('internal', 'Uploading the image to the document store failed', undefined, 500);
+      }
+      const note = await applyEvent(ctx.database.db, actor, {
+        type: 'note.create', eventId: randomUUID(), occurredAt: new Date().toISOString(),
+        deliveryId: params.delivery_id, noteId: randomUUID(), imageAttachment: reference,
+      }, { attachment: { reference, contentType, sizeBytes: file.bytes.length } });
+      return { note: note as Note };
+    },
+  }),
+];
