@@ -5,6 +5,7 @@ import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTokenVerifier } from '../../server/auth/tokens.js';
 import { DomainError } from '../../server/errors.js';
+import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, TEST_ADMIN_KEY, useTestServer, type ApiResponse } from '../helpers/server.js';
 
@@ -254,6 +255,46 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
       .setIssuer(`${api.url}/dev/oidc`).setAudience(AUDIENCE).setIssuedAt().setExpirationTime(now() + 600)
       .sign(impostor.privateKey);
     expectUnauthorized(await api.get('/me/cars', { token }));
+  });
+
+  it('answers 401 for a token that another server minted with its own key', async () => {
+    const other = await startTestServer(kind);
+    try {
+      const foreign = await other.token(3205);
+      expect((await other.get('/me/cars', { token: foreign })).status).toBe(200);
+      await api.seedAccount(3205);
+      expectUnauthorized(await api.get('/me/cars', { token: foreign }));
+      expect((await api.get('/me/cars', { token: await api.token(3205) })).status).toBe(200);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('answers 401 problem+json on every bearer route without a token or with a malformed one', async () => {
+    const bearerRoutes = apiRoutes.filter((r) => r.auth === 'bearer');
+    expect(bearerRoutes.length).toBeGreaterThan(0);
+    for (const r of bearerRoutes) {
+      const path = r.path.replace(/\{(\w+)\}/g, () => randomUUID());
+      for (const headers of [{}, { authorization: 'Bearer' }, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer not.a.jwt' }]) {
+        const response = await api.request(r.method.toUpperCase(), path, { headers, body: r.body ? {} : undefined });
+        expect(response.status, `${r.method.toUpperCase()} ${path} ${JSON.stringify(headers)}`).toBe(401);
+        expectUnauthorized(response);
+      }
+    }
+  });
+
+  it('answers 401 problem+json on every admin route without the admin key or with a wrong one', async () => {
+    const adminRoutes = apiRoutes.filter((r) => r.auth === 'admin');
+    expect(adminRoutes.length).toBeGreaterThan(0);
+    const token = await api.token(3204);
+    for (const r of adminRoutes) {
+      const path = r.path.replace(/\{(\w+)\}/g, () => randomUUID());
+      const method = r.method.toUpperCase();
+      for (const credentials of [{}, { admin: 'a-wrong-admin-key-0123456789' }, { admin: TEST_ADMIN_KEY.slice(0, -1) }, { token }]) {
+        expectUnauthorized(await api.request(method, path, { ...credentials, body: r.body ? {} : undefined }));
+      }
+      expect((await api.request(method, path, { admin: true, body: r.body ? {} : undefined })).status, `${method} ${path}`).not.toBe(401);
+    }
   });
 
   it('refuses a wrong admin key in the authenticator with unauthorized', () => {
