@@ -126,6 +126,7 @@ export class TourlineClient {
       pull: () => this.pull(),
       onConnected: () => this.emitStatus(),
       onError: (error) => this.recordError(error),
+      onCursorRefused: () => void this.pull().then(() => this.live.restart()).catch((error) => this.recordError(error)),
       pollIntervalMs: options.pollIntervalMs ?? 5000,
       heartbeatMs: options.heartbeatMs ?? 25_000,
       backoff: this.policy,
@@ -146,11 +147,11 @@ export class TourlineClient {
     return new TourlineClient(options, store, outbox, state, clientId);
   }
 
-  /** Starts pushing the outbox and following live changes. */
-  start() {
+  /** Starts pushing the outbox and (unless `live: false`) following live changes. */
+  start(options: { live?: boolean } = {}) {
     if (this.started || this.closed) return;
     this.started = true;
-    this.live.start();
+    if (options.live ?? true) this.live.start();
     this.scheduleFlush();
   }
 

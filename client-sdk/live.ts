@@ -31,6 +31,8 @@ export interface LiveOptions {
   pull: () => Promise<void>;
   onConnected: (connected: boolean) => void;
   onError: (error: unknown) => void;
+  /** The server refused the resume cursor (expired, or another database): the client resyncs. */
+  onCursorRefused: () => void;
   pollIntervalMs: number;
   heartbeatMs: number;
   backoff: BackoffPolicy;
@@ -78,6 +80,13 @@ export class LiveChanges {
     this.setConnected(false);
   }
 
+  /** Reconnects, so the next resume uses the current cursor. */
+  restart() {
+    if (this.stopped) return;
+    this.stop();
+    this.start();
+  }
+
   private wsUrl() {
     const url = new URL('sync/ws', this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -117,6 +126,7 @@ export class LiveChanges {
         queue = queue.then(() => this.options.ingest(message.changes as Change[], message.cursor as string)).catch(this.options.onError);
       } else if (message?.type === 'error') {
         this.options.onError(Object.assign(new Error(String(message.message)), { code: message.code }));
+        if (message.code === 'validation') this.options.onCursorRefused();
       }
     };
     socket.onerror = () => undefined;

@@ -16,12 +16,15 @@ import { createErpGateway, type ErpGateway } from './integrations/erp/gateway.js
 import { createDocumentStore, type DocumentStore } from './integrations/documents/store.js';
 import { createPreviewService } from './integrations/previews/service.js';
 import { startErpWriteBackJob } from './jobs/erpWriteBack.js';
+import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
 
 export interface RunningServer {
   url: string;
   ctx: AppContext;
   adminKey: string;
   server: http.Server;
+  /** The ERP import scheduler and start-up catch-up; undefined unless ERP_IMPORT_ENABLED. */
+  importJobs?: ImportJobs;
   /** Stops taking requests, lets running ones finish, then closes the database. */
   close(): Promise<void>;
 }
@@ -36,6 +39,8 @@ export interface StartOptions {
   erp?: ErpGateway;
   /** Use this document store instead of the configured one (tests inject failing stores). */
   documents?: DocumentStore;
+  /** The clock of the ERP import jobs (tests pin it). */
+  now?: () => Date;
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
@@ -89,6 +94,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const url = `http://127.0.0.1:${port}`;
   baseUrl ||= url;
   const erpWriteBack = startErpWriteBackJob(ctx);
+  // The catch-up runs after listen: a slow ERP must not keep the service from answering.
+  const importJobs = config.erp.importEnabled ? startImportJobs(ctx, { now: options.now }) : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () => closing ??= (async () => {
@@ -97,9 +104,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       server.closeIdleConnections();
     });
     await erpWriteBack.stop();
+    await importJobs?.stop();
     if (!options.database) await database.close();
     await ctx.documents.close?.();
   })();
 
-  return { url, ctx, adminKey: admin.key, server, close };
+  return { url, ctx, adminKey: admin.key, server, importJobs, close };
 }

@@ -29,8 +29,8 @@ export class IndexedDbStore implements KeyValueStore {
   delete(key: string) { return this.write((store) => store.delete(key)); }
 
   async keys(prefix = '') {
-    const range = prefix ? IDBKeyRange.bound(prefix, `${prefix}\uffff`) : undefined;
-    const keys = await done(this.db.transaction(STORE, 'readonly').objectStore(STORE).getAllKeys(range));
+    // Filtered here rather than with IDBKeyRange, which an injected factory may not put on globalThis.
+    const keys = await done(this.db.transaction(STORE, 'readonly').objectStore(STORE).getAllKeys());
     return (keys as string[]).filter((k) => k.startsWith(prefix)).sort();
   }
 

@@ -1,0 +1,82 @@
+import type { TourDetails } from '../../shared/schemas/deliveries.js';
+import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
+
+/** A stand-in for the service's sync endpoints in unit tests of the SDK's own logic (timing, ordering, refusal). */
+export interface FakeCall { at: number; method: string; path: string; body: unknown; token: string | undefined }
+
+export type FakeAnswer = Response | 'network' | undefined;
+
+export function fakeService(options: {
+  /** Decides a push event's result; default applied. */
+  result?: (event: SyncEvent) => Omit<EventResult, 'eventId'>;
+  /** Lets a test answer a request differently (fail it, refuse it); undefined = the normal answer. */
+  intercept?: (call: FakeCall) => FakeAnswer;
+} = {}) {
+  const calls: FakeCall[] = [];
+  const seen = new Set<string>();
+  const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': status < 400 ? 'application/json' : 'application/problem+json', ...headers } });
+
+  const fetch = async (input: string, init: RequestInit): Promise<Response> => {
+    const url = new URL(input);
+    const token = (init.headers as Record<string, string>).authorization?.replace(/^Bearer /, '');
+    const body = typeof init.body === 'string' ? JSON.parse(init.body) : init.body;
+    const call = { at: Date.now(), method: init.method ?? 'GET', path: url.pathname, body, token };
+    calls.push(call);
+    const answer = options.intercept?.(call);
+    if (answer === 'network') throw new TypeError('fetch failed');
+    if (answer) return answer;
+    if (url.pathname === '/sync/push') {
+      const events = (body as { events: SyncEvent[] }).events;
+      return json({
+        results: events.map((event) => {
+          if (seen.has(event.eventId)) return { eventId: event.eventId, status: 'duplicate' };
+          const result = options.result?.(event) ?? { status: 'applied' };
+          if (result.status !== 'rejected') seen.add(event.eventId);
+          return { eventId: event.eventId, ...result };
+        }),
+      });
+    }
+    if (url.pathname === '/sync/changes') return json({ changes: [], cursor: 'c1', hasMore: false });
+    if (url.pathname === '/sync/cursor') return json({ cursor: 'c0' });
+    if (url.pathname.endsWith('/complete')) return json({ delivery: {} });
+    return json({ type: 'x', title: 'Not found', status: 404, code: 'not_found' }, 404);
+  };
+  return { fetch, calls, pushes: () => calls.filter((c) => c.path === '/sync/push'), json };
+}
+
+export const problem = (status: number, code: string, detail: string, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify({ type: `https://tourline.dev/problems/${code}`, title: code, status, detail, code }), {
+    status, headers: { 'content-type': 'application/problem+json', ...headers },
+  });
+
+let counter = 0;
+const uuid = () => `00000000-0000-4000-8000-${String(++counter).padStart(12, '0')}`;
+
+/** A small tour in the public shape: `deliveries` deliveries with `positions` lines of 2 pieces each. */
+export function newTour({ deliveries = 2, positions = 2, openAmountCents = 0 } = {}): TourDetails {
+  const tourId = uuid();
+  const address = { street: 'Hauptstraße', houseNumber: '1', postalCode: '10115', city: 'Berlin', country: 'DE', addition: null };
+  const customerId = uuid();
+  const articleId = uuid();
+  const now = '2026-03-02T08:00:00.000Z';
+  return {
+    tour: { id: tourId, accountId: 1001, tourDate: '2026-03-02', name: 'Tour' },
+    customers: [{ id: customerId, erpCustomerId: 1, name: 'Kunde', address }],
+    articles: [{ id: articleId, articleNumber: 'A1', name: 'Kiste', scannable: true, defaultWarehouseId: null }],
+    warehouses: [],
+    deliveries: Array.from({ length: deliveries }, (_, d) => {
+      const id = uuid();
+      return {
+        id, tourId, belegartId: 1, belegnummer: `B${d}`, customerId, deliveryAddress: address, state: 'active' as const, stateReason: null,
+        sortOrder: d, paymentMethodId: null, paymentTerm: null, assignedCarId: null, erpOpenAmountCents: openAmountCents, openAmountCents,
+        credit: null, completedAt: null, updatedAt: now,
+        positions: Array.from({ length: positions }, (_, p) => ({
+          id: uuid(), deliveryId: id, lineNumber: p + 1, articleId, warehouseId: null, requiredQuantity: 2, scannedQuantity: 0,
+          creditedQuantity: 0, state: 'InProgress' as const, scannable: true, unit: null, unitPriceCents: 500,
+        })),
+        contacts: [], notes: [], serviceValues: [], latestPayment: null, attachments: [],
+      };
+    }),
+  };
+}

@@ -1,0 +1,220 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/index.js';
+import { FileStore } from '../../client-sdk/node.js';
+import { MemoryStore } from '../../client-sdk/storage/keyValue.js';
+import type { SyncEvent } from '../../shared/schemas/sync.js';
+import { fakeService, newTour, problem } from './fakes.js';
+
+const dirs: string[] = [];
+const clients: TourlineClient[] = [];
+afterEach(async () => {
+  vi.useRealTimers();
+  while (clients.length) await clients.pop()!.close();
+  while (dirs.length) await rm(dirs.pop()!, { recursive: true, force: true });
+});
+
+async function open(options: Partial<TourlineClientOptions> & Pick<TourlineClientOptions, 'fetch'>) {
+  const client = await TourlineClient.open({ baseUrl: 'http://tourline.test', getToken: () => 'token', webSocket: null, ...options });
+  clients.push(client);
+  return client;
+}
+
+const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+describe('outbox durability', () => {
+  it('stores an action durably before the call returns, so a restart finds it with its id', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tourline-outbox-'));
+    dirs.push(dir);
+    const service = fakeService();
+    const tour = newTour();
+    const first = await open({ fetch: service.fetch, storage: await FileStore.open(dir) });
+    await first.state.putTour(tour);
+    const { eventId } = await first.scan(tour.deliveries[0].positions[0].id);
+    const { eventId: completionId } = await first.complete(tour.deliveries[1].id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+    // The process dies here: nothing was sent, the store is not closed.
+    const second = await open({ fetch: service.fetch, storage: await FileStore.open(dir) });
+    expect(second.outbox.pending().map((e) => e.id)).toEqual([eventId, completionId]);
+    expect(second.clientId).toBe(first.clientId);
+    expect(second.view(tour.tour.id)!.deliveries[0].positions[0].scannedQuantity).toBe(1);
+    expect(service.calls).toEqual([]);
+  });
+
+  it('keeps rejected events, the cursor and the local tours across a restart', async () => {
+    const storage = new MemoryStore();
+    const tour = newTour();
+    const service = fakeService({ result: (e) => (e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no' } : { status: 'applied' }) });
+    const first = await open({ fetch: service.fetch, storage });
+    await first.state.putTour(tour);
+    await first.cancelDelivery(tour.deliveries[0].id, 'closed');
+    await first.sync();
+    const second = await open({ fetch: service.fetch, storage });
+    expect(second.rejected()).toMatchObject([{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no', deliveryId: tour.deliveries[0].id }]);
+    expect(second.state.cursor).toBe('c1');
+    expect(second.serverTour(tour.tour.id)).toEqual(tour);
+  });
+});
+
+describe('flushing', () => {
+  it('sends at most 500 events per push and keeps their order', async () => {
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch });
+    const ids: string[] = [];
+    const tour = newTour({ deliveries: 1, positions: 1 });
+    await client.state.putTour(tour);
+    for (let i = 0; i < 1100; i++) ids.push((await client.assignCar(tour.deliveries[0].id, null)).eventId);
+    await client.sync();
+    const sizes = service.pushes().map((c) => (c.body as { events: unknown[] }).events.length);
+    expect(sizes).toEqual([500, 500, 100]);
+    expect(service.pushes().flatMap((c) => (c.body as { events: SyncEvent[] }).events.map((e) => e.eventId))).toEqual(ids);
+    expect(client.status().pendingCount).toBe(0);
+  });
+
+  it('moves a rejected event to the rejected list, reports it, and still sends the events of other deliveries', async () => {
+    const tour = newTour();
+    const [a, b] = tour.deliveries;
+    const service = fakeService({ result: (e) => (e.type === 'scan' && e.deliveryItemId === a.positions[0].id ? { status: 'rejected', code: 'quantity_exceeded', message: 'All 2 pieces are already scanned' } : { status: 'applied' }) });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    const reported: string[] = [];
+    client.on('rejected', (r) => reported.push(`${r.type}:${r.code}:${r.message}`));
+    await client.scan(a.positions[0].id);
+    await client.scan(b.positions[0].id);
+    await client.holdDelivery(a.id, 'customer absent');
+    await client.sync();
+    expect(reported).toEqual(['scan:quantity_exceeded:All 2 pieces are already scanned']);
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [{ code: 'quantity_exceeded' }] });
+    expect(service.pushes()).toHaveLength(1);
+    // The rejected scan is gone from the view; the accepted hold waits there for the feed.
+    const view = client.view(tour.tour.id)!;
+    expect(view.deliveries[0].positions[0].scannedQuantity).toBe(0);
+    await client.sync();
+    expect(service.pushes()).toHaveLength(1);
+  });
+
+  it('halves a batch the service refuses as a whole until the one bad event is rejected alone', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const d = tour.deliveries[0];
+    const service = fakeService({
+      intercept: (call) => {
+        const events = (call.body as { events?: SyncEvent[] })?.events;
+        return events?.some((e) => e.type === 'delivery.hold' && e.reason === 'x'.repeat(3000)) ? problem(400, 'validation', 'The request is not valid') : undefined;
+      },
+    });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    for (let i = 0; i < 5; i++) await client.scan(d.positions[0].id);
+    await client.holdDelivery(d.id, 'x'.repeat(3000));
+    await client.resumeDelivery(d.id);
+    await client.sync();
+    expect(client.rejected()).toMatchObject([{ type: 'delivery.hold', code: 'validation' }]);
+    expect(client.status().pendingCount).toBe(0);
+  });
+
+  it('sends events of a delivery that follow its completion only after the completion, without holding up other deliveries', async () => {
+    const tour = newTour();
+    const [a, b] = tour.deliveries;
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.scan(a.positions[0].id);
+    const { eventId: completionId } = await client.complete(a.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+    await client.createNote(a.id, { text: 'after completion' });
+    await client.scan(b.positions[0].id);
+    await client.sync();
+    const order = service.calls.filter((c) => c.path !== '/sync/changes').map((c) =>
+      c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop());
+    expect(order).toEqual(['scan+scan', 'complete', 'note.create']);
+    const form = service.calls.find((c) => c.path.endsWith('/complete'))!.body as FormData;
+    const acknowledgements = JSON.parse(await (form.get('acknowledgements') as Blob).text());
+    expect(acknowledgements).toEqual({ receiptConfirmed: true, clientEventId: completionId });
+    expect(new Uint8Array(await (form.get('customer_signature') as Blob).arrayBuffer())).toEqual(PNG);
+  });
+
+  it('asks for a fresh token after a 401 and repeats the request without losing its place', async () => {
+    const tokens: boolean[] = [];
+    const service = fakeService({ intercept: (call) => (call.token === 'fresh' ? undefined : problem(401, 'unauthorized', 'Authentifizierung fehlgeschlagen')) });
+    const client = await open({
+      fetch: service.fetch,
+      getToken: ({ forceRefresh }) => { tokens.push(forceRefresh); return forceRefresh ? 'fresh' : 'stale'; },
+    });
+    const tour = newTour();
+    await client.state.putTour(tour);
+    await client.holdDelivery(tour.deliveries[0].id, 'later');
+    await client.sync();
+    expect(tokens).toEqual([false, true]);
+    expect(service.pushes().map((c) => c.token)).toEqual(['stale', 'fresh']);
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+  });
+});
+
+describe('retry timing', () => {
+  async function failingClient(intercept: Parameters<typeof fakeService>[0]['intercept']) {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    vi.setSystemTime(new Date('2026-03-02T08:00:00Z'));
+    const service = fakeService({ intercept });
+    const client = await open({ fetch: service.fetch, random: Math.random });
+    const tour = newTour();
+    await client.state.putTour(tour);
+    client.start({ live: false });
+    await client.holdDelivery(tour.deliveries[0].id, 'later');
+    return { service, client };
+  }
+
+  it('retries network failures with exponential backoff and jitter: first within 5 s, never more than 60 s apart', async () => {
+    const { service, client } = await failingClient((call) => (call.path === '/sync/push' ? 'network' : undefined));
+    await vi.advanceTimersByTimeAsync(15 * 60_000);
+    const times = service.pushes().map((c) => c.at);
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    expect(gaps[0]).toBeGreaterThan(0);
+    expect(gaps[0]).toBeLessThanOrEqual(5000);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(60_000);
+    expect(gaps.slice(-3).every((g) => g >= 30_000)).toBe(true);
+    expect(client.status()).toMatchObject({ pendingCount: 1, online: false, lastError: { code: 'network' } });
+    expect(client.status().oldestPendingAgeMs).toBeGreaterThanOrEqual(15 * 60_000);
+  });
+
+  it.each([429, 503])('waits at least as long as Retry-After says on %i', async (status) => {
+    let refused = 0;
+    const { service, client } = await failingClient((call) =>
+      (call.path === '/sync/push' && refused++ === 0 ? problem(status, 'upstream_unavailable', 'busy', { 'retry-after': '30' }) : undefined));
+    await vi.advanceTimersByTimeAsync(29_000);
+    expect(service.pushes()).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(2_000);
+    expect(service.pushes()).toHaveLength(2);
+    expect(client.status()).toMatchObject({ pendingCount: 0, online: true, lastError: null });
+  });
+
+  it('retries a 500 answer and recovers once the service works again', async () => {
+    let failures = 3;
+    const { service, client } = await failingClient((call) => (call.path === '/sync/push' && failures-- > 0 ? problem(500, 'internal', 'boom') : undefined));
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(service.pushes()).toHaveLength(4);
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [], online: true });
+    expect(client.status().lastSyncAt).toBeGreaterThan(Date.parse('2026-03-02T08:00:00Z'));
+  });
+});
+
+describe('status', () => {
+  it('tells subscribers the pending count, the age of the oldest pending action, and when it synced', async () => {
+    let now = Date.parse('2026-03-02T08:00:00Z');
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch, now: () => now });
+    const seen: number[] = [];
+    const unsubscribe = client.subscribe((s) => seen.push(s.pendingCount));
+    const tour = newTour();
+    await client.state.putTour(tour);
+    await client.holdDelivery(tour.deliveries[0].id, 'a');
+    now += 5000;
+    await client.resumeDelivery(tour.deliveries[0].id);
+    now += 1000;
+    expect(client.status()).toMatchObject({ pendingCount: 2, oldestPendingAgeMs: 6000, lastSyncAt: null });
+    await client.sync();
+    expect(client.status()).toMatchObject({ pendingCount: 0, oldestPendingAgeMs: 0, lastSyncAt: now, online: true });
+    unsubscribe();
+    expect(seen.slice(0, 3)).toEqual([0, 1, 2]);
+    expect(seen.at(-1)).toBe(0);
+  });
+});
