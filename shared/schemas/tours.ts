@@ -74,8 +74,9 @@ export const SyncTourResponse = z.object({
   tour: Tour,
   created: z.boolean(),
   deliveries: z.object({ created: z.number().int(), updated: z.number().int(), unchanged: z.number().int(), moved: z.number().int() }),
-  positions: z.object({ created: z.number().int(), updated: z.number().int() }),
+  positions: z.object({ created: z.number().int(), updated: z.number().int(), deleted: z.number().int() }),
 }).meta({ id: 'SyncTourResponse' });
+export type SyncTourResponse = z.infer<typeof SyncTourResponse>;
 
 export const DeliveryStateCounts = z.object({
   active: z.number().int(), held: z.number().int(), canceled: z.number().int(), completed: z.number().int(),
@@ -87,16 +88,22 @@ export const TourSummary = Tour.extend({
   positionsToLoad: z.number().int(),
   positionsLoaded: z.number().int(),
 }).meta({ id: 'TourSummary' });
+export type TourSummary = z.infer<typeof TourSummary>;
 export const TourSummaryList = z.object({ tours: z.array(TourSummary) }).meta({ id: 'TourSummaryList' });
+export type TourSummaryList = z.infer<typeof TourSummaryList>;
 
 export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid).min(1) }).meta({ id: 'SetDeliveryOrderRequest' });
 export const SetDeliveryOrderResponse = z.object({ tourId: Uuid, deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderResponse' });
+export type SetDeliveryOrderResponse = z.infer<typeof SetDeliveryOrderResponse>;
 
 export const Customer = z.object({ id: Uuid, erpCustomerId: z.number().int(), name: z.string(), address: Address }).meta({ id: 'Customer' });
+export type Customer = z.infer<typeof Customer>;
 export const Warehouse = z.object({ id: Uuid, code: z.string(), name: z.string() }).meta({ id: 'Warehouse' });
+export type Warehouse = z.infer<typeof Warehouse>;
 export const Article = z.object({
   id: Uuid, articleNumber: z.string(), name: z.string(), scannable: z.boolean(), defaultWarehouseId: Uuid.nullable(),
 }).meta({ id: 'Article' });
+export type Article = z.infer<typeof Article>;
 
 export const ContactChannel = z.object({
   id: Uuid, sourceId: Uuid, kind: ContactKind, position: z.number().int(), value: z.string(),
@@ -108,5 +115,28 @@ export const ContactSource = z.object({
   address: Address.nullable(),
   channels: z.array(ContactChannel),
 }).meta({ id: 'ContactSource' });
+export type ContactSource = z.infer<typeof ContactSource>;
 
 export const TimestampOrNull = Timestamp.nullable();
+
+/** Answer of POST /admin/import-erp (snake_case like every admin answer). */
+export const ImportSummary = z.object({
+  run_id: Uuid,
+  target_date: IsoDate,
+  trigger: z.enum(['scheduler', 'startup', 'manual']),
+  success: z.boolean(),
+  skipped: z.boolean(),
+  started_at: Timestamp,
+  finished_at: Timestamp,
+  tours: z.number().int(),
+  tours_created: z.number().int(),
+  deliveries_created: z.number().int(),
+  deliveries_updated: z.number().int(),
+  deliveries_unchanged: z.number().int(),
+  deliveries_moved: z.number().int(),
+  positions_created: z.number().int(),
+  positions_updated: z.number().int(),
+  positions_deleted: z.number().int(),
+  error: z.string().nullable(),
+}).meta({ id: 'ImportSummary' });
+export type ImportSummary = z.infer<typeof ImportSummary>;

@@ -1,17 +1,19 @@
 import type { Logger } from 'pino';
+import { generateDemoTours } from './demoData.js';
 import type { CompletionWriteBack, ErpDocument, ErpGateway } from './gateway.js';
 
 export interface DemoErp extends ErpGateway {
-  /** The write-backs received, newest last (bounded), so tests and the demo can inspect them. */
+  /** The write-backs received, newest last (the last 100), so tests and the demo can inspect them. */
   writeBacks: { document: ErpDocument; writeBack: CompletionWriteBack }[];
 }
 
+/** An ERP inside the process: generated tours for any date, write-backs logged and kept in memory. */
 export function createDemoErp(logger: Logger): DemoErp {
   const writeBacks: DemoErp['writeBacks'] = [];
   return {
     writeBacks,
-    async fetchTours() {
-      return [];
+    async fetchTours(date) {
+      return generateDemoTours(date);
     },
     async pushCompletion(document, writeBack) {
       logger.info({ document, writeBack }, 'demo ERP: completion written back');

@@ -1,12 +1,69 @@
 import type { Logger } from 'pino';
+import { z } from 'zod';
+import { SyncTourRequest } from '../../../shared/schemas/tours.js';
 import type { Config } from '../../config.js';
 import { upstream } from '../../errors.js';
 import type { ErpGateway } from './gateway.js';
 
-export function createHttpErp(config: Config['erp'], logger: Logger): ErpGateway {
-  void config; void logger;
+const ToursAnswer = z.object({ tours: z.array(SyncTourRequest) });
+
+/** Network errors, timeouts and 5xx answers are worth another try; anything else is final. */
+class Retryable extends Error {}
+
+export interface HttpErpOptions {
+  /** Wait before retry n (1-based); grows exponentially by default. */
+  backoffMs?: (attempt: number) => number;
+}
+
+/** The contract's ERP HTTP API, with a timeout per attempt and retries with backoff. */
+export function createHttpErp(config: Config['erp'], logger: Logger, options: HttpErpOptions = {}): ErpGateway {
+  const base = (config.baseUrl ?? '').replace(/\/+$/, '');
+  const backoff = options.backoffMs ?? ((attempt) => Math.min(200 * 2 ** (attempt - 1), 5_000));
+
+  async function call<T>(what: string, path: string, init: RequestInit, read: (response: Response) => Promise<T>): Promise<T> {
+    let lastError = '';
+    for (let attempt = 0; attempt <= config.retries; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, backoff(attempt)));
+      try {
+        let response: Response;
+        try {
+          response = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(config.timeoutMs) });
+        } catch (error) {
+          const timedOut = (error as Error).name === 'TimeoutError';
+          throw new Retryable(timedOut ? `no answer within ${config.timeoutMs} ms` : `unreachable (${(error as Error).message})`);
+        }
+        if (response.status >= 500) throw new Retryable(`answered ${response.status}`);
+        if (!response.ok) throw upstream(`ERP ${what} failed: answered ${response.status}`);
+        return await read(response);
+      } catch (error) {
+        if (!(error instanceof Retryable)) throw error;
+        lastError = error.message;
+        logger.warn({ attempt: attempt + 1, of: config.retries + 1, error: lastError }, `ERP ${what} failed`);
+      }
+    }
+    throw upstream(`ERP ${what} failed: ${lastError}`);
+  }
+
   return {
-    async fetchTours() { throw upstream('ERP over HTTP is not available yet'); },
-    async pushCompletion() { throw upstream('ERP over HTTP is not available yet'); },
+    fetchTours: (date) => call('tour read', `/tours?date=${encodeURIComponent(date)}`, { headers: { accept: 'application/json' } }, async (response) => {
+      let body: unknown;
+      try {
+        body = await response.json();
+      } catch {
+        throw upstream('ERP tour read failed: the answer is not JSON');
+      }
+      const parsed = ToursAnswer.safeParse(body);
+      if (!parsed.success) {
+        const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+        throw upstream(`ERP tour read failed: the answer does not fit the contract (${where})`);
+      }
+      return parsed.data.tours;
+    }),
+    pushCompletion: (document, writeBack) => call(
+      'write-back',
+      `/documents/${document.belegartId}/${encodeURIComponent(document.belegnummer)}/completion`,
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(writeBack) },
+      async (response) => { await response.body?.cancel(); },
+    ),
   };
 }

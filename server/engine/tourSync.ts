@@ -1,0 +1,345 @@
+import { randomUUID } from 'node:crypto';
+import { and, asc, eq, getTableColumns, inArray, notExists, or, sql, type SQL } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
+import { mergeContacts, type MergedContact } from '../../shared/rules/contacts.js';
+import { settledState } from '../../shared/rules/items.js';
+import type { Address } from '../../shared/schemas/common.js';
+import type { SyncTourRequest, SyncTourResponse } from '../../shared/schemas/tours.js';
+import type { Db } from '../db/client.js';
+import {
+  accounts, articles, contactChannels, contactSources, customers, deliveries, deliveryItems, notes, paymentMethods,
+  scanAudit, tours, warehouses,
+} from '../db/schema.js';
+import { loadDeliveryDetails } from '../queries/tourDetails.js';
+import {
+  toArticle, toContactSource, toCustomer, toDelivery, toItem, toTour, toWarehouse, type ContactChannelRow, type ContactSourceRow,
+  type DeliveryRow, type ItemRow,
+} from '../queries/shapes.js';
+import { recordChanges, type ChangeRecord } from './changeLog.js';
+
+type SyncDelivery = SyncTourRequest['deliveries'][number];
+
+const now = sql`now()`;
+const excluded = (column: PgColumn) => sql.raw(`excluded."${column.name}"`);
+
+/** `set` and `setWhere` of an upsert that writes (and returns) a row only when one of the columns differs. */
+function whenChanged(columns: PgColumn[]): { set: Record<string, SQL>; setWhere: SQL } {
+  const keyOf = new Map(Object.entries(getTableColumns(columns[0].table)).map(([key, column]) => [column as PgColumn, key]));
+  const set: Record<string, SQL> = { updatedAt: now };
+  for (const column of columns) set[keyOf.get(column)!] = excluded(column);
+  const currentValues = sql.join(columns.map((c) => sql`${c}`), sql`, `);
+  const incoming = sql.join(columns.map(excluded), sql`, `);
+  return { set, setWhere: sql`(${currentValues}) IS DISTINCT FROM (${incoming})` };
+}
+
+/** Several hundred rows per statement keep far below PostgreSQL's limit of 65535 parameters. */
+function chunks<T>(rows: T[], size = 500): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+async function insertAll<T>(rows: unknown[], write: (chunk: never[]) => Promise<T[]>): Promise<T[]> {
+  const out: T[] = [];
+  for (const chunk of chunks(rows)) out.push(...await write(chunk as never[]));
+  return out;
+}
+
+/** Last occurrence wins, sorted by key so concurrent syncs lock shared rows in the same order. */
+function byKey<T, K extends string | number>(rows: T[], key: (row: T) => K): T[] {
+  const map = new Map<K, T>();
+  for (const row of rows) map.set(key(row), row);
+  return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+}
+
+const deliveryKey = (d: { belegartId: number; belegnummer: string }) => `${d.belegartId}/${d.belegnummer}`;
+
+function addressKey(address: Address | null) {
+  return address && [address.street, address.houseNumber, address.postalCode, address.city, address.country, address.addition ?? null];
+}
+
+/** Stored and incoming contacts compared by content, so an unchanged resend keeps their ids. */
+function contactsKey(contacts: (Omit<MergedContact, 'channels'> & { channels: { kind: string; position: number; value: string }[] })[]) {
+  return JSON.stringify([...contacts].sort((a, b) => a.position - b.position).map((c) => [
+    c.role, c.roles, c.position, c.anrede, c.titel, c.name1, c.name2, c.name3, c.abteilung, c.funktion, addressKey(c.address),
+    [...c.channels].sort((a, b) => a.kind.localeCompare(b.kind) || a.position - b.position).map((ch) => [ch.kind, ch.position, ch.value]),
+  ]));
+}
+
+const isFinal = (state: DeliveryRow['state']) => state === 'completed' || state === 'canceled';
+
+/**
+ * Writes one ERP tour: account, tour, master data, deliveries, positions and contacts, in one
+ * transaction with one set-based statement per table. Rows are written only where a column
+ * differs, so an identical resend writes nothing and records no change. Local work (scans,
+ * credits, notes, payments, service values, the driver's order) is never overwritten; see the
+ * README section "ERP import" for every rule.
+ */
+export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResponse> {
+  return db.transaction(async (tx) => {
+    const { driver } = request;
+    const accountId = driver.personalnummer;
+    const changes: ChangeRecord[] = [];
+
+    await tx.insert(accounts).values({ personalnummer: accountId, name: driver.name, active: driver.active ?? true })
+      .onConflictDoUpdate({
+        target: accounts.personalnummer,
+        ...whenChanged(driver.active === undefined ? [accounts.name] : [accounts.name, accounts.active]),
+      });
+
+    const [upsertedTour] = await tx.insert(tours).values({ accountId, tourDate: request.tourDate, name: request.name ?? null })
+      .onConflictDoUpdate({
+        target: [tours.accountId, tours.tourDate],
+        ...whenChanged([tours.name]),
+        ...(request.name === undefined ? { setWhere: sql`false` } : {}),
+      })
+      .returning({ ...getTableColumns(tours), inserted: sql<boolean>`(xmax = 0)` });
+    const tour = upsertedTour ?? (await tx.select().from(tours).where(and(eq(tours.accountId, accountId), eq(tours.tourDate, request.tourDate))))[0];
+    const tourCreated = upsertedTour?.inserted === true;
+    const scope = { tourId: tour.id, accountId };
+    if (upsertedTour) changes.push({ entity: 'tour', op: 'upsert', id: tour.id, ...scope, data: toTour(tour) });
+
+    // ---------- ERP mirror data ----------
+    const positionsIn = request.deliveries.flatMap((d) => d.positions);
+    const warehouseInput = byKey([
+      ...positionsIn.map((p) => p.article.defaultWarehouse), ...positionsIn.map((p) => p.warehouse),
+    ].filter((w) => !!w), (w) => w.code);
+    const changedWarehouses = await insertAll(warehouseInput, (chunk: { code: string; name: string }[]) =>
+      tx.insert(warehouses).values(chunk).onConflictDoUpdate({ target: warehouses.code, ...whenChanged([warehouses.name]) }).returning());
+    const warehouseRows = warehouseInput.length
+      ? await tx.select().from(warehouses).where(inArray(warehouses.code, warehouseInput.map((w) => w.code))) : [];
+    const warehouseId = new Map(warehouseRows.map((w) => [w.code, w.id]));
+
+    const articleInput = byKey(positionsIn.map((p) => p.article), (a) => a.articleNumber).map((a) => ({
+      articleNumber: a.articleNumber, name: a.name, scannable: a.scannable,
+      defaultWarehouseId: a.defaultWarehouse ? warehouseId.get(a.defaultWarehouse.code)! : null,
+    }));
+    const changedArticles = await insertAll(articleInput, (chunk: typeof articleInput) =>
+      tx.insert(articles).values(chunk).onConflictDoUpdate({
+        target: articles.articleNumber, ...whenChanged([articles.name, articles.scannable, articles.defaultWarehouseId]),
+      }).returning());
+    const articleRows = articleInput.length
+      ? await tx.select().from(articles).where(inArray(articles.articleNumber, articleInput.map((a) => a.articleNumber))) : [];
+    const articleByNumber = new Map(articleRows.map((a) => [a.articleNumber, a]));
+    const articleById = new Map(articleRows.map((a) => [a.id, a]));
+
+    const customerInput = byKey(request.deliveries.map((d) => d.customer), (c) => c.erpCustomerId);
+    const changedCustomers = await insertAll(customerInput, (chunk: typeof customerInput) =>
+      tx.insert(customers).values(chunk).onConflictDoUpdate({ target: customers.erpCustomerId, ...whenChanged([customers.name, customers.address]) }).returning());
+    const customerRows = customerInput.length
+      ? await tx.select().from(customers).where(inArray(customers.erpCustomerId, customerInput.map((c) => c.erpCustomerId))) : [];
+    const customerId = new Map(customerRows.map((c) => [c.erpCustomerId, c.id]));
+
+    const codes = [...new Set(request.deliveries.map((d) => d.paymentMethodCode).filter((c): c is string => !!c))];
+    const methodRows = codes.length ? await tx.select({ id: paymentMethods.id, code: paymentMethods.code }).from(paymentMethods).where(inArray(paymentMethods.code, codes)) : [];
+    const methodId = new Map(methodRows.map((m) => [m.code, m.id]));
+
+    // ---------- deliveries ----------
+    // Locks the tour's deliveries and the incoming ones (wherever they are now) in id order, the
+    // same row lock the event engine takes, so no driver event interleaves with the sync.
+    const keyTuples = request.deliveries.map((d) => sql`(${d.belegartId}::integer, ${d.belegnummer}::text)`);
+    const existingRows = await tx.select({ delivery: deliveries, accountId: tours.accountId }).from(deliveries)
+      .innerJoin(tours, eq(tours.id, deliveries.tourId))
+      .where(or(eq(deliveries.tourId, tour.id), keyTuples.length ? sql`(${deliveries.belegartId}, ${deliveries.belegnummer}) IN (${sql.join(keyTuples, sql`, `)})` : undefined))
+      .orderBy(asc(deliveries.id))
+      .for('update', { of: deliveries });
+    const previous = new Map(existingRows.map((r) => [deliveryKey(r.delivery), r]));
+    const inTour = existingRows.filter((r) => r.delivery.tourId === tour.id).map((r) => r.delivery);
+    // The tour follows the ERP's order until the driver reorders it (PUT delivery-order).
+    const ownOrder = inTour.some((d) => d.sortOrder !== d.erpSequence);
+    let nextAppended = Math.max(-1, ...inTour.map((d) => d.sortOrder)) + 1;
+
+    const open = request.deliveries.map((d, index) => ({ input: d, index, prev: previous.get(deliveryKey(d)) }))
+      .filter(({ prev }) => !prev || !isFinal(prev.delivery.state));
+    const deliveryValues = open.map(({ input, index, prev }) => {
+      const erpSequence = input.sequence ?? index;
+      const arriving = !prev || prev.delivery.tourId !== tour.id;
+      const sortOrder = !ownOrder ? erpSequence : arriving ? nextAppended++ : prev!.delivery.sortOrder;
+      const sameOwner = prev && prev.accountId === accountId;
+      return {
+        tourId: tour.id,
+        belegartId: input.belegartId,
+        belegnummer: input.belegnummer,
+        customerId: customerId.get(input.customer.erpCustomerId)!,
+        deliveryAddress: input.deliveryAddress,
+        sortOrder,
+        erpSequence,
+        erpOpenAmountCents: input.openAmountCents,
+        paymentMethodId: input.paymentMethodCode ? methodId.get(input.paymentMethodCode) ?? null : null,
+        erpPaymentMethodCode: input.paymentMethodCode ?? null,
+        paymentTerm: input.paymentTerm ?? null,
+        // A car belongs to an account: it cannot follow a delivery to another driver.
+        assignedCarId: sameOwner ? prev!.delivery.assignedCarId : null,
+      };
+    }).sort((a, b) => deliveryKey(a).localeCompare(deliveryKey(b)));
+    const writtenDeliveries = await insertAll(deliveryValues, (chunk: typeof deliveryValues) =>
+      tx.insert(deliveries).values(chunk).onConflictDoUpdate({
+        target: [deliveries.belegartId, deliveries.belegnummer],
+        ...whenChanged([
+          deliveries.tourId, deliveries.customerId, deliveries.sortOrder, deliveries.erpSequence, deliveries.erpOpenAmountCents,
+          deliveries.paymentMethodId, deliveries.erpPaymentMethodCode, deliveries.paymentTerm, deliveries.assignedCarId,
+        ]),
+      }).returning());
+    const current = new Map<string, DeliveryRow>([
+      ...open.filter((o) => o.prev).map((o) => [deliveryKey(o.input), o.prev!.delivery] as const),
+      ...writtenDeliveries.map((d) => [deliveryKey(d), d] as const),
+    ]);
+    const missing = open.filter((o) => !current.has(deliveryKey(o.input)));
+    if (missing.length) {
+      // Another sync inserted these between our lock and our insert; its row stands.
+      const rows = await tx.select().from(deliveries)
+        .where(sql`(${deliveries.belegartId}, ${deliveries.belegnummer}) IN (${sql.join(missing.map((o) => sql`(${o.input.belegartId}::integer, ${o.input.belegnummer}::text)`), sql`, `)})`)
+        .for('update');
+      for (const row of rows) current.set(deliveryKey(row), row);
+    }
+    const openIds = open.map((o) => current.get(deliveryKey(o.input))!.id);
+
+    // ---------- positions ----------
+    const itemRows = openIds.length ? await tx.select().from(deliveryItems).where(inArray(deliveryItems.deliveryId, openIds)) : [];
+    const itemsOf = new Map<string, Map<number, ItemRow>>();
+    for (const item of itemRows) {
+      if (!itemsOf.has(item.deliveryId)) itemsOf.set(item.deliveryId, new Map());
+      itemsOf.get(item.deliveryId)!.set(item.lineNumber, item);
+    }
+    const itemValues = open.flatMap(({ input }) => {
+      const deliveryId = current.get(deliveryKey(input))!.id;
+      return input.positions.map((p) => {
+        const prev = itemsOf.get(deliveryId)?.get(p.lineNumber);
+        const requiredQuantity = p.quantity;
+        // Scans and credits stay; only a changed quantity moves the line's state, by the scan rules.
+        const state = !prev ? 'InProgress' as const
+          : prev.requiredQuantity === requiredQuantity || prev.state === 'Removed' || prev.state === 'Held' ? prev.state
+            : settledState({ requiredQuantity, creditedQuantity: prev.creditedQuantity, scannedQuantity: prev.scannedQuantity });
+        return {
+          deliveryId, lineNumber: p.lineNumber,
+          articleId: articleByNumber.get(p.article.articleNumber)!.id,
+          warehouseId: p.warehouse ? warehouseId.get(p.warehouse.code)! : null,
+          requiredQuantity, unit: p.unit ?? null, unitPriceCents: p.unitPriceCents ?? null, state,
+        };
+      });
+    }).sort((a, b) => a.deliveryId.localeCompare(b.deliveryId) || a.lineNumber - b.lineNumber);
+    const writtenItems = await insertAll(itemValues, (chunk: typeof itemValues) =>
+      tx.insert(deliveryItems).values(chunk).onConflictDoUpdate({
+        target: [deliveryItems.deliveryId, deliveryItems.lineNumber],
+        ...whenChanged([deliveryItems.articleId, deliveryItems.warehouseId, deliveryItems.requiredQuantity, deliveryItems.unit, deliveryItems.unitPriceCents, deliveryItems.state]),
+      }).returning());
+
+    // Lines the ERP no longer sends go only when nothing was done with them; worked lines stay.
+    const sentLines = new Set(itemValues.map((v) => `${v.deliveryId}/${v.lineNumber}`));
+    const untouched = itemRows.filter((i) => !sentLines.has(`${i.deliveryId}/${i.lineNumber}`)
+      && i.scannedQuantity === 0 && i.creditedQuantity === 0 && i.state !== 'Removed' && i.state !== 'Held');
+    const deletedItems = untouched.length ? await tx.delete(deliveryItems).where(and(
+      inArray(deliveryItems.id, untouched.map((i) => i.id)),
+      notExists(tx.select({ one: sql`1` }).from(scanAudit).where(eq(scanAudit.deliveryItemId, deliveryItems.id))),
+      notExists(tx.select({ one: sql`1` }).from(notes).where(eq(notes.creditDeliveryItemId, deliveryItems.id))),
+    )).returning() : [];
+
+    const itemsBefore = new Set(itemRows.map((i) => i.id));
+    const itemsNow = new Map(itemRows.map((i) => [i.id, i]));
+    for (const item of writtenItems) itemsNow.set(item.id, item);
+    for (const item of deletedItems) itemsNow.delete(item.id);
+    const itemsByDelivery = new Map<string, ItemRow[]>();
+    for (const item of itemsNow.values()) {
+      if (!itemsByDelivery.has(item.deliveryId)) itemsByDelivery.set(item.deliveryId, []);
+      itemsByDelivery.get(item.deliveryId)!.push(item);
+    }
+
+    // ---------- contacts ----------
+    const sourceRows = openIds.length ? await tx.select().from(contactSources).where(inArray(contactSources.deliveryId, openIds)) : [];
+    const channelRows = sourceRows.length
+      ? await tx.select().from(contactChannels).where(inArray(contactChannels.sourceId, sourceRows.map((s) => s.id))) : [];
+    const channelsOf = new Map<string, ContactChannelRow[]>();
+    for (const c of channelRows) channelsOf.set(c.sourceId, [...(channelsOf.get(c.sourceId) ?? []), c]);
+    const sourcesOf = new Map<string, ContactSourceRow[]>();
+    for (const s of sourceRows) sourcesOf.set(s.deliveryId, [...(sourcesOf.get(s.deliveryId) ?? []), s]);
+
+    const replaced: string[] = [];
+    const newSources: (typeof contactSources.$inferInsert & { id: string })[] = [];
+    const newChannels: (typeof contactChannels.$inferInsert)[] = [];
+    for (const { input } of open) {
+      const deliveryId = current.get(deliveryKey(input))!.id;
+      const merged = mergeContacts(input.contacts);
+      const stored = (sourcesOf.get(deliveryId) ?? []).map((s) => ({ ...s, channels: channelsOf.get(s.id) ?? [] }));
+      if (contactsKey(stored) === contactsKey(merged)) continue;
+      replaced.push(deliveryId);
+      for (const contact of merged) {
+        const { channels, ...fields } = contact;
+        const id = randomUUID();
+        newSources.push({ id, deliveryId, ...fields });
+        newChannels.push(...channels.map((ch) => ({ sourceId: id, ...ch })));
+      }
+    }
+    const deletedSources = replaced.length
+      ? await tx.delete(contactSources).where(inArray(contactSources.deliveryId, replaced)).returning({ id: contactSources.id, deliveryId: contactSources.deliveryId }) : [];
+    const insertedSources = await insertAll(newSources, (chunk: typeof newSources) => tx.insert(contactSources).values(chunk).returning());
+    const insertedChannels = await insertAll(newChannels, (chunk: typeof newChannels) => tx.insert(contactChannels).values(chunk).returning());
+
+    // ---------- change records ----------
+    const deliveryById = new Map([...current.values()].map((d) => [d.id, d]));
+    const ownerOf = (deliveryId: string) => ({ tourId: deliveryById.get(deliveryId)!.tourId, accountId });
+    const arrived = open.filter((o) => !o.prev || o.prev.delivery.tourId !== tour.id).map((o) => current.get(deliveryKey(o.input))!);
+    const moved = open.filter((o) => o.prev && o.prev.delivery.tourId !== tour.id);
+    const movedRows = moved.map((o) => current.get(deliveryKey(o.input))!);
+
+    // A driver who receives a delivery for the first time also receives the master data it references.
+    const arrivedArticles = new Set(arrived.flatMap((d) => (itemsByDelivery.get(d.id) ?? []).map((i) => i.articleId)));
+    const arrivedWarehouses = new Set(arrived.flatMap((d) => (itemsByDelivery.get(d.id) ?? []).map((i) => i.warehouseId))
+      .concat([...arrivedArticles].map((id) => articleById.get(id)?.defaultWarehouseId ?? null)));
+    const arrivedCustomers = new Set(arrived.map((d) => d.customerId));
+    const changedIds = new Set([...changedWarehouses, ...changedArticles, ...changedCustomers].map((r) => r.id));
+    for (const w of warehouseRows) if (changedIds.has(w.id) || arrivedWarehouses.has(w.id)) changes.push({ entity: 'warehouse', op: 'upsert', id: w.id, ...scope, data: toWarehouse(w) });
+    for (const a of articleRows) if (changedIds.has(a.id) || arrivedArticles.has(a.id)) changes.push({ entity: 'article', op: 'upsert', id: a.id, ...scope, data: toArticle(a) });
+    for (const c of customerRows) if (changedIds.has(c.id) || arrivedCustomers.has(c.id)) changes.push({ entity: 'customer', op: 'upsert', id: c.id, ...scope, data: toCustomer(c) });
+
+    for (const { prev } of moved) {
+      if (prev!.accountId !== accountId) {
+        changes.push({ entity: 'delivery', op: 'delete', id: prev!.delivery.id, tourId: prev!.delivery.tourId, accountId: prev!.accountId });
+      }
+    }
+    const touchedDeliveries = new Set([
+      ...writtenDeliveries.map((d) => d.id), ...writtenItems.map((i) => i.deliveryId), ...deletedItems.map((i) => i.deliveryId),
+    ]);
+    for (const id of touchedDeliveries) {
+      changes.push({ entity: 'delivery', op: 'upsert', id, ...ownerOf(id), data: toDelivery(deliveryById.get(id)!, itemsByDelivery.get(id) ?? []) });
+    }
+    const scannable = (articleId: string) => articleById.get(articleId)?.scannable ?? true;
+    for (const item of writtenItems) changes.push({ entity: 'position', op: 'upsert', id: item.id, ...ownerOf(item.deliveryId), data: toItem(item, scannable(item.articleId)) });
+    for (const item of deletedItems) changes.push({ entity: 'position', op: 'delete', id: item.id, ...ownerOf(item.deliveryId) });
+    for (const source of deletedSources) changes.push({ entity: 'contact', op: 'delete', id: source.id, ...ownerOf(source.deliveryId) });
+    const insertedChannelsOf = new Map<string, ContactChannelRow[]>();
+    for (const c of insertedChannels) insertedChannelsOf.set(c.sourceId, [...(insertedChannelsOf.get(c.sourceId) ?? []), c]);
+    for (const source of insertedSources) {
+      changes.push({ entity: 'contact', op: 'upsert', id: source.id, ...ownerOf(source.deliveryId), data: toContactSource(source, insertedChannelsOf.get(source.id) ?? []) });
+    }
+
+    if (movedRows.length) {
+      // The new owner gets the delivery's local work, which moved with it.
+      const written = new Set([...writtenItems.map((i) => i.id), ...insertedSources.map((s) => s.id)]);
+      const bundle = await loadDeliveryDetails(tx, movedRows);
+      for (const d of bundle.deliveries) {
+        const owner = ownerOf(d.id);
+        for (const p of d.positions) if (!written.has(p.id)) changes.push({ entity: 'position', op: 'upsert', id: p.id, ...owner, data: p });
+        for (const c of d.contacts) if (!written.has(c.id)) changes.push({ entity: 'contact', op: 'upsert', id: c.id, ...owner, data: c });
+        for (const n of d.notes) changes.push({ entity: 'note', op: 'upsert', id: n.id, ...owner, data: n });
+        for (const v of d.serviceValues) changes.push({ entity: 'serviceValue', op: 'upsert', id: `${v.deliveryId}/${v.serviceId}`, ...owner, data: v });
+        for (const a of d.attachments) changes.push({ entity: 'attachment', op: 'upsert', id: a.id, ...owner, data: a });
+        if (d.latestPayment) changes.push({ entity: 'payment', op: 'upsert', id: d.latestPayment.id, ...owner, data: d.latestPayment });
+      }
+    }
+    await recordChanges(tx, changes);
+
+    const contactsChanged = new Set(replaced);
+    const movedKeys = new Set(moved.map((o) => deliveryKey(o.input)));
+    const created = open.filter((o) => !o.prev).length;
+    const updated = open.filter((o) => o.prev && !movedKeys.has(deliveryKey(o.input))).map((o) => current.get(deliveryKey(o.input))!.id)
+      .filter((id) => touchedDeliveries.has(id) || contactsChanged.has(id)).length;
+    const writtenNew = writtenItems.filter((i) => !itemsBefore.has(i.id)).length;
+    return {
+      tour: toTour(tour),
+      created: tourCreated,
+      deliveries: { created, updated, unchanged: request.deliveries.length - created - updated - moved.length, moved: moved.length },
+      positions: { created: writtenNew, updated: writtenItems.length - writtenNew, deleted: deletedItems.length },
+    };
+  });
+}
+

@@ -1,0 +1,132 @@
+import { and, eq, sql } from 'drizzle-orm';
+import pg from 'pg';
+import { addDays, berlinDate } from '../../shared/rules/calendar.js';
+import type { ImportSummary } from '../../shared/schemas/tours.js';
+import type { AppContext } from '../context.js';
+import type { Db } from '../db/client.js';
+import { erpImportRuns, paymentMethods } from '../db/schema.js';
+import { recordChanges } from '../engine/changeLog.js';
+import { toPaymentMethod } from '../engine/masterData.js';
+import { syncTour } from '../engine/tourSync.js';
+import { DomainError } from '../errors.js';
+import { demoPaymentMethods } from '../integrations/erp/demoData.js';
+
+export type ImportTrigger = 'scheduler' | 'startup' | 'manual';
+export type ImportContext = Pick<AppContext, 'config' | 'database' | 'erp' | 'logger'>;
+
+// Advisory lock key space of the ERP import; the second key is the target date as yyyymmdd.
+const IMPORT_LOCK = 7_230_100;
+
+const emptyCounters = {
+  tours: 0, tours_created: 0, deliveries_created: 0, deliveries_updated: 0, deliveries_unchanged: 0, deliveries_moved: 0,
+  positions_created: 0, positions_updated: 0, positions_deleted: 0,
+};
+type Counters = typeof emptyCounters;
+
+/** Dates being imported by this process, per database (PGlite has no other process to race with). */
+const runningHere = new WeakMap<object, Set<string>>();
+
+/** The day the scheduler and the start-up catch-up import: today in Berlin plus the configured offset. */
+export const importTargetDate = (ctx: Pick<AppContext, 'config'>, now: Date) => addDays(berlinDate(now), ctx.config.erp.importOffsetDays);
+
+/** Makes sure the payment methods the demo ERP's codes name exist (inserted once, never changed). */
+export async function ensureDemoPaymentMethods(db: Db) {
+  await db.transaction(async (tx) => {
+    const inserted = await tx.insert(paymentMethods).values([...demoPaymentMethods]).onConflictDoNothing({ target: paymentMethods.code }).returning();
+    await recordChanges(tx, inserted.map(toPaymentMethod).map((m) => ({ entity: 'paymentMethod', op: 'upsert' as const, id: m.id, data: m })));
+  });
+}
+
+/**
+ * Holds the import lock of one date for the duration of `work`: an in-process guard, and on
+ * PostgreSQL a session advisory lock on a dedicated connection, so two instances on one database
+ * never import the same date at once. Returns undefined when someone else holds it.
+ */
+async function withImportLock<T>(ctx: ImportContext, date: string, work: () => Promise<T>): Promise<T | undefined> {
+  const running = runningHere.get(ctx.database) ?? new Set<string>();
+  runningHere.set(ctx.database, running);
+  if (running.has(date)) return undefined;
+  running.add(date);
+  let client: pg.Client | undefined;
+  try {
+    if (ctx.database.kind === 'postgres' && ctx.config.databaseUrl) {
+      client = new pg.Client({ connectionString: ctx.config.databaseUrl });
+      client.on('error', () => { /* the session ends; its lock goes with it */ });
+      await client.connect();
+      const key = Number(date.replaceAll('-', ''));
+      const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [IMPORT_LOCK, key]);
+      if (!rows[0].locked) return undefined;
+    }
+    return await work();
+  } finally {
+    running.delete(date);
+    // Ending the session releases its advisory lock.
+    await client?.end().catch(() => undefined);
+  }
+}
+
+function summaryOf(run: typeof erpImportRuns.$inferSelect, counters: Counters, skipped: boolean): ImportSummary {
+  return {
+    run_id: run.id, target_date: run.targetDate, trigger: run.trigger, success: run.success, skipped,
+    started_at: run.startedAt.toISOString(), finished_at: (run.finishedAt ?? run.startedAt).toISOString(),
+    ...counters, error: run.error,
+  };
+}
+
+/**
+ * Imports every ERP tour of one day. Each run is logged in erp_import_runs (also when it fails
+ * or is skipped because another instance imports the same date). Each tour is written in its own
+ * transaction; a tour that fails does not stop the others, and the run is then unsuccessful.
+ * A failing ERP read fails the run and throws `upstream_unavailable`.
+ */
+export async function runImport(ctx: ImportContext, date: string, trigger: ImportTrigger): Promise<ImportSummary> {
+  const { db } = ctx.database;
+  const [run] = await db.insert(erpImportRuns).values({ targetDate: date, trigger }).returning();
+  const counters = { ...emptyCounters };
+  const finish = async (success: boolean, error: string | null, skipped = false) => {
+    const [done] = await db.update(erpImportRuns).set({ finishedAt: new Date(), success, counters, error })
+      .where(eq(erpImportRuns.id, run.id)).returning();
+    const summary = summaryOf(done, counters, skipped);
+    ctx.logger[success ? 'info' : 'warn']({ import: summary }, `ERP import of ${date} (${trigger}) ${skipped ? 'skipped' : success ? 'succeeded' : 'failed'}`);
+    return summary;
+  };
+
+  try {
+    const result = await withImportLock(ctx, date, async () => {
+      if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(db);
+      const tours = await ctx.erp.fetchTours(date);
+      const failures: string[] = [];
+      for (const tour of tours) {
+        try {
+          const synced = await syncTour(db, tour);
+          counters.tours += 1;
+          counters.tours_created += synced.created ? 1 : 0;
+          counters.deliveries_created += synced.deliveries.created;
+          counters.deliveries_updated += synced.deliveries.updated;
+          counters.deliveries_unchanged += synced.deliveries.unchanged;
+          counters.deliveries_moved += synced.deliveries.moved;
+          counters.positions_created += synced.positions.created;
+          counters.positions_updated += synced.positions.updated;
+          counters.positions_deleted += synced.positions.deleted;
+        } catch (error) {
+          ctx.logger.error({ err: error, driver: tour.driver.personalnummer, tourDate: tour.tourDate }, 'ERP import: a tour could not be written');
+          failures.push(`tour of ${tour.driver.personalnummer} on ${tour.tourDate}: ${(error as Error).message}`);
+        }
+      }
+      return failures;
+    });
+    if (result === undefined) return await finish(false, 'Skipped: an import of this date is already running', true);
+    return await finish(result.length === 0, result.length ? result.join('; ') : null);
+  } catch (error) {
+    await finish(false, (error as Error).message);
+    if (error instanceof DomainError) throw error;
+    throw new DomainError('internal', `ERP import of ${date} failed`);
+  }
+}
+
+/** Whether a successful import of the date is logged. */
+export async function hasSuccessfulImport(db: Db, date: string): Promise<boolean> {
+  const [row] = await db.select({ one: sql`1` }).from(erpImportRuns)
+    .where(and(eq(erpImportRuns.targetDate, date), eq(erpImportRuns.success, true))).limit(1);
+  return !!row;
+}
