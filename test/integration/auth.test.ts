@@ -275,7 +275,7 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     expect(bearerRoutes.length).toBeGreaterThan(0);
     for (const r of bearerRoutes) {
       const path = r.path.replace(/\{(\w+)\}/g, () => randomUUID());
-      for (const headers of [{}, { authorization: 'Bearer' }, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer not.a.jwt' }]) {
+      for (const headers of [{}, { authorization: 'Bearer' } as Record<string, string>, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer not.a.jwt' }]) {
         const response = await api.request(r.method.toUpperCase(), path, { headers, body: r.body ? {} : undefined });
         expect(response.status, `${r.method.toUpperCase()} ${path} ${JSON.stringify(headers)}`).toBe(401);
         expectUnauthorized(response);
