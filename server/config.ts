@@ -26,7 +26,8 @@ const Env = z.object({
     .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
     .refine((list) => list.length > 0 && list.every((a) => asymmetricAlgorithms.has(a)), `must list only asymmetric algorithms (${[...asymmetricAlgorithms].join(', ')})`),
   OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(30_000),
-  DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).default(12 * 3600),
+  // Tests go below the floor of 10 seconds to see tokens expire (NODE_ENV=test only, checked below).
+  DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(12 * 3600),
   ADMIN_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
 
   ERP_MODE: z.enum(['demo', 'http']).default('demo'),
@@ -46,12 +47,15 @@ const Env = z.object({
 
   COMPANY_NAME: z.string().default('Tourline Demo GmbH'),
   CHANGE_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  WS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+  WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
 }).superRefine((env, ctx) => {
   if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL) ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
   if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL) ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
   if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required when AUTH_MODE=oidc' });
   if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required in production' });
   if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev') ctx.addIssue({ code: 'custom', path: ['AUTH_MODE'], message: 'dev is not allowed in production' });
+  if (env.DEV_TOKEN_TTL_SECONDS < 10 && env.NODE_ENV !== 'test') ctx.addIssue({ code: 'custom', path: ['DEV_TOKEN_TTL_SECONDS'], message: 'must be at least 10' });
   if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY) ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
 });
 
@@ -105,5 +109,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     documents: { mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN },
     companyName: e.COMPANY_NAME,
     changeLogRetentionDays: e.CHANGE_LOG_RETENTION_DAYS,
+    sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
   };
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Authenticator } from './auth/authenticate.js';
 import type { Database } from './db/client.js';
+import type { ChangeNotifier } from './engine/changeNotifier.js';
 import type { ErpGateway } from './integrations/erp/gateway.js';
 import type { DocumentStore } from './integrations/documents/store.js';
 import type { PreviewService } from './integrations/previews/service.js';
@@ -15,6 +16,8 @@ export interface AppContext {
   erp: ErpGateway;
   documents: DocumentStore;
   previews: PreviewService;
+  /** Wakes live change readers when any instance commits changes. */
+  changes: ChangeNotifier;
 }
 
 export type Actor =

@@ -9,13 +9,16 @@ import { createTokenVerifier } from './auth/tokens.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase, type Database } from './db/client.js';
+import { createChangeNotifier } from './engine/changeNotifier.js';
 import { createHttpApp } from './http/app.js';
 import { apiRoutes } from './http/routes/index.js';
 import { devIdentityRoutes } from './http/routes/devIdentity.js';
+import { createSyncSocketServer } from './http/ws.js';
 import { createErpGateway, type ErpGateway } from './integrations/erp/gateway.js';
 import { createDocumentStore, type DocumentStore } from './integrations/documents/store.js';
 import { createPreviewService } from './integrations/previews/service.js';
 import { startErpWriteBackJob } from './jobs/erpWriteBack.js';
+import { startChangeRetention } from './jobs/changeRetention.js';
 import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
 
 export interface RunningServer {
@@ -80,12 +83,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     erp: options.erp ?? createErpGateway(config.erp, logger),
     documents,
     previews: createPreviewService(documents),
+    changes: await createChangeNotifier(database, logger),
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
   const app = createHttpApp(ctx, routes);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  const sockets = createSyncSocketServer(ctx);
+  server.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
+  const retention = startChangeRetention({ db: database.db, retentionDays: config.changeLogRetentionDays, logger });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
@@ -99,10 +106,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   let closing: Promise<void> | undefined;
   const close = () => closing ??= (async () => {
+    await sockets.close();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    await retention.stop();
+    await ctx.changes.close();
     await erpWriteBack.stop();
     await importJobs?.stop();
     if (!options.database) await database.close();

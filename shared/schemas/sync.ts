@@ -58,6 +58,7 @@ export const ChangesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(500),
 });
 export const ChangesResponse = z.object({ changes: z.array(Change), cursor: z.string(), hasMore: z.boolean() }).meta({ id: 'ChangesResponse' });
+export const SyncCursorResponse = z.object({ cursor: z.string() }).meta({ id: 'SyncCursorResponse' });
 
 export const WsClientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('resume'), cursor: z.string().nullable().optional() }),

@@ -6,6 +6,7 @@ import { deliveryRoutes } from './deliveries.js';
 import { masterDataRoutes } from './masterData.js';
 import { noteImageRoutes } from './noteImages.js';
 import { systemRoutes } from './system.js';
+import { syncRoutes } from './sync.js';
 
 /** Every public and admin route; the OpenAPI document is built from this list. */
 export const apiRoutes: AnyRoute[] = [
@@ -16,4 +17,5 @@ export const apiRoutes: AnyRoute[] = [
   ...attachmentRoutes,
   ...adminCompletionRoutes,
   ...deliveryRoutes,
+  ...syncRoutes,
 ];

@@ -1,0 +1,108 @@
+import { sql } from 'drizzle-orm';
+import { z } from 'zod';
+import type { Change } from '../../shared/schemas/sync.js';
+import type { Db } from '../db/client.js';
+import { meta } from '../db/schema.js';
+import { validation } from '../errors.js';
+
+/** `meta` key of the highest pruned seq: every change up to it may be gone. */
+export const HORIZON_KEY = 'change_log_horizon';
+
+export const RESYNC_ADVICE = 'Resync: drop the local copy, take a fresh cursor with GET /sync/cursor, '
+  + 'read the tours again (GET /me/tours, GET /tours/{id}), then continue from that cursor.';
+
+const CursorBody = z.object({ epoch: z.string().min(1), seq: z.number().int().min(0) });
+
+export function encodeCursor(epoch: string, seq: number): string {
+  return Buffer.from(JSON.stringify({ epoch, seq })).toString('base64url');
+}
+
+/** The seq a cursor stands for; garbage and cursors of another installation (a reset database) are refused. */
+export function decodeCursor(epoch: string, cursor: string, field = 'since'): number {
+  let body: z.infer<typeof CursorBody> | undefined;
+  if (/^[\w-]{1,200}$/.test(cursor)) {
+    try {
+      const parsed = CursorBody.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+      if (parsed.success) body = parsed.data;
+    } catch {
+      // not JSON: falls through to the refusal below
+    }
+  }
+  if (!body) throw validation('The cursor is not one this server issued', [{ path: field, message: 'not a cursor' }]);
+  if (body.epoch !== epoch) {
+    throw validation(`The cursor belongs to another database (it was reset). ${RESYNC_ADVICE}`, [{ path: field, message: 'cursor from another database' }]);
+  }
+  return body.seq;
+}
+
+export interface ChangePage {
+  changes: Change[];
+  /** Seq the next read continues after. */
+  seq: number;
+  hasMore: boolean;
+}
+
+type FeedRow = {
+  horizon: string;
+  head: string | null;
+  changes: Array<{ seq: number; entity: string; op: 'upsert' | 'delete'; id: string; tourId: string | null; data: unknown }>;
+};
+
+/**
+ * Changes an account may see after `sinceSeq` (from the start of what is retained without it),
+ * in seq order. Horizon, head and page come from ONE statement, so from one snapshot: commits
+ * become visible in seq order (see recordChanges), so every seq up to the visible head is
+ * either in this snapshot or will never commit. That lets the cursor jump to the head when the
+ * page is not full, which keeps quiet accounts' cursors young, and makes "too old" exact.
+ */
+export async function readChanges(db: Db, personalnummer: number, sinceSeq: number | undefined, limit: number): Promise<ChangePage> {
+  const since = sinceSeq ?? -1;
+  const result = await db.execute<FeedRow>(sql`
+    WITH h AS (SELECT coalesce((SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}), 0) AS horizon)
+    SELECT h.horizon::text AS horizon,
+      (SELECT max(seq) FROM change_log)::text AS head,
+      (SELECT coalesce(json_agg(json_build_object(
+          'seq', p.seq, 'entity', p.entity, 'op', p.op, 'id', p.entity_id, 'tourId', p.tour_id, 'data', p.data) ORDER BY p.seq), '[]'::json)
+        FROM (SELECT * FROM change_log
+              WHERE seq > greatest(${since}::bigint, h.horizon)
+                AND (account_id = ${personalnummer} OR account_id IS NULL)
+              ORDER BY seq LIMIT ${limit + 1}) p) AS changes
+    FROM h`);
+  const row = result.rows[0];
+  const horizon = Number(row.horizon);
+  if (sinceSeq !== undefined && sinceSeq < horizon) {
+    throw validation(`The cursor is older than the retained change log. ${RESYNC_ADVICE}`, [{ path: 'since', message: 'cursor expired' }]);
+  }
+  const rows = typeof row.changes === 'string' ? JSON.parse(row.changes) as FeedRow['changes'] : row.changes;
+  const hasMore = rows.length > limit;
+  const changes = rows.slice(0, limit).map(toChange);
+  const start = Math.max(since, horizon, 0);
+  const seq = hasMore ? changes[changes.length - 1].seq : Math.max(start, Number(row.head ?? 0));
+  return { changes, seq, hasMore };
+}
+
+function toChange(row: FeedRow['changes'][number]): Change {
+  return {
+    seq: Number(row.seq), entity: row.entity, op: row.op, id: row.id,
+    ...(row.tourId ? { tourId: row.tourId } : {}),
+    ...(row.data !== null && row.data !== undefined ? { data: row.data } : {}),
+  };
+}
+
+/** A page for a client: decodes its opaque cursor and answers with the next one. */
+export async function pullChanges(db: Db, epoch: string, personalnummer: number, since: string | undefined, limit: number) {
+  // `?since=` with nothing counts as no cursor: start from the oldest retained change.
+  const sinceSeq = since ? decodeCursor(epoch, since) : undefined;
+  const page = await readChanges(db, personalnummer, sinceSeq, limit);
+  return { changes: page.changes, cursor: encodeCursor(epoch, page.seq), hasMore: page.hasMore };
+}
+
+/** The cursor of "now": a client that reads its tours after taking it misses nothing by continuing from it. */
+export async function currentCursor(db: Db, epoch: string): Promise<string> {
+  const result = await db.execute<{ head: string }>(sql`
+    SELECT greatest(
+      (SELECT max(seq) FROM change_log),
+      (SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}),
+      0)::text AS head`);
+  return encodeCursor(epoch, Number(result.rows[0].head));
+}

@@ -1,0 +1,275 @@
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocket, WebSocketServer, type RawData } from 'ws';
+import type { ErrorCode } from '../../shared/schemas/common.js';
+import { WsClientMessage, type WsServerMessage } from '../../shared/schemas/sync.js';
+import { bearerToken } from '../auth/authenticate.js';
+import type { AppContext, DriverActor } from '../context.js';
+import { decodeCursor, encodeCursor, readChanges } from '../engine/changeFeed.js';
+import { DomainError } from '../errors.js';
+import { problemBody } from './problem.js';
+
+export const SYNC_WS_PATH = '/sync/ws';
+const PAGE_SIZE = 500;
+const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
+// setTimeout's longest delay; longer token lifetimes re-arm the timer.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Close codes of /sync/ws; the README lists them for client authors. */
+export const CloseCode = {
+  goingAway: 1001,
+  internal: 1011,
+  tokenExpired: 4401,
+  slowConsumer: 4408,
+} as const;
+
+export interface SyncSocketServer {
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Closes every socket with 1001 and refuses new upgrades. */
+  close(): Promise<void>;
+}
+
+function refuse(socket: Duplex, code: ErrorCode, detail: string) {
+  const body = JSON.stringify(problemBody(code, detail));
+  const status = JSON.parse(body).status as number;
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+}
+
+/** The token from `Authorization: Bearer` or, for browsers that cannot set headers, the subprotocol pair `bearer, <token>`. */
+function upgradeToken(req: IncomingMessage): string | undefined {
+  const fromHeader = bearerToken(req.headers.authorization);
+  if (fromHeader) return fromHeader;
+  const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  return offered[0] === 'bearer' && offered[1] ? offered[1] : undefined;
+}
+
+/**
+ * The live change feed. Each connection remembers the last seq it sent and, on every wake-up,
+ * reads `seq > lastSent` for its account from the change log: the notification says only that
+ * something changed, so a missed, repeated or merged notification never loses or repeats data.
+ */
+export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
+  const { maxBufferedBytes, heartbeatMs } = ctx.config.sync;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_CLIENT_MESSAGE_BYTES,
+    handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
+  });
+  const connections = new Set<SyncConnection>();
+  let closing = false;
+
+  const unsubscribe = ctx.changes.subscribe((upTo) => {
+    for (const connection of connections) connection.wake(upTo);
+  });
+
+  const heartbeat = setInterval(() => {
+    for (const connection of connections) connection.beat();
+  }, heartbeatMs);
+  heartbeat.unref();
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
+    socket.on('error', () => socket.destroy());
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (path !== SYNC_WS_PATH) return refuse(socket, 'not_found', `No WebSocket endpoint at ${path}`);
+    let actor: DriverActor;
+    try {
+      actor = await ctx.auth.driver(upgradeToken(req) ? `Bearer ${upgradeToken(req)}` : undefined);
+    } catch (error) {
+      if (error instanceof DomainError && error.code === 'unauthorized') return refuse(socket, 'unauthorized', error.message);
+      ctx.logger.error({ err: error }, 'WebSocket authentication failed');
+      return refuse(socket, 'internal', 'An internal error occurred');
+    }
+    if (closing || socket.destroyed) return socket.destroy();
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const connection = new SyncConnection(ws, actor, ctx, maxBufferedBytes);
+      connections.add(connection);
+      ws.once('close', () => {
+        connection.dispose();
+        connections.delete(connection);
+      });
+    });
+  }
+
+  return {
+    handleUpgrade(req, socket, head) {
+      upgrade(req, socket, head).catch((error) => {
+        ctx.logger.error({ err: error }, 'WebSocket upgrade failed');
+        socket.destroy();
+      });
+    },
+    async close() {
+      closing = true;
+      clearInterval(heartbeat);
+      unsubscribe();
+      const closed = [...connections].map((c) => c.closeAndWait(CloseCode.goingAway, 'server shutting down'));
+      await Promise.all(closed);
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+function parseClientMessage(text: string) {
+  try {
+    const parsed = WsClientMessage.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+class SyncConnection {
+  /** Set by `resume`; until then nothing is sent. */
+  private resumed = false;
+  private lastSent: number | undefined;
+  /** Bumped by every resume, so a read started for an older cursor is thrown away. */
+  private generation = 0;
+  /** The next read answers even when it finds nothing, telling the client it is caught up. */
+  private announce = false;
+  private pumping = false;
+  private dirty = false;
+  private alive = true;
+  private lastWrite: Promise<void> = Promise.resolve();
+  private readonly closed: Promise<void>;
+  private expiry: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly actor: DriverActor,
+    private readonly ctx: AppContext,
+    private readonly maxBufferedBytes: number,
+  ) {
+    this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
+    ws.on('pong', () => { this.alive = true; });
+    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('error', (error) => ctx.logger.debug({ err: error }, 'WebSocket error'));
+    this.armExpiry();
+  }
+
+  private get open() { return this.ws.readyState === WebSocket.OPEN; }
+
+  private armExpiry() {
+    const left = this.actor.tokenExpiresAt - Date.now();
+    if (left <= 0) {
+      this.ws.close(CloseCode.tokenExpired, 'token expired');
+      return;
+    }
+    this.expiry = setTimeout(() => this.armExpiry(), Math.min(left, MAX_TIMER_MS));
+  }
+
+  private onMessage(data: RawData, isBinary: boolean) {
+    this.alive = true;
+    const message = isBinary ? undefined : parseClientMessage(data.toString());
+    if (!message) {
+      this.send({ type: 'error', code: 'validation', message: 'Send JSON text messages: {"type":"resume","cursor":"..."} or {"type":"ping"}' });
+      return;
+    }
+    if (message.type === 'ping') {
+      this.send({ type: 'pong' });
+      return;
+    }
+    let seq: number | undefined;
+    try {
+      seq = message.cursor ? decodeCursor(this.ctx.database.epoch, message.cursor, 'cursor') : undefined;
+    } catch (error) {
+      this.sendError(error);
+      return;
+    }
+    this.resumed = true;
+    this.lastSent = seq;
+    this.generation += 1;
+    this.announce = true;
+    void this.pump();
+  }
+
+  wake(upTo: number | undefined) {
+    if (!this.resumed) return;
+    if (upTo !== undefined && this.lastSent !== undefined && upTo <= this.lastSent && !this.pumping) return;
+    void this.pump();
+  }
+
+  /** One reader per connection; wake-ups during a read make it read once more afterwards. */
+  private async pump() {
+    if (this.pumping) {
+      this.dirty = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.dirty = false;
+        await this.catchUp();
+      } while (this.dirty && this.open);
+    } catch (error) {
+      if (error instanceof DomainError) {
+        // An expired cursor: the client must resync and resume again.
+        this.resumed = false;
+        this.sendError(error);
+      } else {
+        this.ctx.logger.error({ err: error }, 'reading changes for a WebSocket failed');
+        this.ws.close(CloseCode.internal, 'internal error, resume from your cursor');
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async catchUp() {
+    for (;;) {
+      if (!this.resumed || !this.open) return;
+      const generation = this.generation;
+      const page = await readChanges(this.ctx.database.db, this.actor.personalnummer, this.lastSent, PAGE_SIZE);
+      if (generation !== this.generation) continue;
+      if (page.changes.length > 0 || this.announce) {
+        const sent = this.send({ type: 'changes', changes: page.changes, cursor: encodeCursor(this.ctx.database.epoch, page.seq) });
+        if (!sent) return;
+        this.announce = false;
+      }
+      this.lastSent = page.seq;
+      if (!page.hasMore) return;
+      // A backlog goes out one page at a time, as fast as the client takes it.
+      await Promise.race([this.lastWrite, this.closed]);
+    }
+  }
+
+  private send(message: WsServerMessage): boolean {
+    if (!this.open) return false;
+    if (this.ws.bufferedAmount > this.maxBufferedBytes) {
+      this.closeSlowConsumer();
+      return false;
+    }
+    this.lastWrite = new Promise((resolve) => this.ws.send(JSON.stringify(message), () => resolve()));
+    return true;
+  }
+
+  private sendError(error: unknown) {
+    const domain = error instanceof DomainError ? error : undefined;
+    this.send({ type: 'error', code: domain?.code ?? 'internal', message: domain?.message ?? 'An internal error occurred' });
+  }
+
+  private closeSlowConsumer() {
+    this.ctx.logger.warn({ personalnummer: this.actor.personalnummer, buffered: this.ws.bufferedAmount }, 'closing a WebSocket that does not keep up');
+    this.ws.close(CloseCode.slowConsumer, 'slow consumer, resume from your cursor');
+  }
+
+  /** Called by the heartbeat: a connection that did not answer the last ping, or does not take its data, goes. */
+  beat() {
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    if (this.ws.bufferedAmount > this.maxBufferedBytes) return this.closeSlowConsumer();
+    if (!this.alive) return this.ws.terminate();
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  async closeAndWait(code: number, reason: string) {
+    if (this.ws.readyState === WebSocket.CLOSED) return;
+    this.ws.close(code, reason);
+    const timer = setTimeout(() => this.ws.terminate(), 2000);
+    await this.closed;
+    clearTimeout(timer);
+  }
+
+  dispose() {
+    clearTimeout(this.expiry);
+  }
+}

@@ -1,0 +1,285 @@
+import { describe, expect, it } from 'vitest';
+import { recordChanges } from '../../server/engine/changeLog.js';
+import { pruneChangeLog } from '../../server/jobs/changeRetention.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
+import { SyncSocket } from '../helpers/wsClient.js';
+
+let nextAccount = 6100;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function withServer(kind: (typeof databaseKinds)[number], env: Record<string, string>, run: (api: TestServer) => Promise<void>) {
+  const api = await startTestServer(kind, env);
+  try {
+    await run(api);
+  } finally {
+    await api.close();
+  }
+}
+
+describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  async function driver() {
+    const personalnummer = nextAccount++;
+    const token = await api.token(personalnummer);
+    const cursor = (await api.get('/sync/cursor', { token })).body.cursor as string;
+    return { personalnummer, token, cursor };
+  }
+
+  const addCar = async (token: string, plate: string) => (await api.post('/me/cars', { plate }, { token })).body.car;
+
+  /** Opens a socket, resumes and waits for the catch-up answer. */
+  async function resumed(token: string, cursor: string | null) {
+    const socket = await SyncSocket.open(api.url, { token });
+    socket.send({ type: 'resume', cursor });
+    await socket.next((m) => m.type === 'changes');
+    return socket;
+  }
+
+  describe('authentication', () => {
+    it('refuses the upgrade with 401 without a token', async () => {
+      await expect(SyncSocket.open(api.url)).rejects.toMatchObject({ status: 401 });
+    });
+
+    it('refuses the upgrade with 401 for an invalid token, in the header or as subprotocol', async () => {
+      await expect(SyncSocket.open(api.url, { token: 'not.a.token' })).rejects.toMatchObject({ status: 401 });
+      await expect(SyncSocket.open(api.url, { protocols: ['bearer', 'abc.def.ghi'] })).rejects.toMatchObject({ status: 401 });
+    });
+
+    it('refuses the upgrade with 401 for an inactive account', async () => {
+      const { personalnummer, token } = await driver();
+      await api.seedAccount(personalnummer, 'Gesperrt', false);
+      await expect(SyncSocket.open(api.url, { token })).rejects.toMatchObject({ status: 401 });
+    });
+
+    it('accepts the token as the subprotocol pair bearer, <token> and answers the bearer subprotocol', async () => {
+      const { token, cursor } = await driver();
+      const socket = await SyncSocket.open(api.url, { protocols: ['bearer', token] });
+      try {
+        expect(socket.ws.protocol).toBe('bearer');
+        socket.send({ type: 'resume', cursor });
+        const answer = await socket.next((m) => m.type === 'changes');
+        expect(answer).toEqual({ type: 'changes', changes: [], cursor });
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('refuses an upgrade on another path with 404', async () => {
+      const { token } = await driver();
+      const WebSocket = (await import('ws')).default;
+      const ws = new WebSocket(`${api.url.replace('http', 'ws')}/elsewhere`, { headers: { authorization: `Bearer ${token}` } });
+      const status = await new Promise((resolve) => ws.once('unexpected-response', (_req, res) => resolve(res.statusCode)));
+      expect(status).toBe(404);
+    });
+  });
+
+  describe('resume and live delivery', () => {
+    it('sends what was missed since the cursor, then every new change of the caller as it commits', async () => {
+      const { token, cursor } = await driver();
+      const missed = [await addCar(token, `W-${cursor.slice(-6)}-1`), await addCar(token, `W-${cursor.slice(-6)}-2`)];
+      const socket = await SyncSocket.open(api.url, { token });
+      try {
+        socket.send({ type: 'resume', cursor });
+        const catchUp = await socket.next((m) => m.type === 'changes');
+        expect(catchUp.changes!.map((c) => c.id)).toEqual(missed.map((c) => c.id));
+        expect(catchUp.cursor).not.toBe(cursor);
+
+        const live = await addCar(token, `W-${cursor.slice(-6)}-3`);
+        const next = await socket.next((m) => m.type === 'changes', 1);
+        expect(next.changes).toEqual([expect.objectContaining({ entity: 'car', op: 'upsert', id: live.id, data: live })]);
+        expect(next.changes![0].seq).toBeGreaterThan(catchUp.changes![1].seq);
+
+        const pulled = await api.get(`/sync/changes?since=${catchUp.cursor}`, { token });
+        expect(pulled.body.changes.map((c: { seq: number }) => c.seq)).toEqual([next.changes![0].seq]);
+        expect(pulled.body.cursor).toBe(next.cursor);
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('answers a resume without a cursor with everything retained for the caller', async () => {
+      const { token } = await driver();
+      const car = await addCar(token, `X-${Date.now()}`);
+      const socket = await resumed(token, null);
+      try {
+        expect(socket.changes().map((c) => c.id)).toContain(car.id);
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('never sends another driver\'s changes', async () => {
+      const a = await driver();
+      const b = await driver();
+      const socket = await resumed(a.token, a.cursor);
+      try {
+        await addCar(b.token, `B-${b.personalnummer}`);
+        const own = await addCar(a.token, `A-${a.personalnummer}`);
+        const next = await socket.next((m) => m.type === 'changes', 1);
+        expect(next.changes!.map((c) => c.id)).toEqual([own.id]);
+        await sleep(200);
+        expect(socket.changes().map((c) => c.id)).toEqual([own.id]);
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('sends every change exactly once and in order when commits race the resume', async () => {
+      const { personalnummer, token, cursor } = await driver();
+      const writes = [...Array(30).keys()].map(async (i) => {
+        await sleep(i * 3);
+        return recordChanges(api.db, [{ entity: 'car', op: 'upsert', id: `race-${i}`, accountId: personalnummer, data: { i } }]);
+      });
+      await sleep(20);
+      const socket = await SyncSocket.open(api.url, { token });
+      try {
+        socket.send({ type: 'resume', cursor });
+        const seqs = (await Promise.all(writes)).map(Number);
+        await socket.next(() => socket.changes().length >= 30);
+        await sleep(300);
+        const received = socket.changes().map((c) => c.seq);
+        expect(received).toHaveLength(30);
+        expect([...received].sort((x, y) => x - y)).toEqual(received);
+        expect(new Set(received)).toEqual(new Set(seqs));
+        const cursors = socket.messages.map((m) => m.cursor);
+        expect(new Set(cursors).size).toBe(cursors.length);
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('starts over from a new cursor when the client resumes again on the same socket', async () => {
+      const { token, cursor } = await driver();
+      const car = await addCar(token, `Y-${Date.now()}`);
+      const socket = await resumed(token, cursor);
+      try {
+        socket.send({ type: 'resume', cursor });
+        const again = await socket.next((m) => m.type === 'changes', 1);
+        expect(again.changes!.map((c) => c.id)).toEqual([car.id]);
+      } finally {
+        await socket.close();
+      }
+    });
+  });
+
+  describe('bad client messages', () => {
+    it.each([
+      ['text that is not JSON', 'hello'],
+      ['an unknown type', { type: 'subscribe' }],
+      ['a resume with a number as cursor', { type: 'resume', cursor: 42 }],
+    ])('answers %s with an error message and keeps the connection', async (_what, message) => {
+      const { token } = await driver();
+      const socket = await SyncSocket.open(api.url, { token });
+      try {
+        socket.send(message);
+        expect(await socket.next()).toMatchObject({ type: 'error', code: 'validation' });
+        socket.send({ type: 'ping' });
+        expect(await socket.next((m) => m.type === 'pong')).toEqual({ type: 'pong' });
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('answers a binary message with an error message', async () => {
+      const { token } = await driver();
+      const socket = await SyncSocket.open(api.url, { token });
+      try {
+        socket.ws.send(Buffer.from([1, 2, 3]));
+        expect(await socket.next()).toMatchObject({ type: 'error', code: 'validation' });
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('answers a garbage cursor with an error message; a later valid resume works', async () => {
+      const { token, cursor } = await driver();
+      const socket = await SyncSocket.open(api.url, { token });
+      try {
+        socket.send({ type: 'resume', cursor: 'garbage' });
+        expect(await socket.next()).toMatchObject({ type: 'error', code: 'validation' });
+        socket.send({ type: 'resume', cursor });
+        expect(await socket.next((m) => m.type === 'changes')).toEqual({ type: 'changes', changes: [], cursor });
+      } finally {
+        await socket.close();
+      }
+    });
+
+    it('answers an expired cursor with an error that tells the client to resync', async () => {
+      const { token, cursor } = await driver();
+      await addCar(token, `Z-${Date.now()}`);
+      await pruneChangeLog(api.db, new Date(Date.now() + 60_000));
+      const socket = await SyncSocket.open(api.url, { token });
+      try {
+        socket.send({ type: 'resume', cursor });
+        const error = await socket.next();
+        expect(error).toMatchObject({ type: 'error', code: 'validation' });
+        expect(error.message).toMatch(/older than the retained change log.*Resync/);
+      } finally {
+        await socket.close();
+      }
+    });
+  });
+
+  describe('connection limits', () => {
+    it('closes with 4401 when the token expires', async () => {
+      await withServer(kind, { DEV_TOKEN_TTL_SECONDS: '2' }, async (short) => {
+        const token = await short.token(6001);
+        const socket = await SyncSocket.open(short.url, { token });
+        socket.send({ type: 'resume', cursor: null });
+        await socket.next((m) => m.type === 'changes');
+        const started = Date.now();
+        const closed = await socket.closed;
+        expect(closed.code).toBe(4401);
+        expect(Date.now() - started).toBeLessThan(4000);
+      });
+    });
+
+    it('terminates a connection that stops answering pings', async () => {
+      await withServer(kind, { WS_HEARTBEAT_SECONDS: '1' }, async (fast) => {
+        const token = await fast.token(6002);
+        const socket = await SyncSocket.open(fast.url, { token, autoPong: false });
+        const closed = await socket.closed;
+        expect(closed.code).toBe(1006);
+      });
+    });
+
+    it('keeps a connection that answers pings', async () => {
+      await withServer(kind, { WS_HEARTBEAT_SECONDS: '1' }, async (fast) => {
+        const token = await fast.token(6003);
+        const socket = await SyncSocket.open(fast.url, { token });
+        await sleep(3500);
+        expect(socket.ws.readyState).toBe(socket.ws.OPEN);
+        await socket.close();
+      });
+    });
+
+    it('closes a client that does not read with 4408 instead of buffering without limit', async () => {
+      await withServer(kind, { WS_HEARTBEAT_SECONDS: '1', WS_MAX_BUFFERED_BYTES: '65536' }, async (small) => {
+        const personalnummer = 6004;
+        const token = await small.token(personalnummer);
+        const socket = await SyncSocket.open(small.url, { token });
+        socket.send({ type: 'resume', cursor: null });
+        await socket.next((m) => m.type === 'changes');
+        socket.ws.pause();
+        const big = 'x'.repeat(200_000);
+        for (let i = 0; i < 8; i++) {
+          await recordChanges(small.db, [...Array(5).keys()].map((j) => ({ entity: 'note', op: 'upsert' as const, id: `n-${i}-${j}`, accountId: personalnummer, data: { big } })));
+        }
+        await sleep(2500);
+        socket.ws.resume();
+        const closed = await socket.closed;
+        expect(closed.code).toBe(4408);
+      });
+    }, 60_000);
+
+    it('closes open sockets with 1001 when the server shuts down', async () => {
+      const server = await startTestServer(kind);
+      const token = await server.token(6005);
+      const socket = await SyncSocket.open(server.url, { token });
+      await server.close();
+      expect((await socket.closed).code).toBe(1001);
+    });
+  });
+});
