@@ -6,7 +6,7 @@ import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/ind
 import { FileStore } from '../../client-sdk/node.js';
 import { MemoryStore } from '../../client-sdk/storage/keyValue.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
-import { fakeService, newTour, problem } from './fakes.js';
+import { fakeService, newTour, problem, type FakeAnswer, type FakeCall } from './fakes.js';
 
 const dirs: string[] = [];
 const clients: TourlineClient[] = [];
@@ -151,7 +151,7 @@ describe('flushing', () => {
 });
 
 describe('retry timing', () => {
-  async function failingClient(intercept: Parameters<typeof fakeService>[0]['intercept']) {
+  async function failingClient(intercept: (call: FakeCall) => FakeAnswer) {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
     vi.setSystemTime(new Date('2026-03-02T08:00:00Z'));
     const service = fakeService({ intercept });
