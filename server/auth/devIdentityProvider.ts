@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
@@ -13,7 +14,8 @@ export async function createDevIdentityProvider(options: { dataDir?: string; aud
     privateJwk = JSON.parse(readFileSync(file, 'utf8'));
   } else {
     const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-    privateJwk = { ...(await exportJWK(privateKey)), kid: `dev-${Date.now().toString(36)}`, alg: 'ES256', use: 'sig' };
+    // A random kid: two keys generated in the same millisecond (two servers started together) must not share one.
+    privateJwk = { ...(await exportJWK(privateKey)), kid: `dev-${randomBytes(6).toString('base64url')}`, alg: 'ES256', use: 'sig' };
     if (file) writeFileSync(file, JSON.stringify(privateJwk), { mode: 0o600 });
   }
   const { d: _private, ...publicJwk } = privateJwk;
