@@ -1,0 +1,45 @@
+import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { SetDeliveryOrderResponse } from '../../shared/schemas/tours.js';
+import type { Db } from '../db/client.js';
+import { deliveries, deliveryItems, tours } from '../db/schema.js';
+import { notFound, validation, type FieldProblem } from '../errors.js';
+import { toDelivery, type ItemRow } from '../queries/shapes.js';
+import { recordChanges } from './changeLog.js';
+
+/**
+ * Rewrites the order of a tour: `deliveryIds` must name every delivery of the tour exactly once.
+ * Sets sortOrder 0..n-1 in one statement under the deliveries' row locks.
+ */
+export function setDeliveryOrder(db: Db, accountId: number, tourId: string, deliveryIds: string[]): Promise<SetDeliveryOrderResponse> {
+  return db.transaction(async (tx) => {
+    const [tour] = await tx.select({ id: tours.id }).from(tours).where(and(eq(tours.id, tourId), eq(tours.accountId, accountId)));
+    if (!tour) throw notFound('Tour');
+    const current = await tx.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.tourId, tourId))
+      .orderBy(deliveries.id).for('update');
+    const inTour = new Set(current.map((d) => d.id));
+
+    const problems: FieldProblem[] = [];
+    const seen = new Set<string>();
+    deliveryIds.forEach((id, i) => {
+      if (seen.has(id)) problems.push({ path: `deliveryIds.${i}`, message: `delivery ${id} appears more than once` });
+      else if (!inTour.has(id)) problems.push({ path: `deliveryIds.${i}`, message: `delivery ${id} is not part of this tour` });
+      seen.add(id);
+    });
+    const missing = current.filter((d) => !seen.has(d.id)).map((d) => d.id);
+    if (missing.length) problems.push({ path: 'deliveryIds', message: `missing deliveries of the tour: ${missing.join(', ')}` });
+    if (problems.length) throw validation('deliveryIds must name every delivery of the tour exactly once', problems);
+
+    const position = sql`CASE ${deliveries.id} ${sql.join(deliveryIds.map((id, i) => sql`WHEN ${id}::uuid THEN ${i}::integer`), sql` `)} END`;
+    const changed = await tx.update(deliveries).set({ sortOrder: position, updatedAt: sql`now()` })
+      .where(and(eq(deliveries.tourId, tourId), sql`${deliveries.sortOrder} IS DISTINCT FROM ${position}`))
+      .returning();
+    if (changed.length) {
+      const items = await tx.select().from(deliveryItems).where(inArray(deliveryItems.deliveryId, changed.map((d) => d.id)));
+      const itemsOf = (id: string): ItemRow[] => items.filter((i) => i.deliveryId === id);
+      await recordChanges(tx, changed.map((d) => ({
+        entity: 'delivery', op: 'upsert' as const, id: d.id, tourId, accountId, data: toDelivery(d, itemsOf(d.id)),
+      })));
+    }
+    return { tourId, deliveryIds };
+  });
+}
