@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { eq, inArray } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { deliveries, deliveryItems, processedEvents } from '../../server/db/schema.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
+import { useTestServer } from '../helpers/server.js';
+import { SyncSocket } from '../helpers/wsClient.js';
+
+let nextAccount = 7100;
+
+describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  /** A driver with one delivery: line 0 scannable with 2 pieces, none scanned; line 1 a service line. */
+  async function setup() {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, {
+      accountId,
+      positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }, { scannable: false, quantity: 1 }],
+    });
+    const { delivery, items } = tour.deliveries[0];
+    return { accountId, token, tour, delivery, line: items[0], service: items[1] };
+  }
+
+  const at = () => new Date().toISOString();
+  const scan = (deliveryItemId: string, action = 'scan') => ({ eventId: randomUUID(), occurredAt: at(), type: 'scan', deliveryItemId, action });
+  const onDelivery = (deliveryId: string, type: string, extra: Record<string, unknown> = {}) =>
+    ({ eventId: randomUUID(), occurredAt: at(), type, deliveryId, ...extra });
+  const push = (token: string, events: unknown[], clientId = 'phone-1') => api.post('/sync/push', { clientId, events }, { token });
+
+  it('answers one result per event in request order: applied, duplicate or rejected with a code', async () => {
+    const { token, delivery, line, service } = await setup();
+    const first = scan(line.id);
+    const events = [
+      first,
+      scan(line.id),
+      scan(line.id) /* a third piece of two */,
+      scan(service.id) /* not scannable */,
+      { ...first },
+      onDelivery(randomUUID(), 'delivery.hold', { reason: 'Kunde nicht da' }) /* unknown delivery */,
+      onDelivery(delivery.id, 'delivery.hold', { reason: 'Kunde nicht da' }),
+      onDelivery(delivery.id, 'delivery.hold', { reason: 'noch einmal' }) /* already held */,
+    ];
+    const response = await push(token, events);
+    expect(response.status).toBe(200);
+    const results = response.body.results as Array<{ eventId: string; status: string; code?: string; entity?: any }>;
+    expect(results.map((r) => r.eventId)).toEqual(events.map((e) => e.eventId));
+    expect(results.map((r) => r.status)).toEqual(['applied', 'applied', 'rejected', 'rejected', 'duplicate', 'rejected', 'applied', 'rejected']);
+    expect(results[1].entity).toMatchObject({ id: line.id, scannedQuantity: 2, state: 'Done' });
+    expect(results[2].code).toBeTruthy();
+    expect(results[5].code).toBe('not_found');
+    expect(results[7].code).toBe('invalid_state_transition');
+
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item.scannedQuantity).toBe(2);
+    const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
+    expect(row.state).toBe('held');
+  });
+
+  it('answers a resent batch with duplicate and the current state, applying nothing twice', async () => {
+    const { token, line } = await setup();
+    const events = [scan(line.id), scan(line.id), scan(line.id, 'unscan')];
+    const first = await push(token, events);
+    expect(first.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied', 'applied']);
+    const again = await push(token, events);
+    expect(again.status).toBe(200);
+    expect(again.body.results.map((r: { status: string }) => r.status)).toEqual(['duplicate', 'duplicate', 'duplicate']);
+    expect(again.body.results[0].entity).toMatchObject({ id: line.id, scannedQuantity: 1 });
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item.scannedQuantity).toBe(1);
+  });
+
+  it('applies a batch pushed twice at the same moment exactly once', async () => {
+    const { token, line } = await setup();
+    const events = [scan(line.id), scan(line.id)];
+    const [a, b] = await Promise.all([push(token, events), push(token, events)]);
+    const statuses = [...a.body.results, ...b.body.results].map((r: { status: string }) => r.status).sort();
+    expect(statuses).toEqual(['applied', 'applied', 'duplicate', 'duplicate']);
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item.scannedQuantity).toBe(2);
+  });
+
+  it('keeps the client id and the device time with each processed event', async () => {
+    const { token, line } = await setup();
+    const event = { ...scan(line.id), occurredAt: '2026-03-01T06:30:00.000Z' };
+    await push(token, [event], 'tablet-42');
+    const [row] = await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, event.eventId));
+    expect(row).toMatchObject({ clientId: 'tablet-42', type: 'scan' });
+    expect(row.occurredAt?.toISOString()).toBe('2026-03-01T06:30:00.000Z');
+  });
+
+  it('rejects events on another driver\'s delivery as not found', async () => {
+    const owner = await setup();
+    const other = await setup();
+    const response = await push(other.token, [scan(owner.line.id), onDelivery(owner.delivery.id, 'delivery.cancel', { reason: 'x' })]);
+    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code])).toEqual([['rejected', 'not_found'], ['rejected', 'not_found']]);
+  });
+
+  it('publishes applied events to the change feed of the driver only, and live over the WebSocket', async () => {
+    const { token, line, delivery } = await setup();
+    const stranger = await setup();
+    const cursor = (await api.get('/sync/cursor', { token })).body.cursor;
+    const strangerCursor = (await api.get('/sync/cursor', { token: stranger.token })).body.cursor;
+    const socket = await SyncSocket.open(api.url, { token });
+    try {
+      socket.send({ type: 'resume', cursor });
+      await socket.next((m) => m.type === 'changes');
+      await push(token, [scan(line.id)]);
+      const live = await socket.next((m) => m.type === 'changes', 1);
+      expect(live.changes).toEqual(expect.arrayContaining([
+        expect.objectContaining({ entity: 'position', id: line.id, data: expect.objectContaining({ scannedQuantity: 1 }) }),
+      ]));
+      const pulled = await api.get(`/sync/changes?since=${cursor}`, { token });
+      expect(pulled.body.changes.map((c: { id: string }) => c.id)).toEqual(expect.arrayContaining([line.id, delivery.id]));
+      expect((await api.get(`/sync/changes?since=${strangerCursor}`, { token: stranger.token })).body.changes).toEqual([]);
+    } finally {
+      await socket.close();
+    }
+  });
+
+  describe('refused requests (nothing is applied)', () => {
+    it('refuses the whole batch with 400 naming the index of a malformed event', async () => {
+      const { token, line } = await setup();
+      const good = scan(line.id);
+      const response = await push(token, [good, scan(line.id), { ...scan(line.id), deliveryItemId: 'not-a-uuid' }]);
+      expect(response.status).toBe(400);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      expect(response.body.code).toBe('validation');
+      expect(response.body.errors.map((e: { path: string }) => e.path)).toContain('events.2.deliveryItemId');
+      expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, good.eventId))).toEqual([]);
+      const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+      expect(item.scannedQuantity).toBe(0);
+    });
+
+    it.each([
+      ['an unknown event type', (id: string) => [{ eventId: randomUUID(), occurredAt: at(), type: 'delivery.teleport', deliveryId: id }], 'events.0'],
+      ['an event without eventId', (id: string) => [{ occurredAt: at(), type: 'delivery.resume', deliveryId: id }], 'events.0.eventId'],
+      ['an event with a bad occurredAt', (id: string) => [{ eventId: randomUUID(), occurredAt: 'yesterday', type: 'delivery.resume', deliveryId: id }], 'events.0.occurredAt'],
+      ['no events', () => [], 'events'],
+    ])('refuses %s with 400', async (_what, events, path) => {
+      const { token, delivery } = await setup();
+      const response = await push(token, events(delivery.id));
+      expect(response.status).toBe(400);
+      expect(response.body.errors.map((e: { path: string }) => e.path).some((p: string) => p.startsWith(path))).toBe(true);
+    });
+
+    it('refuses more than 500 events with 400 and accepts exactly 500', async () => {
+      const { token, delivery } = await setup();
+      const many = (n: number) => Array.from({ length: n }, () => onDelivery(delivery.id, 'delivery.resume'));
+      const tooMany = many(501);
+      const refused = await push(token, tooMany);
+      expect(refused.status).toBe(400);
+      expect(await api.db.select().from(processedEvents).where(inArray(processedEvents.eventId, tooMany.slice(0, 5).map((e) => e.eventId)))).toEqual([]);
+      const accepted = await push(token, many(500));
+      expect(accepted.status).toBe(200);
+      expect(accepted.body.results).toHaveLength(500);
+    }, 60_000);
+
+    it.each([
+      [{ events: [] as unknown[] }, 'no clientId'],
+      [{ clientId: '   ', events: [] as unknown[] }, 'an empty clientId'],
+      [{ clientId: 'x'.repeat(201), events: [] as unknown[] }, 'a clientId over 200 characters'],
+    ])('refuses %j (%s) with 400', async (body, _why) => {
+      const { token, line } = await setup();
+      const response = await api.post('/sync/push', { ...body, events: [scan(line.id)] }, { token });
+      expect(response.status).toBe(400);
+      expect(response.body.errors[0].path).toBe('clientId');
+    });
+
+    it('answers 401 without a token and 415 for a body that is not JSON', async () => {
+      expect((await api.post('/sync/push', { clientId: 'x', events: [] })).status).toBe(401);
+      const { token } = await setup();
+      const response = await api.post('/sync/push', 'clientId=x', { token, headers: { 'content-type': 'text/plain' } });
+      expect(response.status).toBe(415);
+    });
+  });
+});
