@@ -59,6 +59,9 @@ const Env = z.object({
   if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY) ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
 });
 
+/** The names of every environment variable the service reads (the README documents each). */
+export const configVariables = Object.keys(Env.shape);
+
 export type Config = ReturnType<typeof loadConfig>;
 
 export class ConfigError extends Error {}

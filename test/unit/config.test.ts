@@ -1,6 +1,7 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../server/config.js';
+import { ConfigError, configVariables, loadConfig } from '../../server/config.js';
 
 const issuer = 'https://idp.example.test';
 const adminKey = 'production-admin-key-0123456789';
@@ -77,5 +78,20 @@ describe('loadConfig', () => {
 
   it('accepts production with an issuer and an admin key', () => {
     expect(loadConfig({ NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey }).auth.mode).toBe('oidc');
+  });
+});
+
+describe('the README', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const documented = [...readme.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]);
+
+  it('documents every configuration variable once in its table', () => {
+    expect(configVariables.length).toBeGreaterThan(20);
+    expect(configVariables.filter((name) => !documented.includes(name))).toEqual([]);
+    expect(documented.filter((name, i) => documented.indexOf(name) !== i)).toEqual([]);
+  });
+
+  it('documents no variable that the service does not read', () => {
+    expect(documented.filter((name) => !configVariables.includes(name))).toEqual([]);
   });
 });
