@@ -98,19 +98,35 @@ async function listenPg(url: string, channel: string, onPayload: (payload: strin
   let client: pg.Client | undefined;
   let closed = false;
   const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: url });
+    if (closed) return;
+    // Keepalive probes notice a silently dropped connection (NAT, failover), which would otherwise stop the wake-ups for good.
+    const c = new pg.Client({ connectionString: url, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
     c.on('notification', (n) => { if (n.channel === channel && n.payload !== undefined) onPayload(n.payload); });
     c.on('error', () => { /* handled by 'end' */ });
     c.on('end', () => {
       if (!closed) setTimeout(() => { connect().catch(() => undefined); }, 500);
     });
     await c.connect();
-    await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    try {
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (error) {
+      await c.end().catch(() => undefined); // 'end' schedules the next attempt
+      throw error;
+    }
+    if (closed) {
+      await c.end().catch(() => undefined);
+      return;
+    }
     client = c;
     // A reconnect may have missed notifications; a payload-less wake-up makes listeners re-read.
     onPayload('');
   };
-  await connect();
+  try {
+    await connect();
+  } catch (error) {
+    closed = true;
+    throw error;
+  }
   return async () => {
     closed = true;
     await client?.end().catch(() => undefined);

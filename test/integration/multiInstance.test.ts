@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer } from '../../server/server.js';
+import { createPostgresDatabase } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
+import { TestServer, testConfig } from '../helpers/server.js';
+import { SyncSocket } from '../helpers/wsClient.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+let nextAccount = 8100;
+
+// PostgreSQL only: on PGlite there is one process per database, so there is no second instance.
+describe('two instances on one PostgreSQL', () => {
+  let url: string;
+  let a: TestServer;
+  let b: TestServer;
+
+  beforeAll(async () => {
+    url = await createPostgresDatabase();
+    a = new TestServer(await startServer(await testConfig('postgres', { DATABASE_URL: url }), { ephemeral: true }));
+    b = new TestServer(await startServer(await testConfig('postgres', { DATABASE_URL: url }), { ephemeral: true }));
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  /** One driver with a token for each instance (each development issuer signs its own). */
+  async function driver() {
+    const personalnummer = nextAccount++;
+    const tokenA = await a.token(personalnummer);
+    const tokenB = await b.token(personalnummer);
+    const cursor = (await a.get('/sync/cursor', { token: tokenA })).body.cursor as string;
+    return { personalnummer, tokenA, tokenB, cursor };
+  }
+
+  async function listenOn(server: TestServer, token: string, cursor: string) {
+    const socket = await SyncSocket.open(server.url, { token });
+    socket.send({ type: 'resume', cursor });
+    await socket.next((m) => m.type === 'changes');
+    return socket;
+  }
+
+  it('share one database installation, so a cursor from one instance resumes on the other', async () => {
+    expect(a.ctx.database.epoch).toBe(b.ctx.database.epoch);
+    const { tokenA, tokenB, cursor } = await driver();
+    const car = (await a.post('/me/cars', { plate: `MI-${randomUUID().slice(0, 8)}` }, { token: tokenA })).body.car;
+    const pulled = await b.get(`/sync/changes?since=${cursor}`, { token: tokenB });
+    expect(pulled.status).toBe(200);
+    expect(pulled.body.changes.map((c: { id: string }) => c.id)).toEqual([car.id]);
+  });
+
+  it('delivers a change committed through instance A to a WebSocket client of instance B', async () => {
+    const { tokenA, tokenB, cursor } = await driver();
+    const socket = await listenOn(b, tokenB, cursor);
+    try {
+      const car = (await a.post('/me/cars', { plate: `MI-${randomUUID().slice(0, 8)}` }, { token: tokenA })).body.car;
+      const live = await socket.next((m) => m.type === 'changes', 1);
+      expect(live.changes).toEqual([expect.objectContaining({ entity: 'car', id: car.id, data: car })]);
+    } finally {
+      await socket.close();
+    }
+  });
+
+  it('delivers events pushed through instance A to a WebSocket client of instance B', async () => {
+    const { personalnummer, tokenA, tokenB, cursor } = await driver();
+    const tour = await newTour(a.db, { accountId: personalnummer, positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }] });
+    const line = tour.deliveries[0].items[0];
+    const socket = await listenOn(b, tokenB, cursor);
+    try {
+      const pushed = await a.post('/sync/push', {
+        clientId: 'phone-a', events: [{ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: line.id, action: 'scan' }],
+      }, { token: tokenA });
+      expect(pushed.body.results[0].status).toBe('applied');
+      const live = await socket.next((m) => m.type === 'changes' && (m.changes ?? []).some((c) => c.id === line.id), 1);
+      expect(live.changes!.find((c) => c.id === line.id)!.data).toMatchObject({ scannedQuantity: 1 });
+    } finally {
+      await socket.close();
+    }
+  });
+
+  it('gives clients of both instances every change once and in the same order while both instances write', async () => {
+    const { tokenA, tokenB, cursor } = await driver();
+    const onA = await listenOn(a, tokenA, cursor);
+    const onB = await listenOn(b, tokenB, cursor);
+    try {
+      const plates = [...Array(20).keys()].map((i) => `MO-${i}-${randomUUID().slice(0, 6)}`);
+      await Promise.all(plates.map((plate, i) => (i % 2 ? a : b).post('/me/cars', { plate }, { token: i % 2 ? tokenA : tokenB })));
+      await onA.next(() => onA.changes().length >= 20);
+      await onB.next(() => onB.changes().length >= 20);
+      await sleep(300);
+      const seqsA = onA.changes().map((c) => c.seq);
+      expect(seqsA).toHaveLength(20);
+      expect([...seqsA].sort((x, y) => x - y)).toEqual(seqsA);
+      expect(onB.changes().map((c) => c.seq)).toEqual(seqsA);
+    } finally {
+      await onA.close();
+      await onB.close();
+    }
+  });
+
+  it('catches up after its LISTEN connection was cut, including changes committed while it was gone', async () => {
+    const { tokenA, tokenB, cursor } = await driver();
+    const socket = await listenOn(b, tokenB, cursor);
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'LISTEN%'`);
+      const car = (await a.post('/me/cars', { plate: `ML-${randomUUID().slice(0, 8)}` }, { token: tokenA })).body.car;
+      const live = await socket.next((m) => m.type === 'changes', 1, 15_000);
+      expect(live.changes!.map((c) => c.id)).toEqual([car.id]);
+      const listening = async () => Number((await admin.query(`SELECT count(*) AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND query ILIKE 'LISTEN%'`)).rows[0].n);
+      for (let i = 0; i < 50 && await listening() < 2; i++) await sleep(100);
+      expect(await listening()).toBe(2);
+    } finally {
+      await admin.end();
+      await socket.close();
+    }
+  });
+});
