@@ -1,0 +1,287 @@
+/** The jobs of the load process (load.ts): each runs for a bounded time and returns raw measurements. */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { WebSocket } from 'ws';
+import { request, requestJson } from './http.js';
+import { floorBatch, type FloorExecutor } from './floorSql.js';
+import { monotonicMs, sleep } from './stats.js';
+import type { Driver } from './seed.js';
+
+export interface BatchShape {
+  /** Deliveries one batch touches, in tour order, continuing where the driver's last batch stopped. */
+  deliveriesPerBatch: number;
+  eventsPerDelivery: number;
+}
+
+export interface PushJob extends BatchShape {
+  kind: 'push';
+  url: string;
+  drivers: Driver[];
+  durationMs: number;
+  warmupMs: number;
+  /** Pause after each answer; 0 pushes again at once. */
+  thinkMs: number;
+}
+
+export interface FloorJob extends BatchShape {
+  kind: 'floor';
+  databaseUrl: string;
+  drivers: Driver[];
+  connections: number;
+  durationMs: number;
+  warmupMs: number;
+}
+
+export interface TourReadJob {
+  kind: 'tour_read';
+  url: string;
+  token: string;
+  tourId: string;
+  iterations: number;
+  warmup: number;
+}
+
+export interface FanoutJob {
+  kind: 'fanout';
+  url: string;
+  accounts: { token: string; deliveryId: string; itemId: string }[];
+  clientsPerAccount: number;
+  commitsPerSecond: number;
+  durationMs: number;
+}
+
+export type LoadJob = PushJob | FloorJob | TourReadJob | FanoutJob;
+
+export interface Measured {
+  /** Latency samples in ms, after the warm-up. */
+  latencies: number[];
+  /** Units done after the warm-up (events, requests, receipts). */
+  count: number;
+  requests: number;
+  elapsedMs: number;
+  errors: string[];
+  extra?: Record<string, number>;
+}
+
+export type ScanEvent = { eventId: string; occurredAt: string; type: 'scan'; deliveryItemId: string; action: 'scan' };
+
+/** Yields each driver's batches: whole runs of events on consecutive deliveries of the tour. */
+export function batchMaker(driver: Driver, shape: BatchShape) {
+  let nextDelivery = 0;
+  let nextItem = 0;
+  return (): { deliveryId: string; events: ScanEvent[] }[] => {
+    const groups = [];
+    for (let d = 0; d < shape.deliveriesPerBatch; d++) {
+      const delivery = driver.deliveries[nextDelivery++ % driver.deliveries.length];
+      const events: ScanEvent[] = [];
+      for (let e = 0; e < shape.eventsPerDelivery; e++) {
+        events.push({
+          eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan',
+          deliveryItemId: delivery.items[nextItem++ % delivery.items.length], action: 'scan',
+        });
+      }
+      groups.push({ deliveryId: delivery.id, events });
+    }
+    return groups;
+  };
+}
+
+/** Runs `worker` for every slot until the deadline; samples taken during the warm-up are dropped. */
+async function timed(durationMs: number, warmupMs: number, slots: number, worker: (slot: number, measuring: () => boolean, done: () => boolean) => Promise<void>) {
+  const start = monotonicMs();
+  const measureFrom = start + warmupMs;
+  const end = measureFrom + durationMs;
+  await Promise.all(Array.from({ length: slots }, (_, slot) => worker(slot, () => monotonicMs() >= measureFrom, () => monotonicMs() >= end)));
+  return Math.max(1, Math.min(monotonicMs(), end + 60_000) - measureFrom);
+}
+
+async function runPush(job: PushJob): Promise<Measured> {
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
+  let lastAnswer = 0;
+  out.elapsedMs = await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
+    const driver = job.drivers[slot];
+    const next = batchMaker(driver, job);
+    // Spread the drivers' first requests over the think time, as phones would.
+    if (job.thinkMs) await sleep(Math.random() * job.thinkMs);
+    while (!done()) {
+      const events = next().flatMap((g) => g.events);
+      const started = monotonicMs();
+      const counted = measuring();
+      const reply = await request('POST', `${job.url}/sync/push`, { token: driver.token, body: { clientId: `bench-${driver.personalnummer}`, events } });
+      const finished = monotonicMs();
+      if (reply.status !== 200) {
+        if (out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
+        continue;
+      }
+      const { results } = JSON.parse(reply.text) as { results: { status: string; code?: string }[] };
+      const applied = results.filter((r) => r.status === 'applied').length;
+      if (applied !== events.length && out.errors.length < 5) out.errors.push(`not applied: ${JSON.stringify(results.find((r) => r.status !== 'applied'))}`);
+      if (counted) {
+        out.latencies.push(finished - started);
+        out.count += applied;
+        out.requests += 1;
+        lastAnswer = finished;
+      }
+      if (job.thinkMs) await sleep(job.thinkMs);
+    }
+  });
+  void lastAnswer;
+  return out;
+}
+
+/** The same rows as the engine writes for these batches, with plain SQL: the database's own limit for this work. */
+async function runFloor(job: FloorJob): Promise<Measured> {
+  const pool = new pg.Pool({ connectionString: job.databaseUrl, max: job.connections });
+  try {
+    return await runFloorWith(job, async (work) => {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await work((text, params) => client.query(text, params));
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+    });
+  } finally {
+    await pool.end();
+  }
+}
+
+/** The floor's batches through any transaction runner (PGlite runs it in the process that holds the database). */
+export async function runFloorWith(job: Omit<FloorJob, 'kind' | 'databaseUrl' | 'connections'>, exec: FloorExecutor): Promise<Measured> {
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
+  out.elapsedMs = await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
+    const driver = job.drivers[slot];
+    const next = batchMaker(driver, job);
+    while (!done()) {
+      const groups = next();
+      const started = monotonicMs();
+      const counted = measuring();
+      try {
+        await floorBatch(exec, driver, groups);
+      } catch (error) {
+        if (out.errors.length < 5) out.errors.push(String(error));
+        continue;
+      }
+      if (counted) {
+        out.latencies.push(monotonicMs() - started);
+        out.count += groups.reduce((n, g) => n + g.events.length, 0);
+        out.requests += 1;
+      }
+    }
+  });
+  return out;
+}
+
+async function runTourRead(job: TourReadJob): Promise<Measured> {
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
+  const started = monotonicMs();
+  for (let i = 0; i < job.warmup + job.iterations; i++) {
+    const t0 = monotonicMs();
+    const reply = await request('GET', `${job.url}/tours/${job.tourId}`, { token: job.token });
+    const ms = monotonicMs() - t0;
+    if (reply.status !== 200) {
+      if (out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
+      continue;
+    }
+    if (i === 0) out.extra = { bytes: reply.text.length };
+    if (i >= job.warmup) {
+      out.latencies.push(ms);
+      out.count += 1;
+    }
+  }
+  out.requests = out.count;
+  out.elapsedMs = monotonicMs() - started;
+  return out;
+}
+
+/**
+ * Many live clients, a steady stream of small commits. Every account has `clientsPerAccount`
+ * connections (devices sharing an account); each commit is one pushed scan for one account,
+ * and each of that account's connections measures from the moment the write was sent (so
+ * the figure includes the write itself) to the moment its change arrives.
+ */
+async function runFanout(job: FanoutJob): Promise<Measured> {
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
+  const wsUrl = job.url.replace(/^http/, 'ws') + '/sync/ws';
+  const { cursor } = await requestJson<{ cursor: string }>('GET', `${job.url}/sync/cursor`, { token: job.accounts[0].token });
+  // Sent-at of the writes per account whose change has not arrived at every connection yet.
+  const pending = job.accounts.map(() => new Map<string, { sentAt: number; missing: number }>());
+  const sockets: WebSocket[] = [];
+  let expected = 0;
+
+  const open = (account: number) => new Promise<void>((resolve, reject) => {
+    const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${job.accounts[account].token}` }, perMessageDeflate: false });
+    let ready = false;
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'resume', cursor })));
+    ws.on('message', (data) => {
+      const now = monotonicMs();
+      const message = JSON.parse(data.toString()) as { type: string; changes?: { entity: string; id: string }[] };
+      if (message.type !== 'changes') return;
+      if (!ready) {
+        ready = true;
+        resolve();
+      }
+      for (const change of message.changes ?? []) {
+        if (change.entity !== 'position') continue;
+        const write = pending[account].get(change.id);
+        if (!write) continue;
+        out.latencies.push(now - write.sentAt);
+        out.count += 1;
+        if (--write.missing === 0) pending[account].delete(change.id);
+      }
+    });
+    ws.on('error', (error) => (ready ? out.errors.length < 5 && out.errors.push(String(error)) : reject(error)));
+    ws.on('close', (code) => { if (code !== 1000 && code !== 1001 && out.errors.length < 5) out.errors.push(`closed ${code}`); });
+    sockets.push(ws);
+  });
+
+  // Connect in waves, so the upgrade (token check) of a thousand clients does not time out.
+  const connectStart = monotonicMs();
+  for (let first = 0; first < job.accounts.length * job.clientsPerAccount; first += 50) {
+    await Promise.all(Array.from({ length: 50 }, (_, i) => first + i)
+      .filter((n) => n < job.accounts.length * job.clientsPerAccount)
+      .map((n) => open(n % job.accounts.length)));
+  }
+  const connectMs = monotonicMs() - connectStart;
+
+  const started = monotonicMs();
+  const interval = 1000 / job.commitsPerSecond;
+  const writes: Promise<void>[] = [];
+  for (let n = 0; monotonicMs() - started < job.durationMs; n++) {
+    const account = n % job.accounts.length;
+    const { token, itemId } = job.accounts[account];
+    // An item is written again only after its last change arrived everywhere, so receipts match writes.
+    if (!pending[account].has(itemId)) {
+      pending[account].set(itemId, { sentAt: monotonicMs(), missing: job.clientsPerAccount });
+      expected += job.clientsPerAccount;
+      const event: ScanEvent = { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: itemId, action: 'scan' };
+      writes.push(request('POST', `${job.url}/sync/push`, { token, body: { clientId: 'bench-fanout', events: [event] } }).then((reply) => {
+        out.requests += 1;
+        if (reply.status !== 200 && out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
+      }));
+    }
+    const due = started + (n + 1) * interval;
+    await sleep(Math.max(0, due - monotonicMs()));
+  }
+  await Promise.all(writes);
+  // Late receipts count (with their real latency) for up to two seconds.
+  for (let waited = 0; waited < 2000 && pending.some((p) => p.size > 0); waited += 50) await sleep(50);
+  out.elapsedMs = monotonicMs() - started;
+  out.extra = { expected, connect_ms: connectMs, missing: pending.reduce((n, p) => n + [...p.values()].reduce((m, w) => m + w.missing, 0), 0) };
+  for (const ws of sockets) ws.terminate();
+  return out;
+}
+
+export const runJob = (job: LoadJob): Promise<Measured> => {
+  switch (job.kind) {
+    case 'push': return runPush(job);
+    case 'floor': return runFloor(job);
+    case 'tour_read': return runTourRead(job);
+    case 'fanout': return runFanout(job);
+  }
+};

@@ -1,0 +1,105 @@
+/**
+ * npm run bench [-- --only push,fanout] [--db postgres|pglite]
+ * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
+ * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { parseArgs } from 'node:util';
+import { startPostgres, type PostgresCluster } from './postgres.js';
+import { fanout, fullSizes, importScenario, startup, tourRead, writeScenarios, type BenchContext, type Results } from './scenarios.js';
+import { round } from './stats.js';
+import { newTarget, type DatabaseKind } from './target.js';
+
+const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'fanout', 'import', 'startup'] as const;
+type Scenario = (typeof scenarios)[number];
+
+/** The targets on PostgreSQL: [scenario, metric, bound, 'min' | 'max']. */
+export const targets: [Scenario, string, number, 'min' | 'max'][] = [
+  ['push', 'events_per_s', 10_000, 'min'],
+  ['push', 'floor_ratio', 0.5, 'min'],
+  ['push_small', 'p99_ms', 50, 'max'],
+  ['tour_read', 'p50_ms', 10, 'max'],
+  ['fanout', 'p99_ms', 100, 'max'],
+  ['import', 'first_s', 60, 'max'],
+  ['import', 'again_s', 15, 'max'],
+  ['import', 'again_changes', 0, 'max'],
+  ['startup', 'existing_ms', 2000, 'max'],
+];
+
+const { values } = parseArgs({ options: { only: { type: 'string' }, db: { type: 'string' }, out: { type: 'string', default: 'bench-results.json' } } });
+const only = new Set((values.only ?? scenarios.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+for (const name of only) if (!scenarios.includes(name as Scenario)) throw new Error(`unknown scenario ${name}; one of ${scenarios.join(', ')}`);
+const kinds = (values.db ? values.db.split(',') : ['postgres', 'pglite']) as DatabaseKind[];
+for (const kind of kinds) if (kind !== 'postgres' && kind !== 'pglite') throw new Error(`unknown database ${kind}; postgres or pglite`);
+
+const log = (message: string) => console.log(message);
+const all: Record<string, Results> = existsSync(values.out!) && values.only ? JSON.parse(readFileSync(values.out!, 'utf8')) : {};
+const started = Date.now();
+let cluster: PostgresCluster | undefined;
+let failed = false;
+
+try {
+  for (const kind of kinds) {
+    if (kind === 'postgres') {
+      cluster = await startPostgres();
+      log(`postgres: ${cluster.settings}`);
+    }
+    const ctx: BenchContext = { kind, sizes: fullSizes, newTarget: (name) => newTarget(kind, cluster, name), log };
+    const results: Results = all[kind] ?? {};
+    all[kind] = results;
+    const step = async (name: string, work: () => Promise<void>) => {
+      log(`[${kind}] ${name}`);
+      try {
+        await work();
+      } catch (error) {
+        failed = true;
+        log(`[${kind}] ${name} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    };
+    if (only.has('push') || only.has('floor') || only.has('push_small')) {
+      await step('push, floor, push_small', async () => {
+        Object.assign(results, await writeScenarios(ctx, { push: only.has('push'), floor: only.has('floor'), pushSmall: only.has('push_small') }));
+        if (results.push && results.floor?.events_per_s) results.push.floor_ratio = round(results.push.events_per_s / results.floor.events_per_s, 2);
+      });
+    }
+    if (only.has('tour_read')) await step('tour_read', async () => { results.tour_read = await tourRead(ctx); });
+    if (only.has('fanout')) await step('fanout', async () => { results.fanout = await fanout(ctx); });
+    if (only.has('import')) await step('import', async () => { results.import = await importScenario(ctx); });
+    if (only.has('startup')) await step('startup', async () => { results.startup = await startup(ctx); });
+    await cluster?.stop();
+    cluster = undefined;
+  }
+} finally {
+  await cluster?.stop();
+}
+
+writeFileSync(values.out!, `${JSON.stringify(all, null, 2)}\n`);
+printTable(all);
+log(`\n${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${Math.round((Date.now() - started) / 1000)} s; written to ${values.out}`);
+const missed = targets.filter(([s, m, bound, way]) => {
+  const value = all.postgres?.[s]?.[m];
+  return value !== undefined && (way === 'min' ? value < bound : value > bound);
+});
+if (missed.length) log(`targets missed on PostgreSQL: ${missed.map(([s, m]) => `${s}.${m}`).join(', ')}`);
+process.exit(failed ? 1 : 0);
+
+function printTable(data: Record<string, Results>) {
+  const dbs = Object.keys(data);
+  const rows: string[][] = [['scenario', 'metric', ...dbs, 'target (postgres)']];
+  for (const scenario of scenarios) {
+    const metrics = new Set(dbs.flatMap((db) => Object.keys(data[db][scenario] ?? {})));
+    for (const metric of metrics) {
+      const target = targets.find(([s, m]) => s === scenario && m === metric);
+      const value = data.postgres?.[scenario]?.[metric];
+      const verdict = target && value !== undefined ? `${target[3] === 'min' ? '>=' : '<='} ${target[2]} ${(target[3] === 'min' ? value >= target[2] : value <= target[2]) ? 'ok' : 'MISSED'}` : '';
+      rows.push([scenario, metric, ...dbs.map((db) => String(data[db][scenario]?.[metric] ?? '')), verdict]);
+    }
+  }
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
+  log('');
+  for (const [i, row] of rows.entries()) {
+    log(row.map((cell, c) => (c >= 2 && c < row.length - 1 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  '));
+    if (i === 0) log(widths.map((w) => '-'.repeat(w)).join('  '));
+  }
+}

@@ -1,0 +1,235 @@
+import { spawn, fork } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import type { PGlite } from '@electric-sql/pglite';
+import { notes } from '../../server/db/schema.js';
+import type { RunningServer } from '../../server/server.js';
+import { addContact, newTour } from '../helpers/factories.js';
+import { benchErp, type ErpSize } from './erpData.js';
+import { request, requestJson } from './http.js';
+import { runFloorWith, type BatchShape, type LoadJob, type Measured } from './jobs.js';
+import { freePort } from './postgres.js';
+import { seedDrivers } from './seed.js';
+import { latencies, monotonicMs, round, sleep } from './stats.js';
+import { BENCH_ADMIN_KEY, startBenchServer, type DatabaseKind, type Target } from './target.js';
+
+export type Metrics = Record<string, number>;
+export type Results = Record<string, Metrics>;
+
+export interface Sizes {
+  push: { drivers: number; deliveries: number; positions: number; durationMs: number; warmupMs: number } & BatchShape;
+  pushSmall: { drivers: number; deliveries: number; positions: number; durationMs: number; warmupMs: number; thinkMs: number } & BatchShape;
+  floor: { durationMs: number; warmupMs: number; connections: number };
+  tourRead: { deliveries: number; positions: number; iterations: number; warmup: number };
+  fanout: { accounts: number; clientsPerAccount: number; commitsPerSecond: number; durationMs: number };
+  import: ErpSize;
+}
+
+export const fullSizes: Sizes = {
+  push: { drivers: 50, deliveries: 40, positions: 4, deliveriesPerBatch: 10, eventsPerDelivery: 10, durationMs: 20_000, warmupMs: 3000 },
+  pushSmall: { drivers: 100, deliveries: 10, positions: 4, deliveriesPerBatch: 1, eventsPerDelivery: 5, thinkMs: 200, durationMs: 20_000, warmupMs: 3000 },
+  floor: { durationMs: 15_000, warmupMs: 2000, connections: 10 },
+  tourRead: { deliveries: 40, positions: 20, iterations: 300, warmup: 30 },
+  fanout: { accounts: 100, clientsPerAccount: 10, commitsPerSecond: 20, durationMs: 15_000 },
+  import: { tours: 200, deliveries: 30, positions: 15 },
+};
+
+/** Small enough for a test run: the scenarios' behaviour, not their speed. */
+export const tinySizes: Sizes = {
+  push: { drivers: 3, deliveries: 4, positions: 2, deliveriesPerBatch: 2, eventsPerDelivery: 5, durationMs: 500, warmupMs: 0 },
+  pushSmall: { drivers: 3, deliveries: 2, positions: 2, deliveriesPerBatch: 1, eventsPerDelivery: 5, thinkMs: 20, durationMs: 500, warmupMs: 0 },
+  floor: { durationMs: 500, warmupMs: 0, connections: 2 },
+  tourRead: { deliveries: 3, positions: 3, iterations: 5, warmup: 1 },
+  fanout: { accounts: 3, clientsPerAccount: 2, commitsPerSecond: 10, durationMs: 1000 },
+  import: { tours: 3, deliveries: 3, positions: 3 },
+};
+
+export interface BenchContext {
+  kind: DatabaseKind;
+  sizes: Sizes;
+  newTarget(name: string): Promise<Target>;
+  log(message: string): void;
+}
+
+const loadScript = fileURLToPath(new URL('./load.ts', import.meta.url));
+
+/** Runs a job in a forked load process; the service stays alone in this one. */
+export function runLoad(job: LoadJob): Promise<Measured> {
+  const child = fork(loadScript, [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  child.send(job);
+  return new Promise((resolve, reject) => {
+    child.once('message', (message: { ok: boolean; result?: Measured; error?: string }) => {
+      if (message.ok) resolve(message.result!);
+      else reject(new Error(`load process: ${message.error}`));
+    });
+    child.once('exit', (code) => reject(new Error(`load process exited with ${code} before answering`)));
+  });
+}
+
+function reportErrors(ctx: BenchContext, scenario: string, measured: Measured) {
+  for (const error of measured.errors) ctx.log(`  ${scenario}: ${error}`);
+}
+
+async function withServer<T>(target: Target, work: (server: RunningServer) => Promise<T>, options: Parameters<typeof startBenchServer>[1] = {}): Promise<T> {
+  const server = await startBenchServer(target, options);
+  try {
+    return await work(server);
+  } finally {
+    await server.close();
+    target.dispose();
+  }
+}
+
+/**
+ * push, floor and push_small on one seeded database. The floor writes the same rows as push
+ * with plain SQL (through `pg` from the load process; on PGlite through its own client, the
+ * only way in); floor_ratio = push ÷ floor.
+ */
+export async function writeScenarios(ctx: BenchContext, which: { push: boolean; floor: boolean; pushSmall: boolean }): Promise<Results> {
+  const { push, pushSmall, floor } = ctx.sizes;
+  const target = await ctx.newTarget('writes');
+  return withServer(target, async (server) => {
+    const results: Results = {};
+    ctx.log(`  seeding ${push.drivers + pushSmall.drivers} drivers`);
+    const drivers = await seedDrivers(server, { first: 50_001, count: push.drivers, deliveries: push.deliveries, positions: push.positions });
+    const small = which.pushSmall ? await seedDrivers(server, { first: 60_001, count: pushSmall.drivers, deliveries: pushSmall.deliveries, positions: pushSmall.positions }) : [];
+
+    if (which.floor) {
+      ctx.log('  floor');
+      const job = { drivers, deliveriesPerBatch: push.deliveriesPerBatch, eventsPerDelivery: push.eventsPerDelivery, ...floor };
+      const measured = ctx.kind === 'postgres'
+        ? await runLoad({ kind: 'floor', databaseUrl: target.databaseUrl!, ...job })
+        : await runFloorWith(job, (work) => pgliteClient(server).transaction(async (tx) => { await work((text, params) => tx.query(text, params)); }));
+      reportErrors(ctx, 'floor', measured);
+      results.floor = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)) };
+    }
+    if (which.push) {
+      ctx.log('  push');
+      const measured = await runLoad({ kind: 'push', url: server.url, drivers, thinkMs: 0, ...pick(push) });
+      reportErrors(ctx, 'push', measured);
+      results.push = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)), ...latencies(measured.latencies) };
+    }
+    if (which.pushSmall) {
+      ctx.log('  push_small');
+      const measured = await runLoad({ kind: 'push', url: server.url, drivers: small, ...pick(pushSmall), thinkMs: pushSmall.thinkMs });
+      reportErrors(ctx, 'push_small', measured);
+      results.push_small = { ...latencies(measured.latencies), requests_per_s: round(measured.requests / (measured.elapsedMs / 1000)) };
+    }
+    return results;
+  });
+}
+
+const pick = (s: BatchShape & { durationMs: number; warmupMs: number }) => ({
+  deliveriesPerBatch: s.deliveriesPerBatch, eventsPerDelivery: s.eventsPerDelivery, durationMs: s.durationMs, warmupMs: s.warmupMs,
+});
+
+const pgliteClient = (server: RunningServer) => (server.ctx.database.db as unknown as { $client: PGlite }).$client;
+
+/** One tour of 40 deliveries × 20 lines, two notes and four contacts (with channels) per delivery, read again and again. */
+export async function tourRead(ctx: BenchContext): Promise<Metrics> {
+  const size = ctx.sizes.tourRead;
+  const target = await ctx.newTarget('tour_read');
+  return withServer(target, async (server) => {
+    const { db } = server.ctx.database;
+    const positions = Array.from({ length: size.positions }, (_, i) => ({ scannable: i % 5 !== 4, quantity: 1 + (i % 6), state: 'InProgress' as const, scannedQuantity: 0 }));
+    const tour = await db.transaction(async (tx) => {
+      const created = await newTour(tx, { accountId: 80_001, deliveries: size.deliveries, positions, openAmountCents: 4200 });
+      for (const { delivery } of created.deliveries) {
+        await tx.insert(notes).values([{ deliveryId: delivery.id, text: 'Bitte Hintereingang benutzen' }, { deliveryId: delivery.id, text: 'Leergut mitnehmen' }]);
+        await addContact(tx, delivery.id, { role: 'header', name1: 'Gasthaus Krone', channels: [{ kind: 'phone', value: '030 1234567' }] }, 1);
+        await addContact(tx, delivery.id, { role: 'delivery', name1: 'Gasthaus Krone, Küche' }, 2);
+        await addContact(tx, delivery.id, { role: 'contact_person', name1: 'Erika Mustermann', address: null, channels: [{ kind: 'mobile', value: '0171 1234567' }, { kind: 'email', value: 'erika@example.de' }] }, 3);
+        await addContact(tx, delivery.id, { role: 'billing', name1: 'Krone GmbH', channels: [] }, 4);
+      }
+      return created;
+    });
+    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { body: { personalnummer: 80_001 } });
+    const measured = await runLoad({ kind: 'tour_read', url: server.url, token: accessToken, tourId: tour.tour.id, iterations: size.iterations, warmup: size.warmup });
+    reportErrors(ctx, 'tour_read', measured);
+    const before = server.ctx.database.queries.count;
+    const reply = await request('GET', `${server.url}/tours/${tour.tour.id}`, { token: accessToken });
+    const queries = server.ctx.database.queries.count - before;
+    if (reply.status !== 200) throw new Error(`GET /tours/{id}: ${reply.status} ${reply.text.slice(0, 200)}`);
+    return { ...latencies(measured.latencies), queries };
+  });
+}
+
+/** 1000 live clients (100 accounts × 10 devices) while 20 small commits a second are pushed. */
+export async function fanout(ctx: BenchContext): Promise<Metrics> {
+  const size = ctx.sizes.fanout;
+  const target = await ctx.newTarget('fanout');
+  return withServer(target, async (server) => {
+    const drivers = await seedDrivers(server, { first: 90_001, count: size.accounts, deliveries: 1, positions: 1 });
+    const measured = await runLoad({
+      kind: 'fanout', url: server.url, clientsPerAccount: size.clientsPerAccount, commitsPerSecond: size.commitsPerSecond, durationMs: size.durationMs,
+      accounts: drivers.map((d) => ({ token: d.token, deliveryId: d.deliveries[0].id, itemId: d.deliveries[0].items[0] })),
+    });
+    reportErrors(ctx, 'fanout', measured);
+    const { expected = 0, missing = 0, connect_ms = 0 } = measured.extra ?? {};
+    ctx.log(`  fanout: ${measured.count}/${expected} receipts, ${missing} missing, ${measured.requests} commits, connected in ${Math.round(connect_ms)} ms`);
+    return { ...latencies(measured.latencies), received: measured.count, missing };
+  });
+}
+
+/** The ERP import of a large day, then the same day again: the second run must change nothing. */
+export async function importScenario(ctx: BenchContext): Promise<Metrics> {
+  const target = await ctx.newTarget('import');
+  return withServer(target, async (server) => {
+    const { db } = server.ctx.database;
+    const changes = async () => Number((await db.execute<{ n: string }>(sql`SELECT count(*)::text AS n FROM change_log`)).rows[0].n);
+    const run = async () => {
+      const t0 = monotonicMs();
+      const summary = await requestJson('POST', `${server.url}/admin/import-erp?date=2026-09-01`, { admin: BENCH_ADMIN_KEY });
+      const seconds = (monotonicMs() - t0) / 1000;
+      if (!summary.success) throw new Error(`import failed: ${JSON.stringify(summary).slice(0, 300)}`);
+      return { seconds, summary };
+    };
+    const first = await run();
+    const afterFirst = await changes();
+    const again = await run();
+    const againChanges = (await changes()) - afterFirst;
+    ctx.log(`  import: ${first.summary.deliveries_created} deliveries, ${first.summary.positions_created} positions, ${afterFirst} change records`);
+    return { first_s: round(first.seconds, 2), again_s: round(again.seconds, 2), again_changes: againChanges };
+  }, { erp: benchErp(ctx.sizes.import) });
+}
+
+/** `npm start` as a process: to the first 200 from /health on an empty database, then on the same one again. */
+export async function startup(ctx: BenchContext): Promise<Metrics> {
+  const target = await ctx.newTarget('startup');
+  try {
+    const fresh = await startProcess(target);
+    const existing = await startProcess(target);
+    return { fresh_ms: Math.round(fresh.ms), existing_ms: Math.round(existing.ms), rss_mb: round(existing.rssMb) };
+  } finally {
+    target.dispose();
+  }
+}
+
+async function startProcess(target: Target): Promise<{ ms: number; rssMb: number }> {
+  const port = await freePort();
+  const main = fileURLToPath(new URL('../../server/main.ts', import.meta.url));
+  const started = monotonicMs();
+  const child = spawn(process.execPath, ['--import', 'tsx', main], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...target.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode} before answering`);
+      const reply = await request('GET', `http://127.0.0.1:${port}/health`).catch(() => undefined);
+      if (reply?.status === 200) break;
+      if (monotonicMs() - started > 60_000) throw new Error('no 200 from /health within 60 s');
+      await sleep(10);
+    }
+    const ms = monotonicMs() - started;
+    // Resident memory once the process has settled, idle.
+    await sleep(1000);
+    const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+    return { ms, rssMb: rss ? Number(rss[1]) / 1024 : NaN };
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
