@@ -1,0 +1,468 @@
+import { randomUUID } from 'node:crypto';
+import { and, count, eq, gt, inArray } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { changeLog, deliveries, deliveryItems, paymentMethods, tours } from '../../server/db/schema.js';
+import { berlinDate } from '../../shared/rules/calendar.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { useTestServer } from '../helpers/server.js';
+import { copy, delivery, position, tourPayload } from '../helpers/tourPayloads.js';
+
+let nextDriver = 5100;
+
+describe.each(databaseKinds)('tours on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  async function driver() {
+    const personalnummer = nextDriver++;
+    return { personalnummer, token: await api.token(personalnummer) };
+  }
+
+  const changeCount = async () => (await api.db.select({ n: count() }).from(changeLog))[0].n;
+  const maxSeq = async () => (await api.db.select({ seq: changeLog.seq }).from(changeLog).orderBy(changeLog.seq)).at(-1)?.seq ?? 0;
+  const changesSince = (seq: number) => api.db.select().from(changeLog).where(gt(changeLog.seq, seq)).orderBy(changeLog.seq);
+
+  async function details(tourId: string, token: string) {
+    const response = await api.get(`/tours/${tourId}`, { token });
+    expect(response.status).toBe(200);
+    return response.body;
+  }
+
+  describe('POST /sync/tour', () => {
+    it('creates the tour with deliveries, positions, merged contacts and master data', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 2, positions: 3 });
+      const response = await api.post('/sync/tour', payload, { token });
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({
+        created: true,
+        tour: { accountId: personalnummer, tourDate: '2026-04-14', name: 'Tour Mitte' },
+        deliveries: { created: 2, updated: 0, unchanged: 0, moved: 0 },
+        positions: { created: 6, updated: 0, deleted: 0 },
+      });
+
+      const tour = await details(response.body.tour.id, token);
+      expect(tour.deliveries.map((d: { belegnummer: string }) => d.belegnummer)).toEqual(payload.deliveries.map((d) => d.belegnummer));
+      const first = tour.deliveries[0];
+      expect(first.positions.map((p: { lineNumber: number; state: string; requiredQuantity: number; scannable: boolean }) => [p.lineNumber, p.state, p.requiredQuantity, p.scannable]))
+        .toEqual([[10, 'InProgress', 3, true], [20, 'InProgress', 3, true], [30, 'InProgress', 1 * 3, false]]);
+      expect(first.contacts.map((c: { role: string; roles: string[]; position: number }) => [c.role, c.roles, c.position]))
+        .toEqual([['header', ['header', 'delivery'], 1], ['contact_person', ['contact_person'], 2]]);
+      expect(first.contacts[0].channels).toMatchObject([{ kind: 'phone', position: 1, value: '030 1234567' }]);
+      expect(tour.customers.map((c: { erpCustomerId: number }) => c.erpCustomerId).sort())
+        .toEqual(payload.deliveries.map((d) => d.customer.erpCustomerId).sort());
+      expect(tour.articles.map((a: { articleNumber: string }) => a.articleNumber)).toEqual(['T-100010', 'T-100020', 'T-900001']);
+      expect(tour.warehouses).toMatchObject([{ code: 'T-HL', name: 'Testlager' }]);
+      expect(first).toMatchObject({ erpOpenAmountCents: 1500, openAmountCents: 1500, state: 'active', sortOrder: 10, credit: null, latestPayment: null });
+    });
+
+    it('writes nothing and records no change when the identical tour is sent again', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 3, positions: 4 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const stamps = await api.db.select({ id: deliveries.id, updatedAt: deliveries.updatedAt }).from(deliveries).where(eq(deliveries.tourId, first.body.tour.id));
+      const [tourBefore] = await api.db.select().from(tours).where(eq(tours.id, first.body.tour.id));
+      const before = await changeCount();
+
+      const again = await api.post('/sync/tour', copy(payload), { token });
+      expect(again.status).toBe(200);
+      expect(again.body).toMatchObject({
+        created: false, deliveries: { created: 0, updated: 0, unchanged: 3, moved: 0 }, positions: { created: 0, updated: 0, deleted: 0 },
+      });
+      expect(await changeCount()).toBe(before);
+      expect(await api.db.select({ id: deliveries.id, updatedAt: deliveries.updatedAt }).from(deliveries).where(eq(deliveries.tourId, first.body.tour.id))).toEqual(stamps);
+      expect((await api.db.select().from(tours).where(eq(tours.id, first.body.tour.id)))[0].updatedAt).toEqual(tourBefore.updatedAt);
+      const ids = (await details(first.body.tour.id, token)).deliveries.flatMap((d: { contacts: { id: string }[] }) => d.contacts.map((c) => c.id));
+      const idsAgain = (await details(again.body.tour.id, token)).deliveries.flatMap((d: { contacts: { id: string }[] }) => d.contacts.map((c) => c.id));
+      expect(idsAgain).toEqual(ids);
+    });
+
+    it('updates changed master data and contacts but keeps the delivery address snapshot', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 1, positions: 2 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const seq = await maxSeq();
+
+      const changed = copy(payload);
+      const d = changed.deliveries[0];
+      d.customer.name = 'Neuer Kundenname GmbH';
+      d.customer.address = { ...d.customer.address, street: 'Neue Straße' };
+      d.deliveryAddress = { ...d.deliveryAddress, street: 'Andere Lieferstraße' };
+      d.positions[0].article.name = 'Testartikel umbenannt';
+      for (const p of d.positions) {
+        if (p.warehouse) p.warehouse = { code: 'T-HL', name: 'Testlager umbenannt' };
+        if (p.article.defaultWarehouse) p.article.defaultWarehouse = { code: 'T-HL', name: 'Testlager umbenannt' };
+      }
+      d.contacts = [...d.contacts, { role: 'billing', name1: 'Buchhaltung', address: null, channels: [{ kind: 'email', position: 1, value: 'rechnung@example.de' }] }];
+      const again = await api.post('/sync/tour', changed, { token });
+      expect(again.body.deliveries).toMatchObject({ updated: 1, unchanged: 0 });
+
+      const tour = await details(first.body.tour.id, token);
+      expect(tour.deliveries[0].deliveryAddress.street).toBe(payload.deliveries[0].deliveryAddress.street);
+      expect(tour.customers[0]).toMatchObject({ name: 'Neuer Kundenname GmbH', address: { street: 'Neue Straße' } });
+      expect(tour.articles.find((a: { articleNumber: string }) => a.articleNumber === 'T-100010').name).toBe('Testartikel umbenannt');
+      expect(tour.warehouses[0].name).toBe('Testlager umbenannt');
+      expect(tour.deliveries[0].contacts.map((c: { role: string }) => c.role)).toEqual(['header', 'contact_person', 'billing']);
+
+      const changes = await changesSince(seq);
+      const kinds = changes.map((c) => `${c.entity}:${c.op}`);
+      expect(kinds).toEqual(expect.arrayContaining(['customer:upsert', 'article:upsert', 'warehouse:upsert', 'contact:delete', 'contact:upsert']));
+      expect(kinds).not.toContain('delivery:upsert');
+      expect(changes.every((c) => c.accountId === personalnummer && c.tourId === first.body.tour.id)).toBe(true);
+      const customer = changes.find((c) => c.entity === 'customer')!;
+      expect(customer.data).toMatchObject({ erpCustomerId: d.customer.erpCustomerId, name: 'Neuer Kundenname GmbH' });
+    });
+
+    it('keeps scans when quantities change, recomputes the line state and adds new lines', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 1, positions: 2 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const [line10, line20] = (await details(first.body.tour.id, token)).deliveries[0].positions;
+      const scans = [line10, line10, line10, line20].map((p: { id: string }) => ({ clientScanId: randomUUID(), deliveryItemId: p.id, action: 'scan', occurredAt: new Date().toISOString() }));
+      const scanned = await api.post('/scans', { scans }, { token });
+      expect(scanned.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied', 'applied', 'applied']);
+      const seq = await maxSeq();
+
+      const changed = copy(payload);
+      changed.deliveries[0].positions[0].quantity = 5;
+      changed.deliveries[0].positions[1].quantity = 1;
+      changed.deliveries[0].positions.push(position(40, { quantity: 2 }));
+      const response = await api.post('/sync/tour', changed, { token });
+      expect(response.body.positions).toEqual({ created: 1, updated: 2, deleted: 0 });
+
+      const positions = (await details(first.body.tour.id, token)).deliveries[0].positions;
+      expect(positions.map((p: { lineNumber: number; requiredQuantity: number; scannedQuantity: number; state: string }) => [p.lineNumber, p.requiredQuantity, p.scannedQuantity, p.state]))
+        .toEqual([[10, 5, 3, 'InProgress'], [20, 1, 1, 'Done'], [40, 2, 0, 'InProgress']]);
+      const changes = await changesSince(seq);
+      expect(changes.filter((c) => c.entity === 'position').map((c) => (c.data as { lineNumber: number }).lineNumber).sort()).toEqual([10, 20, 40]);
+      expect(changes.filter((c) => c.entity === 'delivery')).toHaveLength(1);
+    });
+
+    it('keeps a removed line removed and a lowered quantity below the scans as scanned', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 1, positions: 2 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const [line10, line20] = (await details(first.body.tour.id, token)).deliveries[0].positions;
+      await api.db.update(deliveryItems).set({ state: 'Removed' }).where(eq(deliveryItems.id, line10.id));
+      await api.db.update(deliveryItems).set({ scannedQuantity: 3, state: 'Done' }).where(eq(deliveryItems.id, line20.id));
+
+      const changed = copy(payload);
+      changed.deliveries[0].positions[0].quantity = 7;
+      changed.deliveries[0].positions[1].quantity = 2;
+      await api.post('/sync/tour', changed, { token });
+      const positions = (await details(first.body.tour.id, token)).deliveries[0].positions;
+      expect(positions.map((p: { requiredQuantity: number; scannedQuantity: number; state: string }) => [p.requiredQuantity, p.scannedQuantity, p.state]))
+        .toEqual([[7, 0, 'Removed'], [2, 3, 'Done']]);
+    });
+
+    it('deletes lines the ERP no longer sends unless they were worked on', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 1, positions: 4 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const lines = (await details(first.body.tour.id, token)).deliveries[0].positions;
+      const scan = (id: string) => ({ clientScanId: randomUUID(), deliveryItemId: id, action: 'scan', occurredAt: new Date().toISOString() });
+      const unscan = (id: string) => ({ ...scan(id), action: 'unscan' });
+      // Line 20 keeps a scan; line 40 was scanned and unscanned (history in the audit).
+      await api.post('/scans', { scans: [scan(lines[1].id), scan(lines[3].id), unscan(lines[3].id)] }, { token });
+      const seq = await maxSeq();
+
+      const changed = copy(payload);
+      changed.deliveries[0].positions = [changed.deliveries[0].positions[0]];
+      const response = await api.post('/sync/tour', changed, { token });
+      expect(response.body.positions).toEqual({ created: 0, updated: 0, deleted: 1 });
+      const left = (await details(first.body.tour.id, token)).deliveries[0].positions;
+      expect(left.map((p: { lineNumber: number }) => p.lineNumber)).toEqual([10, 20, 40]);
+      const deletes = (await changesSince(seq)).filter((c) => c.op === 'delete');
+      expect(deletes.map((c) => [c.entity, c.entityId])).toEqual([['position', lines[2].id]]);
+    });
+
+    it('moves a delivery to another driver with its local work and tells the old owner it is gone', async () => {
+      const a = await driver();
+      const b = await driver();
+      const payloadA = tourPayload(a.personalnummer, { deliveries: 2, positions: 2 });
+      const tourA = (await api.post('/sync/tour', payloadA, { token: a.token })).body.tour;
+      const moving = (await details(tourA.id, a.token)).deliveries[1];
+      const car = (await api.post('/me/cars', { plate: `B-MV ${nextDriver}` }, { token: a.token })).body.car;
+      await api.put(`/deliveries/${moving.id}/assigned-car`, { carId: car.id }, { token: a.token });
+      await api.post('/scans', { scans: [{ clientScanId: randomUUID(), deliveryItemId: moving.positions[0].id, action: 'scan', occurredAt: new Date().toISOString() }] }, { token: a.token });
+      const note = await api.post(`/deliveries/${moving.id}/notes`, { text: 'Hintereingang benutzen' }, { token: a.token });
+      expect(note.status).toBe(200);
+      const seq = await maxSeq();
+
+      const payloadB = tourPayload(b.personalnummer, { deliveries: 1 });
+      payloadB.deliveries.push(copy(payloadA.deliveries[1]));
+      const response = await api.post('/sync/tour', payloadB, { token: b.token });
+      expect(response.body.deliveries).toMatchObject({ created: 1, moved: 1 });
+
+      const tourB = await details(response.body.tour.id, b.token);
+      const moved = tourB.deliveries.find((d: { id: string }) => d.id === moving.id);
+      expect(moved).toMatchObject({ tourId: response.body.tour.id, assignedCarId: null });
+      expect(moved.positions[0].scannedQuantity).toBe(1);
+      expect(moved.notes.map((n: { text: string }) => n.text)).toEqual(['Hintereingang benutzen']);
+      const leftWithA = (await details(tourA.id, a.token)).deliveries.map((d: { belegnummer: string }) => d.belegnummer);
+      expect(leftWithA).toEqual([payloadA.deliveries[0].belegnummer]);
+      expect((await api.post(`/deliveries/${moving.id}/hold`, { reason: 'nicht mehr meine' }, { token: a.token })).status).toBe(404);
+
+      const changes = await changesSince(seq);
+      expect(changes.find((c) => c.entity === 'delivery' && c.op === 'delete')).toMatchObject({ entityId: moving.id, accountId: a.personalnummer, tourId: tourA.id });
+      const forB = changes.filter((c) => c.accountId === b.personalnummer && c.entityId !== undefined);
+      expect(forB.filter((c) => c.entity === 'delivery' && c.op === 'upsert').map((c) => c.entityId)).toContain(moving.id);
+      expect(forB.filter((c) => c.entity === 'note').map((c) => c.entityId)).toEqual([note.body.note.id]);
+      expect(forB.filter((c) => c.entity === 'position').length).toBe(4);
+      expect(forB.some((c) => c.entity === 'customer' && (c.data as { erpCustomerId: number }).erpCustomerId === payloadA.deliveries[1].customer.erpCustomerId)).toBe(true);
+    });
+
+    it('leaves completed and canceled deliveries as they are', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 2, positions: 1 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const [done, canceled] = (await details(first.body.tour.id, token)).deliveries;
+      await api.db.update(deliveries).set({ state: 'completed', completedAt: new Date() }).where(eq(deliveries.id, done.id));
+      await api.post(`/deliveries/${canceled.id}/cancel`, { reason: 'Kunde hat geschlossen' }, { token });
+
+      const changed = copy(payload);
+      for (const d of changed.deliveries) {
+        d.openAmountCents = 999;
+        d.positions[0].quantity = 9;
+      }
+      const response = await api.post('/sync/tour', changed, { token });
+      expect(response.body.deliveries).toMatchObject({ updated: 0, unchanged: 2 });
+      const after = (await details(first.body.tour.id, token)).deliveries;
+      expect(after.map((d: { erpOpenAmountCents: number; positions: { requiredQuantity: number }[] }) => [d.erpOpenAmountCents, d.positions[0].requiredQuantity]))
+        .toEqual([[1500, 3], [1500, 3]]);
+    });
+
+    it('resolves payment method codes and keeps an unknown code without failing', async () => {
+      const { personalnummer, token } = await driver();
+      const code = `KARTE-${nextDriver}`;
+      const [method] = await api.db.insert(paymentMethods).values({ code, name: 'Kartenzahlung', collectOnSite: true }).returning();
+      const payload = tourPayload(personalnummer, { deliveries: 2 });
+      payload.deliveries[0].paymentMethodCode = code;
+      payload.deliveries[1].paymentMethodCode = 'GIBT-ES-NICHT';
+      const response = await api.post('/sync/tour', payload, { token });
+      expect(response.status).toBe(200);
+      const rows = await api.db.select().from(deliveries).where(eq(deliveries.tourId, response.body.tour.id)).orderBy(deliveries.sortOrder);
+      expect(rows.map((d) => [d.paymentMethodId, d.erpPaymentMethodCode])).toEqual([[method.id, code], [null, 'GIBT-ES-NICHT']]);
+    });
+
+    it('keeps the order the driver set when the tour is sent again and appends new deliveries', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 3, positions: 1 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const ids = (await details(first.body.tour.id, token)).deliveries.map((d: { id: string }) => d.id);
+      expect((await api.put(`/tours/${first.body.tour.id}/delivery-order`, { deliveryIds: [ids[2], ids[0], ids[1]] }, { token })).status).toBe(200);
+
+      const changed = copy(payload);
+      changed.deliveries.push(delivery({ sequence: 5 }, 1));
+      changed.deliveries[0].sequence = 99;
+      await api.post('/sync/tour', changed, { token });
+      const order = (await details(first.body.tour.id, token)).deliveries.map((d: { belegnummer: string }) => d.belegnummer);
+      expect(order).toEqual([payload.deliveries[2].belegnummer, payload.deliveries[0].belegnummer, payload.deliveries[1].belegnummer, changed.deliveries[3].belegnummer]);
+    });
+
+    it('follows a changed ERP sequence while the driver has not reordered the tour', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 3, positions: 1 });
+      const first = await api.post('/sync/tour', payload, { token });
+      const changed = copy(payload);
+      changed.deliveries[0].sequence = 40;
+      await api.post('/sync/tour', changed, { token });
+      const order = (await details(first.body.tour.id, token)).deliveries.map((d: { belegnummer: string }) => d.belegnummer);
+      expect(order).toEqual([payload.deliveries[1].belegnummer, payload.deliveries[2].belegnummer, payload.deliveries[0].belegnummer]);
+    });
+
+    it.each([
+      ['no driver', (p: ReturnType<typeof tourPayload>) => { delete (p as Partial<typeof p>).driver; }],
+      ['an invalid date', (p: ReturnType<typeof tourPayload>) => { p.tourDate = '2026-02-30'; }],
+      ['a delivery twice', (p: ReturnType<typeof tourPayload>) => { p.deliveries.push(copy(p.deliveries[0])); }],
+      ['a line number twice', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions.push(copy(p.deliveries[0].positions[0])); }],
+      ['a quantity of 0', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].quantity = 0; }],
+      ['a negative open amount', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].openAmountCents = -1; }],
+      ['an unknown contact role', (p: ReturnType<typeof tourPayload>) => { (p.deliveries[0].contacts![0] as { role: string }).role = 'fax'; }],
+    ])('refuses a tour with %s with 400 and writes nothing', async (_what, spoil) => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer);
+      spoil(payload);
+      const response = await api.post('/sync/tour', payload, { token });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
+      expect(await api.db.select().from(tours).where(eq(tours.accountId, personalnummer))).toEqual([]);
+    });
+
+    it('refuses a tour without a token with 401', async () => {
+      const response = await api.post('/sync/tour', tourPayload(nextDriver++));
+      expect(response.status).toBe(401);
+    });
+
+    it('lets any authenticated driver send the tour of another driver and creates that account', async () => {
+      const sender = await driver();
+      const target = nextDriver++;
+      const response = await api.post('/sync/tour', tourPayload(target, { driverName: 'Neue Fahrerin' }), { token: sender.token });
+      expect(response.status).toBe(200);
+      expect(response.body.tour.accountId).toBe(target);
+      const token = await api.post('/dev/token', { personalnummer: target });
+      expect(token.status).toBe(200);
+    });
+  });
+
+  describe('GET /me/tours', () => {
+    it('lists the tours of the day with delivery states and loading progress', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { date: '2026-05-04', deliveries: 3, positions: 3 });
+      const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
+      const [d1, d2, d3] = (await details(tourId, token)).deliveries;
+      await api.db.update(deliveryItems).set({ state: 'Done', scannedQuantity: 3 }).where(eq(deliveryItems.id, d1.positions[0].id));
+      await api.db.update(deliveryItems).set({ state: 'Removed' }).where(eq(deliveryItems.id, d1.positions[1].id));
+      await api.post(`/deliveries/${d2.id}/hold`, { reason: 'Kunde nicht da' }, { token });
+      await api.post(`/deliveries/${d3.id}/cancel`, { reason: 'Storniert' }, { token });
+
+      const response = await api.get('/me/tours?date=2026-05-04', { token });
+      expect(response.status).toBe(200);
+      expect(response.body.tours).toEqual([{
+        id: tourId, accountId: personalnummer, tourDate: '2026-05-04', name: 'Tour Mitte',
+        deliveryCount: 3,
+        deliveriesByState: { active: 1, held: 1, canceled: 1, completed: 0 },
+        // Two scannable lines per delivery; the canceled delivery's lines are not loaded.
+        positionsToLoad: 3,
+        positionsLoaded: 1,
+      }]);
+      expect((await api.get('/me/tours?date=2026-05-05', { token })).body.tours).toEqual([]);
+    });
+
+    it('defaults to today in Berlin', async () => {
+      const { personalnummer, token } = await driver();
+      const today = berlinDate(new Date());
+      await api.post('/sync/tour', tourPayload(personalnummer, { date: today }), { token });
+      const response = await api.get('/me/tours', { token });
+      expect(response.body.tours.map((t: { tourDate: string }) => t.tourDate)).toEqual([today]);
+    });
+
+    it.each(['2026-13-01', '04.05.2026', 'today', '2026-02-29'])('refuses the date %s with 400', async (date) => {
+      const { token } = await driver();
+      const response = await api.get(`/me/tours?date=${encodeURIComponent(date)}`, { token });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
+    });
+
+    it('shows no tour of another driver', async () => {
+      const a = await driver();
+      const b = await driver();
+      await api.post('/sync/tour', tourPayload(a.personalnummer, { date: '2026-05-06' }), { token: a.token });
+      expect((await api.get('/me/tours?date=2026-05-06', { token: b.token })).body.tours).toEqual([]);
+    });
+  });
+
+  describe('GET /tours/{tour_id}', () => {
+    it('reads a tour of 40 deliveries with 20 positions each in a fixed number of queries', async () => {
+      const { personalnummer, token } = await driver();
+      const small = (await api.post('/sync/tour', tourPayload(personalnummer, { date: '2026-06-01', deliveries: 1, positions: 1 }), { token })).body.tour.id;
+      const large = (await api.post('/sync/tour', tourPayload(personalnummer, { date: '2026-06-02', deliveries: 40, positions: 20 }), { token })).body.tour.id;
+      const queriesFor = async (tourId: string) => {
+        const before = api.ctx.database.queries.count;
+        const body = await details(tourId, token);
+        return { queries: api.ctx.database.queries.count - before, body };
+      };
+      const one = await queriesFor(small);
+      const forty = await queriesFor(large);
+      expect(forty.body.deliveries).toHaveLength(40);
+      expect(forty.body.deliveries.flatMap((d: { positions: unknown[] }) => d.positions)).toHaveLength(800);
+      expect(forty.queries).toBe(one.queries);
+      // One for authentication, two for tour and deliveries, nine for what the deliveries hold.
+      expect(forty.queries).toBeLessThanOrEqual(15);
+    });
+
+    it('includes notes with their image attachment id, service values, credit and the latest payment', async () => {
+      const { personalnummer, token } = await driver();
+      const code = `BAR-${nextDriver}`;
+      const method = (await api.post('/payment-methods', { code, name: 'Bar', collectOnSite: true }, { token })).body.paymentMethod;
+      const payload = tourPayload(personalnummer, { deliveries: 1, paymentMethodCode: code });
+      const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
+      const d = (await details(tourId, token)).deliveries[0];
+      await api.post(`/deliveries/${d.id}/notes`, { text: 'Bitte klingeln' }, { token });
+      const service = (await api.post('/services', { key: `stufen-${nextDriver}`, name: 'Stufen', kind: 'numeric', minValue: 0, maxValue: 10 }, { token })).body.service;
+      expect((await api.put(`/deliveries/${d.id}/services/${service.id}`, { numericValue: 4 }, { token })).status).toBe(200);
+      expect((await api.post(`/deliveries/${d.id}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 1000, reason: 'Bruch' }, { token })).status).toBe(200);
+      const paid = await api.post(`/deliveries/${d.id}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 500, paymentMethodId: method.id }, { token });
+      expect(paid.status).toBe(200);
+
+      const after = (await details(tourId, token)).deliveries[0];
+      expect(after.notes).toMatchObject([{ text: 'Bitte klingeln', imageAttachmentId: null }]);
+      expect(after.serviceValues).toMatchObject([{ serviceId: service.id, numericValue: 4 }]);
+      expect(after.credit).toMatchObject({ amountCents: 1000, reason: 'Bruch' });
+      expect(after.latestPayment).toMatchObject({ paymentMethodId: method.id, amountCents: 500, paymentMethodCode: code });
+      // A logged payment settles the collection duty; the open amount itself only drops by credits.
+      expect(after.openAmountCents).toBe(500);
+      expect(after.paymentMethodId).toBe(method.id);
+    });
+
+    it('answers 404 for a tour of another account and for an unknown tour, 400 for an invalid id', async () => {
+      const a = await driver();
+      const b = await driver();
+      const tourId = (await api.post('/sync/tour', tourPayload(a.personalnummer), { token: a.token })).body.tour.id;
+      const foreign = await api.get(`/tours/${tourId}`, { token: b.token });
+      expect(foreign.status).toBe(404);
+      expect(foreign.body.code).toBe('not_found');
+      expect((await api.get(`/tours/${randomUUID()}`, { token: b.token })).status).toBe(404);
+      expect((await api.get('/tours/not-a-uuid', { token: b.token })).status).toBe(400);
+      expect((await api.get(`/tours/${tourId}`)).status).toBe(401);
+    });
+  });
+
+  describe('PUT /tours/{tour_id}/delivery-order', () => {
+    async function tourOf(deliveryCount: number) {
+      const owner = await driver();
+      const tourId = (await api.post('/sync/tour', tourPayload(owner.personalnummer, { deliveries: deliveryCount, positions: 1 }), { token: owner.token })).body.tour.id;
+      const ids: string[] = (await details(tourId, owner.token)).deliveries.map((d: { id: string }) => d.id);
+      return { ...owner, tourId, ids, path: `/tours/${tourId}/delivery-order` };
+    }
+
+    it('sets the complete new order and records the moved deliveries', async () => {
+      const { token, tourId, ids, path, personalnummer } = await tourOf(3);
+      const seq = await maxSeq();
+      const response = await api.put(path, { deliveryIds: [ids[1], ids[2], ids[0]] }, { token });
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ tourId, deliveryIds: [ids[1], ids[2], ids[0]] });
+      const after = (await details(tourId, token)).deliveries;
+      expect(after.map((d: { id: string; sortOrder: number }) => [d.id, d.sortOrder])).toEqual([[ids[1], 0], [ids[2], 1], [ids[0], 2]]);
+      const changes = await changesSince(seq);
+      expect(changes.map((c) => [c.entity, c.entityId, c.accountId]).sort()).toEqual(ids.map((id) => ['delivery', id, personalnummer]).sort());
+      expect(await changesSince(await maxSeq())).toEqual([]);
+      await api.put(path, { deliveryIds: [ids[1], ids[2], ids[0]] }, { token });
+      expect(await changesSince(seq + changes.length)).toEqual([]);
+    });
+
+    it.each([
+      ['a missing delivery', (ids: string[]) => [ids[0], ids[1]]],
+      ['a duplicate delivery', (ids: string[]) => [ids[0], ids[1], ids[2], ids[0]]],
+      ['a delivery of another tour', (ids: string[]) => [ids[0], ids[1], randomUUID()]],
+      ['an empty list', () => []],
+      ['no uuid', (ids: string[]) => [ids[0], ids[1], 'x']],
+    ])('refuses %s with 400 validation and changes nothing', async (_what, order) => {
+      const { token, tourId, ids, path } = await tourOf(3);
+      const before = await api.db.select({ id: deliveries.id, sortOrder: deliveries.sortOrder }).from(deliveries).where(eq(deliveries.tourId, tourId));
+      const response = await api.put(path, { deliveryIds: order(ids) }, { token });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      expect(await api.db.select({ id: deliveries.id, sortOrder: deliveries.sortOrder }).from(deliveries).where(eq(deliveries.tourId, tourId))).toEqual(before);
+    });
+
+    it('answers 404 for a tour of another account, even with its correct ids', async () => {
+      const { ids, path } = await tourOf(2);
+      const other = await driver();
+      const response = await api.put(path, { deliveryIds: ids }, { token: other.token });
+      expect(response.status).toBe(404);
+      expect((await api.put(`/tours/${randomUUID()}/delivery-order`, { deliveryIds: ids }, { token: other.token })).status).toBe(404);
+    });
+
+    it('refuses the deliveries of another tour of the same driver', async () => {
+      const first = await tourOf(2);
+      const second = (await api.post('/sync/tour', tourPayload(first.personalnummer, { date: '2026-04-15', deliveries: 1 }), { token: first.token })).body.tour.id;
+      const secondIds = (await details(second, first.token)).deliveries.map((d: { id: string }) => d.id);
+      const response = await api.put(first.path, { deliveryIds: [...first.ids, ...secondIds] }, { token: first.token });
+      expect(response.status).toBe(400);
+      const rows = await api.db.select({ tourId: deliveries.tourId }).from(deliveries).where(inArray(deliveries.id, secondIds));
+      expect(rows).toEqual([{ tourId: second }]);
+      expect(await api.db.select().from(tours).where(and(eq(tours.accountId, first.personalnummer)))).toHaveLength(2);
+    });
+  });
+});
