@@ -42,6 +42,8 @@ export interface RejectedEvent {
   deliveryId: string | null;
   code: string;
   message: string;
+  /** The specific cause when the service gives one (for scans: quantity_exceeded, item_removed, ...). */
+  reason?: string;
   rejectedAt: number;
   action: OutboxAction;
 }
@@ -190,6 +192,13 @@ export class TourlineClient {
     ]);
     const index = <T extends { id: string }>(list: T[]) => Object.fromEntries(list.map((x) => [x.id, x]));
     await this.state.putMaster({ cars: index(cars), paymentMethods: index(paymentMethods), services: index(services) });
+  }
+
+  /** Reads one tour into the local copy. */
+  async loadTour(tourId: string) {
+    await this.ensureCursor();
+    await this.refetchTour(tourId);
+    await this.pull();
   }
 
   tourIds(): string[] { return [...this.state.tours.keys()]; }
@@ -478,7 +487,7 @@ export class TourlineClient {
     for (const entry of entries) {
       const result = byId.get(entry.id);
       if (!result) continue;
-      if (result.status === 'rejected') await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service');
+      if (result.status === 'rejected') await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service', (result as { reason?: string }).reason);
       else await this.outbox.acknowledge(entry, this.generation);
     }
     this.emitChange(...entries.map((e) => this.tourOfAction(e.action)));
@@ -538,8 +547,8 @@ export class TourlineClient {
     await this.outbox.acknowledge(entry, this.generation);
   }
 
-  private async rejectEntry(entry: OutboxEntry, code: string, message: string) {
-    await this.outbox.reject(entry, code, message, this.now());
+  private async rejectEntry(entry: OutboxEntry, code: string, message: string, reason?: string) {
+    await this.outbox.reject(entry, code, message, this.now(), reason);
     this.events.emit('rejected', toRejected(entry));
     this.emitChange(this.tourOfAction(entry.action));
     this.emitStatus();
@@ -668,6 +677,7 @@ function toRejected(entry: OutboxEntry): RejectedEvent {
   const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId ?? null : null) : action.deliveryId;
   return {
     id: entry.id, type, deliveryId, code: entry.rejection?.code ?? 'rejected', message: entry.rejection?.message ?? '',
+    ...(entry.rejection?.reason ? { reason: entry.rejection.reason } : {}),
     rejectedAt: entry.rejection?.at ?? 0, action,
   };
 }

@@ -47,7 +47,7 @@ export interface OutboxEntry {
   attempts: number;
   action: OutboxAction;
   lastError?: string;
-  rejection?: { code: string; message: string; at: number };
+  rejection?: { code: string; message: string; reason?: string; at: number };
   /** In-memory only: the catch-up generation the acknowledgement happened in. */
   ackGeneration?: number;
 }
@@ -106,8 +106,8 @@ export class Outbox {
     return this.update(entry, { state: 'acknowledged', ackGeneration: generation, lastError: undefined });
   }
 
-  reject(entry: OutboxEntry, code: string, message: string, now: number) {
-    return this.update(entry, { state: 'rejected', rejection: { code, message, at: now } });
+  reject(entry: OutboxEntry, code: string, message: string, now: number, reason?: string) {
+    return this.update(entry, { state: 'rejected', rejection: { code, message, at: now, ...(reason ? { reason } : {}) } });
   }
 
   /** Drops acknowledged entries the change feed has caught up with (acknowledged before `generation`). */

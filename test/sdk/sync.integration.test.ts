@@ -1,0 +1,249 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { inArray } from 'drizzle-orm';
+import sharp from 'sharp';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/index.js';
+import { FileStore } from '../../client-sdk/node.js';
+import type { Db } from '../../server/db/client.js';
+import { completions, creditEvents, deliveries, paymentProtocol, processedEvents, scanAudit } from '../../server/db/schema.js';
+import type { TourDetails } from '../../shared/schemas/deliveries.js';
+import { databaseKinds, type DatabaseKind } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { FaultInjector, SDK_BASE_URL, on } from './faults.js';
+
+const signature = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
+const png = new Uint8Array(signature);
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
+});
+
+let nextPnr = 70_000 + Math.floor(Math.random() * 10_000) * 10;
+
+/** A driver with a tour: delivery 1 has a line of 3 pieces to scan and a service line; delivery 2 has 50 EUR open. */
+async function driverWithTour(server: TestServer) {
+  const pnr = nextPnr++;
+  await server.seedAccount(pnr);
+  const seeded = await newTour(server.db, {
+    accountId: pnr, deliveries: 2, openAmountCents: 0,
+    positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress', unitPriceCents: 1000 }, { scannable: false, quantity: 1 }],
+  });
+  return { pnr, seeded, tourId: seeded.tour.id };
+}
+
+function sdkOptions(server: () => TestServer, pnr: number, faults: FaultInjector, extra: Partial<TourlineClientOptions> = {}): TourlineClientOptions {
+  return {
+    baseUrl: SDK_BASE_URL,
+    // A fresh token from the development identity provider of whichever server runs now.
+    getToken: async () => { const r = await fetch(`${server().url}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ personalnummer: pnr }) }); return (await r.json()).accessToken; },
+    fetch: faults.fetch,
+    webSocket: null,
+    backoff: { baseMs: 20, capMs: 200 },
+    pollIntervalMs: 100,
+    ...extra,
+  };
+}
+
+async function openClient(options: TourlineClientOptions) {
+  const client = await TourlineClient.open(options);
+  cleanups.push(() => client.close());
+  return client;
+}
+
+/** Calls sync() until nothing waits; failures in between are the injected faults. */
+async function syncUntilSettled(client: TourlineClient, attempts = 40) {
+  for (let i = 0; i < attempts; i++) {
+    try { await client.sync(); } catch { /* retried */ }
+    if (client.outbox.all().every((e) => e.state === 'rejected')) return;
+  }
+  throw new Error(`outbox not settled: ${JSON.stringify(client.status())}`);
+}
+
+/** Arrays in the tour read follow server orderings (creation time); compare them as sets. */
+function normalize(tour: TourDetails | undefined) {
+  const sort = <T>(list: T[], key: (x: T) => string) => [...list].sort((a, b) => key(a).localeCompare(key(b)));
+  const id = (x: { id: string }) => x.id;
+  return tour && {
+    ...tour,
+    customers: sort(tour.customers, id), articles: sort(tour.articles, id), warehouses: sort(tour.warehouses, id),
+    deliveries: sort(tour.deliveries, id).map((d) => ({
+      ...d, positions: sort(d.positions, id), contacts: sort(d.contacts, id), notes: sort(d.notes, id), attachments: sort(d.attachments, id),
+      serviceValues: sort(d.serviceValues, (v) => v.serviceId),
+    })),
+  };
+}
+
+async function expectViewEqualsServer(client: TourlineClient, server: TestServer, pnr: number, tourId: string) {
+  const read = await server.get<TourDetails>(`/tours/${tourId}`, { token: await server.token(pnr) });
+  expect(read.status).toBe(200);
+  expect(normalize(client.view(tourId))).toEqual(normalize(read.body));
+}
+
+const countWhere = async (db: Db, table: typeof processedEvents | typeof scanAudit, ids: string[]) => {
+  const column = table === processedEvents ? processedEvents.eventId : scanAudit.clientScanId;
+  return (await db.select().from(table as typeof processedEvents).where(inArray(column, ids))).length;
+};
+
+/**
+ * A driver's morning: load, scan (one scan too many), hold and resume, a note, a credit,
+ * the payment of what is open, a service value, and the completion of delivery 1.
+ */
+async function playDay(client: TourlineClient, tourId: string, ids: { paymentMethodId: string; serviceId: string }) {
+  const tour = client.view(tourId)!;
+  const [d1, d2] = tour.deliveries;
+  const line = d1.positions.find((p) => p.scannable)!;
+  const scans: string[] = [];
+  for (let i = 0; i < 4; i++) scans.push((await client.scan(line.id)).eventId);
+  const events = [...scans];
+  events.push((await client.holdDelivery(d2.id, 'Kunde nicht da')).eventId);
+  events.push((await client.resumeDelivery(d2.id)).eventId);
+  const note = await client.createNote(d1.id, { text: 'Hintereingang benutzen' });
+  events.push(note.eventId);
+  events.push((await client.setCredit(d2.id, { amountCents: 1000, reason: 'Bruch' })).eventId);
+  events.push((await client.setServiceValue(d2.id, ids.serviceId, { numericValue: 2 })).eventId);
+  events.push((await client.recordPayment(d2.id, { paymentMethodId: ids.paymentMethodId })).eventId);
+  const completion = await client.complete(d1.id, {
+    customerSignature: png, driverSignature: png,
+    acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: [note.noteId] },
+  });
+  return { scans, applied: events.filter((e) => e !== scans[3]), rejectedScan: scans[3], completionId: completion.eventId, d1, d2 };
+}
+
+async function masterData(server: TestServer, pnr: number) {
+  const token = await server.token(pnr);
+  const suffix = `${pnr}-${Math.random().toString(36).slice(2, 8)}`;
+  const method = await server.post('/payment-methods', { code: `BAR-${suffix}`, name: 'Bar', collectOnSite: true }, { token });
+  const service = await server.post('/services', { key: `stairs-${suffix}`, name: 'Stockwerke', kind: 'numeric', minValue: 0, maxValue: 10 }, { token });
+  expect([method.status, service.status]).toEqual([200, 200]);
+  return { paymentMethodId: method.body.paymentMethod.id as string, serviceId: service.body.service.id as string };
+}
+
+describe.each(databaseKinds)('client SDK against the real service on %s', { timeout: 90_000 }, (kind: DatabaseKind) => {
+  async function runningServer(env: Record<string, string> = {}, options = {}) {
+    const server = await startTestServer(kind, env, options);
+    cleanups.push(() => server.close());
+    return server;
+  }
+
+  it('applies every event exactly once when requests are dropped and answers are lost after the commit', async () => {
+    const server = await runningServer();
+    const { pnr, tourId, seeded } = await driverWithTour(server);
+    await server.db.update(deliveries).set({ erpOpenAmountCents: 5000 }).where(inArray(deliveries.id, [seeded.deliveries[1].delivery.id]));
+    const ids = await masterData(server, pnr);
+    const faults = new FaultInjector(server.url);
+    const client = await openClient(sdkOptions(() => server, pnr, faults));
+    await client.loadTours({ date: seeded.tour.tourDate });
+    await client.loadMasterData();
+    const rejected: string[] = [];
+    client.on('rejected', (r) => rejected.push(r.id));
+
+    const day = await playDay(client, tourId, ids);
+    // Optimistic: the driver sees the work at once, with the shared rules (the fourth scan does not fit).
+    const optimistic = client.view(tourId)!;
+    expect(optimistic.deliveries.find((d) => d.id === day.d1.id)).toMatchObject({ state: 'completed' });
+    expect(optimistic.deliveries.find((d) => d.id === day.d2.id)).toMatchObject({ openAmountCents: 4000, credit: { amountCents: 1000 } });
+
+    faults.drop(on('/sync/push'));
+    faults.loseResponse(on('/sync/push'));
+    faults.loseResponse(on('/complete'));
+    faults.drop(on('/sync/changes'));
+    await syncUntilSettled(client);
+
+    expect(faults.log.filter((l) => l.outcome !== 'sent').map((l) => `${l.outcome} ${l.path.split('/').pop()}`))
+      .toEqual(['dropped push', 'lost push', 'lost complete', 'dropped changes']);
+    expect(await countWhere(server.db, scanAudit, day.scans)).toBe(3);
+    expect(await countWhere(server.db, processedEvents, day.applied)).toBe(day.applied.length);
+    expect(await server.db.select().from(completions).where(inArray(completions.clientEventId, [day.completionId]))).toHaveLength(1);
+    expect(await server.db.select().from(creditEvents).where(inArray(creditEvents.deliveryId, [day.d2.id]))).toHaveLength(1);
+    expect(await server.db.select().from(paymentProtocol).where(inArray(paymentProtocol.deliveryId, [day.d2.id]))).toHaveLength(1);
+    expect(rejected).toEqual([day.rejectedScan]);
+    expect(client.rejected()).toMatchObject([{ id: day.rejectedScan, type: 'scan', code: 'validation', message: expect.any(String) }]);
+    await expectViewEqualsServer(client, server, pnr, tourId);
+    const settled = client.view(tourId)!.deliveries.find((d) => d.id === day.d1.id)!;
+    expect(settled.positions.find((p) => p.scannable)!.scannedQuantity).toBe(3);
+    expect(settled.state).toBe('completed');
+  });
+
+  it('keeps working offline and delivers everything once the network is back', async () => {
+    const server = await runningServer();
+    const { pnr, tourId, seeded } = await driverWithTour(server);
+    const faults = new FaultInjector(server.url);
+    const client = await openClient(sdkOptions(() => server, pnr, faults));
+    await client.loadTours({ date: seeded.tour.tourDate });
+    client.start();
+    faults.offline = true;
+    const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
+    const scans = [(await client.scan(line.id)).eventId, (await client.scan(line.id)).eventId];
+    const hold = await client.holdDelivery(seeded.deliveries[1].delivery.id, 'Tor zu');
+    await vi.waitFor(() => expect(client.status()).toMatchObject({ online: false, pendingCount: 3, lastError: { code: 'network' } }), { timeout: 5000 });
+    expect(client.view(tourId)!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity).toBe(2);
+
+    faults.offline = false;
+    await client.settled(15_000);
+    expect(client.status()).toMatchObject({ online: true, pendingCount: 0, rejected: [] });
+    expect(await countWhere(server.db, processedEvents, [...scans, hold.eventId])).toBe(3);
+    await expectViewEqualsServer(client, server, pnr, tourId);
+  });
+
+  it('follows another device of the account live, across a cut socket, and falls back to pulling without one', async () => {
+    const server = await runningServer();
+    const { pnr, tourId, seeded } = await driverWithTour(server);
+    const faults = new FaultInjector(server.url);
+    const watcher = await openClient(sdkOptions(() => server, pnr, faults, { webSocket: faults.webSocket, pollIntervalMs: 60_000 }));
+    const puller = await openClient(sdkOptions(() => server, pnr, new FaultInjector(server.url)));
+    const other = await openClient(sdkOptions(() => server, pnr, new FaultInjector(server.url)));
+    for (const c of [watcher, puller, other]) await c.loadTours({ date: seeded.tour.tourDate });
+    watcher.start();
+    puller.start();
+    await vi.waitFor(() => expect(watcher.status().liveConnected).toBe(true), { timeout: 5000 });
+
+    const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
+    const scannedOn = (c: TourlineClient) => c.serverTour(tourId)!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity;
+    await other.scan(line.id);
+    await other.sync();
+    await vi.waitFor(() => expect(scannedOn(watcher)).toBe(1), { timeout: 5000 });
+
+    faults.cutSockets();
+    await other.scan(line.id);
+    await other.sync();
+    // The poll interval is a minute here: only the reconnected socket's resume can bring the change.
+    await vi.waitFor(() => expect(scannedOn(watcher)).toBe(2), { timeout: 10_000 });
+    await vi.waitFor(() => expect(scannedOn(puller)).toBe(2), { timeout: 5000 });
+    await expectViewEqualsServer(watcher, server, pnr, tourId);
+    await expectViewEqualsServer(puller, server, pnr, tourId);
+  });
+
+  it('loses nothing when the server restarts, and nothing when the app restarts with a file store', async () => {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'tourline-sdk-server-'));
+    const appDir = await mkdtemp(path.join(os.tmpdir(), 'tourline-sdk-app-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }), () => rm(appDir, { recursive: true, force: true }));
+    // PGlite keeps its data in a directory; PostgreSQL keeps it in the database the second server opens again.
+    let server = kind === 'pglite' ? await runningServer({ DATA_DIR: dataDir }, { ephemeral: false }) : await runningServer();
+    const env: Record<string, string> = kind === 'pglite' ? { DATA_DIR: dataDir } : { DATABASE_URL: server.ctx.config.databaseUrl! };
+    const { pnr, tourId, seeded } = await driverWithTour(server);
+    const faults = new FaultInjector(server.url);
+    const first = await TourlineClient.open(sdkOptions(() => server, pnr, faults, { storage: await FileStore.open(appDir) }));
+    await first.loadTours({ date: seeded.tour.tourDate });
+    const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
+    const events = [(await first.scan(line.id)).eventId];
+    faults.loseResponse(on('/sync/push'));
+    await expect(first.sync()).rejects.toThrow(/hang up/);
+
+    await server.close();
+    server = kind === 'pglite' ? await runningServer(env, { ephemeral: false }) : await runningServer(env);
+    faults.target = server.url;
+    events.push((await first.scan(line.id)).eventId);
+    events.push((await first.createNote(line.deliveryId, { text: 'Nach dem Neustart' })).eventId);
+    // The app dies without closing anything; a new process opens the same directory.
+    const second = await openClient(sdkOptions(() => server, pnr, faults, { storage: await FileStore.open(appDir) }));
+    expect(second.outbox.pending().map((e) => e.id)).toEqual(events);
+    await syncUntilSettled(second);
+    expect(await countWhere(server.db, processedEvents, events)).toBe(3);
+    expect(await countWhere(server.db, scanAudit, events)).toBe(2);
+    await expectViewEqualsServer(second, server, pnr, tourId);
+  });
+});
