@@ -90,6 +90,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const app = createHttpApp(ctx, routes);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
+  // Above the keep-alive timeout, so a proxy never sends a request on a connection we are about to drop.
+  server.headersTimeout = 66_000;
+  // While stopping, a connection goes as soon as its request is answered: a keep-alive client must
+  // not hold the stop until its idle timeout.
+  let stopping = false;
+  const unfinished = new Set<http.ServerResponse>();
+  server.on('request', (_req, res: http.ServerResponse) => {
+    if (stopping && !res.headersSent) res.setHeader('Connection', 'close');
+    unfinished.add(res);
+    res.once('close', () => {
+      unfinished.delete(res);
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
+  });
   const sockets = createSyncSocketServer(ctx);
   server.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   const retention = startChangeRetention({ db: database.db, retentionDays: config.changeLogRetentionDays, logger });
@@ -108,6 +122,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const close = () => closing ??= (async () => {
     await sockets.close();
     await new Promise<void>((resolve) => {
+      stopping = true;
+      for (const res of unfinished) if (!res.headersSent) res.setHeader('Connection', 'close');
       server.close(() => resolve());
       server.closeIdleConnections();
     });

@@ -6,6 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { databaseKinds } from '../helpers/databases.js';
+import { startTestServer } from '../helpers/server.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 // `npx tsx` resolves to this binary; calling it directly saves npx's start-up time.
@@ -46,14 +48,14 @@ async function waitForHealth(base: string, service: Service) {
 }
 
 /** A request whose body arrives in two parts, so the server is busy with it while we act. */
-function slowRequest(port: number, body: string) {
-  const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/dev/token', agent: false,
+function slowRequest(port: number, body: string, agent: http.Agent | false = false) {
+  const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/dev/token', agent,
     headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
-  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+  const answer = new Promise<{ status: number; body: string; connection?: string }>((resolve, reject) => {
     request.on('response', (response) => {
       let text = '';
       response.on('data', (chunk) => { text += chunk; });
-      response.on('end', () => resolve({ status: response.statusCode!, body: text }));
+      response.on('end', () => resolve({ status: response.statusCode!, body: text, connection: response.headers.connection }));
     });
     request.on('error', reject);
   });
@@ -105,4 +107,28 @@ describe('starting and stopping the service', () => {
     expect(code).not.toBe(0);
     expect(service.output()).toMatch(/PORT/);
   }, 60_000);
+});
+
+describe.each(databaseKinds)('stopping the server with keep-alive clients on %s', (kind) => {
+  it('answers the running request with Connection: close and stops without waiting for the idle timeout', async () => {
+    const api = await startTestServer(kind);
+    const agent = new http.Agent({ keepAlive: true });
+    try {
+      const port = Number(new URL(api.url).port);
+      // An idle keep-alive connection, and a second one busy with a request.
+      await new Promise<void>((resolve) => http.get({ host: '127.0.0.1', port, path: '/health', agent }, (r) => { r.resume(); r.on('end', resolve); }));
+      const running = slowRequest(port, JSON.stringify({ personalnummer: 424243 }), agent);
+      await sleep(200);
+      const started = Date.now();
+      const closed = api.close().then(() => Date.now() - started);
+      await sleep(200);
+      running.finish();
+      const answer = await running.answer;
+      expect(answer).toMatchObject({ status: 404, connection: 'close' });
+      expect(await closed).toBeLessThan(5_000);
+    } finally {
+      agent.destroy();
+      await api.close();
+    }
+  });
 });
