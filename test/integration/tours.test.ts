@@ -92,7 +92,7 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
         if (p.warehouse) p.warehouse = { code: 'T-HL', name: 'Testlager umbenannt' };
         if (p.article.defaultWarehouse) p.article.defaultWarehouse = { code: 'T-HL', name: 'Testlager umbenannt' };
       }
-      d.contacts = [...d.contacts, { role: 'billing', name1: 'Buchhaltung', address: null, channels: [{ kind: 'email', position: 1, value: 'rechnung@example.de' }] }];
+      d.contacts = [...(d.contacts ?? []), { role: 'billing', name1: 'Buchhaltung', address: null, channels: [{ kind: 'email', position: 1, value: 'rechnung@example.de' }] }];
       const again = await api.post('/sync/tour', changed, { token });
       expect(again.body.deliveries).toMatchObject({ updated: 1, unchanged: 0 });
 
