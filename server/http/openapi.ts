@@ -21,8 +21,9 @@ const refsOf = (value: unknown): string[] =>
 function schemaConverter(components: Record<string, Json>) {
   const rawByName = new Map<string, string>();
 
-  return (schema: z.ZodType, io: Io): Json => {
-    const json = z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json;
+  // Also takes JSON Schema that a route generated itself (a multipart part), so its `$defs` land here too.
+  return (schema: z.ZodType | Json, io: Io): Json => {
+    const json = schema instanceof z.ZodType ? z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json : schema;
     const { $defs = {}, $schema: _schema, id, ...root } = json as Json & { $defs?: Record<string, Json>; id?: unknown };
     const defs: Record<string, Json> = { ...$defs };
     let top: Json = root;
@@ -52,6 +53,14 @@ function schemaConverter(components: Record<string, Json>) {
     }
     return relink(top);
   };
+}
+
+/** A hand-written multipart schema whose parts may embed generated JSON Schema with local `$defs`. */
+function rawBodySchema(schema: Json, convert: ReturnType<typeof schemaConverter>): Json {
+  const properties = schema.properties as Record<string, Json> | undefined;
+  if (!properties) return schema;
+  const parts = Object.entries(properties).map(([name, part]) => [name, part.$defs || refsOf(part).length ? convert(part, 'input') : part]);
+  return { ...schema, properties: Object.fromEntries(parts) };
 }
 
 /** Properties of an object schema, following a component reference or an `allOf`. */
@@ -129,7 +138,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
       };
     }
     const requestBody = route.rawBody
-      ? { required: true, content: { [route.rawBody.contentType]: { schema: route.rawBody.schema } } }
+      ? { required: true, content: { [route.rawBody.contentType]: { schema: rawBodySchema(route.rawBody.schema, convert) } } }
       : route.body ? { required: true, content: { 'application/json': { schema: convert(route.body, 'input') } } } : undefined;
     paths[route.path] ??= {};
     paths[route.path][route.method] = {

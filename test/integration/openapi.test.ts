@@ -140,6 +140,18 @@ describe('buildOpenApi', () => {
     expect(doc.paths['/things'].post.responses['200'].content?.['application/json'].schema).toEqual({ $ref: '#/components/schemas/Envelope' });
   });
 
+  it('moves the definitions of a generated multipart part into the components', () => {
+    const Part = z.object({ confirmed: z.boolean() }).meta({ id: 'Part' });
+    const schema = { type: 'object', properties: { file: { type: 'string', format: 'binary' }, json: { ...z.toJSONSchema(Part, { io: 'input' }), description: 'JSON part' } } };
+    const doc = build([route({
+      method: 'post', path: '/upload', auth: 'bearer', tags: ['T'], summary: 's', rawBody: { contentType: 'multipart/form-data', schema }, response: z.object({}), handler: async () => ({}),
+    })]);
+    const upload = doc.paths['/upload'].post.requestBody?.content['multipart/form-data'].schema as { properties: Record<string, unknown> };
+    expect(upload.properties.json).toEqual({ $ref: '#/components/schemas/Part', description: 'JSON part' });
+    expect(doc.components.schemas.Part).toMatchObject({ properties: { confirmed: { type: 'boolean' } } });
+    expect(JSON.stringify(doc)).not.toContain('$defs');
+  });
+
   it('uses one component for a schema that reads the same both ways', () => {
     const Same = z.object({ id: z.string() }).strict().meta({ id: 'Same' });
     const doc = build([route({ method: 'put', path: '/same', auth: 'bearer', tags: ['T'], summary: 's', body: Same, response: Same, handler: async () => ({}) })]);
