@@ -2,6 +2,7 @@ import type { AnyRoute } from '../route.js';
 import { adminCompletionRoutes } from './adminCompletion.js';
 import { attachmentRoutes } from './attachments.js';
 import { completionRoutes } from './completion.js';
+import { adminRoutes } from './admin.js';
 import { deliveryRoutes } from './deliveries.js';
 import { masterDataRoutes } from './masterData.js';
 import { noteImageRoutes } from './noteImages.js';
@@ -20,6 +21,7 @@ export const apiRoutes: AnyRoute[] = [
   ...noteImageRoutes,
   ...attachmentRoutes,
   ...adminCompletionRoutes,
+  ...adminRoutes,
   ...deliveryRoutes,
   ...syncRoutes,
 ];

@@ -1,0 +1,88 @@
+import { and, asc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
+import type { CompletedDeliveryItem, MarkMailSentResponse } from '../../shared/schemas/admin.js';
+import type { Db } from '../db/client.js';
+import { customers, deliveries, tours } from '../db/schema.js';
+import { berlinDay, deliveryModifiedSql, iso, isoOrNull } from './adminShapes.js';
+
+/** Inclusive bounds on the Berlin calendar day of the completion; null is open. */
+export interface DayRange { from: string | null; to: string | null }
+
+const completedDay = berlinDay(deliveries.completedAt);
+
+function completedWithin(range: DayRange): SQL[] {
+  return [
+    eq(deliveries.state, 'completed'),
+    isNotNull(deliveries.completedAt),
+    ...(range.from ? [sql`${completedDay} >= ${range.from}::date`] : []),
+    ...(range.to ? [sql`${completedDay} <= ${range.to}::date`] : []),
+  ];
+}
+
+export async function completedDeliveries(db: Db, range: DayRange): Promise<CompletedDeliveryItem[]> {
+  const rows = await db.select({
+    belegnummer: deliveries.belegnummer,
+    positionsModified: deliveryModifiedSql,
+    deliveryId: deliveries.id,
+    belegartId: deliveries.belegartId,
+    completedAt: deliveries.completedAt,
+    completedDay: sql<string>`to_char(${completedDay}, 'YYYY-MM-DD')`,
+    tourDate: tours.tourDate,
+    driverPersonalnummer: tours.accountId,
+    customerName: customers.name,
+    mailSentAt: deliveries.mailSentAt,
+  }).from(deliveries)
+    .innerJoin(tours, eq(tours.id, deliveries.tourId))
+    .innerJoin(customers, eq(customers.id, deliveries.customerId))
+    .where(and(...completedWithin(range)))
+    .orderBy(asc(deliveries.completedAt), asc(deliveries.belegnummer), asc(deliveries.belegartId));
+  return rows.map((r) => ({
+    belegnummer: r.belegnummer,
+    positions_modified: r.positionsModified,
+    delivery_id: r.deliveryId,
+    belegart_id: r.belegartId,
+    completed_at: iso(r.completedAt!),
+    completed_day: r.completedDay,
+    tour_date: r.tourDate,
+    driver_personalnummer: r.driverPersonalnummer,
+    customer_name: r.customerName,
+    mail_sent_at: isoOrNull(r.mailSentAt),
+  }));
+}
+
+/** Numbers of completed deliveries whose mail is still open, each once, by earliest completion. */
+export async function deliveredBelegnummern(db: Db, day: string | null): Promise<string[]> {
+  const rows = await db.select({ belegnummer: deliveries.belegnummer }).from(deliveries)
+    .where(and(...completedWithin({ from: day, to: day }), isNull(deliveries.mailSentAt)))
+    .groupBy(deliveries.belegnummer)
+    .orderBy(sql`min(${deliveries.completedAt})`, asc(deliveries.belegnummer));
+  return rows.map((r) => r.belegnummer);
+}
+
+/**
+ * Sets the mail-sent time of completed deliveries where it is still open. The conditional
+ * update makes concurrent calls mark each delivery once; the later call sees it as sent.
+ * Bookkeeping of the mail client, not a driver event: nothing is synced.
+ */
+export async function markMailSent(db: Db, numbers: string[]): Promise<MarkMailSentResponse> {
+  const requested = [...new Set(numbers)];
+  return db.transaction(async (tx) => {
+    const marked = await tx.update(deliveries).set({ mailSentAt: sql`now()` })
+      .where(and(inArray(deliveries.belegnummer, requested), eq(deliveries.state, 'completed'), isNull(deliveries.mailSentAt)))
+      .returning({ belegnummer: deliveries.belegnummer });
+    const known = await tx.select({
+      belegnummer: deliveries.belegnummer,
+      completed: sql<boolean>`bool_or(${deliveries.state} = 'completed')`.mapWith(Boolean),
+    }).from(deliveries).where(inArray(deliveries.belegnummer, requested)).groupBy(deliveries.belegnummer);
+
+    const markedSet = new Set(marked.map((r) => r.belegnummer));
+    const completedOf = new Map(known.map((r) => [r.belegnummer, r.completed]));
+    const answer: MarkMailSentResponse = { marked: [], already_sent: [], not_completed: [], unknown: [] };
+    for (const number of requested) {
+      if (markedSet.has(number)) answer.marked.push(number);
+      else if (!completedOf.has(number)) answer.unknown.push(number);
+      else if (completedOf.get(number)) answer.already_sent.push(number);
+      else answer.not_completed.push(number);
+    }
+    return answer;
+  });
+}

@@ -1,0 +1,351 @@
+import { randomUUID } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { deliveries } from '../../server/db/schema.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { addContact, completeAt, newTour, sampleAddress } from '../helpers/factories.js';
+import { useTestServer } from '../helpers/server.js';
+import { berlin, driverOf, expectSnakeCase } from './admin.helpers.js';
+
+const admin = { admin: true } as const;
+
+describe.each(databaseKinds)('back office on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  /** Gives the deliveries the same document number under different document kinds. */
+  async function shareNumber(deliveryIds: string[]) {
+    const belegnummer = `SHARED-${randomUUID().slice(0, 8)}`;
+    for (const [index, id] of deliveryIds.entries()) {
+      await api.db.update(deliveries).set({ belegnummer, belegartId: index + 1 }).where(eq(deliveries.id, id));
+    }
+    return belegnummer;
+  }
+
+  describe('authentication', () => {
+    const endpoints: [string, string, unknown?][] = [
+      ['GET', '/admin/belege/LS-1'],
+      ['GET', '/admin/belege/LS-1/positions-modified'],
+      ['GET', '/admin/completed-deliveries'],
+      ['GET', '/admin/delivered-belegnummern'],
+      ['POST', '/admin/mark-mail-sent', { belegnummern: ['LS-1'] }],
+      ['GET', '/admin/reviews'],
+      ['POST', `/admin/reviews/${randomUUID()}/resolve`, { processor: 'Frau Weber' }],
+    ];
+
+    it.each(endpoints)('answers 401 problem+json for %s %s without or with a wrong admin key', async (method, path, body) => {
+      const token = await api.token(7001);
+      for (const options of [{}, { admin: 'wrong-key-0123456789abcdef' }, { token }]) {
+        const response = await api.request(method, path, { ...options, body });
+        expect(response.status).toBe(401);
+        expect(response.headers.get('content-type')).toContain('application/problem+json');
+        expect(response.body).toMatchObject({ code: 'unauthorized', title: 'Authentifizierung fehlgeschlagen' });
+      }
+    });
+
+    it('documents every admin endpoint with the admin key in the OpenAPI document', async () => {
+      const doc = (await api.get('/openapi.json')).body;
+      for (const [method, path] of endpoints) {
+        const documented = path.replace('LS-1', '{belegnummer}').replace(/reviews\/[^/]+/, 'reviews/{delivery_id}');
+        expect(doc.paths[documented]?.[method.toLowerCase()]?.security, `${method} ${documented}`).toEqual([{ admin_api_key: [] }]);
+      }
+      expect(doc.components.schemas).toHaveProperty('PendingReviewResponse');
+      expect(doc.components.schemas).toHaveProperty('CompletedDeliveriesResponse');
+    });
+  });
+
+  describe('GET /admin/belege/{belegnummer}', () => {
+    it('answers the full package of a completed delivery in snake_case', async () => {
+      const token = await api.token(7101);
+      const driver = driverOf(api, token);
+      const { tour, customer, deliveries: [{ delivery, items }] } = await newTour(api.db, { accountId: 7101, openAmountCents: 5000, tourDate: '2026-06-01' });
+      await addContact(api.db, delivery.id, { role: 'contact_person', name1: 'Erika Mustermann', channels: [{ kind: 'phone', value: '030 1234' }, { kind: 'email', value: 'erika@example.org' }] });
+      await addContact(api.db, delivery.id, { role: 'delivery', name1: 'Bäckerei Sonnenschein', address: sampleAddress('Lieferweg') }, 2);
+      const car = await driver.car();
+      const method = (await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 4)}`, name: 'Bar', collectOnSite: true }, { token })).body.paymentMethod;
+      const service = (await api.post('/services', { key: `altgeraet-${randomUUID().slice(0, 4)}`, name: 'Altgerät', kind: 'boolean' }, { token })).body.service;
+      const payment = await api.post(`/deliveries/${delivery.id}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 5000, paymentMethodId: method.id }, { token });
+      expect(payment.status).toBe(200);
+      expect((await api.put(`/deliveries/${delivery.id}/services/${service.id}`, { boolValue: true }, { token })).status).toBe(200);
+      const note = await driver.note(delivery.id, { text: 'Hintereingang benutzen' });
+      await driver.scan(items[0].id, 'remove', { quantity: 1, authorCarId: car.id, reason: 'Flasche kaputt' });
+      await driver.credit(delivery.id, { action: 'set', amountCents: 1000, reason: 'Verspätung', authorCarId: car.id });
+      const completion = await completeAt(api.db, delivery.id, new Date('2026-06-01T12:00:00Z'));
+
+      const response = await api.get(`/admin/belege/${delivery.belegnummer}`, admin);
+      expect(response.status).toBe(200);
+      expectSnakeCase(response.body);
+      expect(response.body.belegnummer).toBe(delivery.belegnummer);
+      expect(response.body.deliveries).toHaveLength(1);
+      const details = response.body.deliveries[0];
+      expect(details).toMatchObject({
+        id: delivery.id,
+        belegnummer: delivery.belegnummer,
+        belegart_id: 1,
+        state: 'completed',
+        completed_at: '2026-06-01T12:00:00.000Z',
+        mail_sent_at: null,
+        tour: { id: tour.id, tour_date: '2026-06-01', driver_personalnummer: 7101, driver_name: 'Fahrer 7101' },
+        delivery_address: { street: 'Hauptstraße', house_number: '12a', postal_code: '10115', addition: null },
+        credit: { amount_cents: 1000, reason: 'Verspätung' },
+        positions_modified: true,
+        review: { pending: true, last_resolution: null },
+        customer: { id: customer.id, erp_customer_id: customer.erpCustomerId, name: customer.name, address: { street: 'Marktplatz' } },
+        contact_person: { role: 'contact_person', name1: 'Erika Mustermann', address: null },
+        latest_payment: { id: payment.body.payment.id, amount_cents: 5000, payment_method_id: method.id },
+        completion: {
+          completed_at: '2026-06-01T12:00:00.000Z',
+          customer_signature_id: completion.customerSignatureId,
+          driver_signature_id: completion.driverSignatureId,
+          report_attachment_id: null,
+          erp_push: { status: 'pending', attempts: 0, pushed_at: null, error: null },
+        },
+      });
+      expect(details.contact_person.channels.map((c: { kind: string; value: string }) => [c.kind, c.value])).toEqual([['phone', '030 1234'], ['email', 'erika@example.org']]);
+      expect(details.contacts.map((c: { role: string }) => c.role)).toEqual(['contact_person', 'delivery']);
+      expect(details.contacts[1].address).toMatchObject({ street: 'Lieferweg', house_number: '12a' });
+      expect(details.positions).toEqual([
+        expect.objectContaining({ id: items[0].id, line_number: 10, required_quantity: 2, scanned_quantity: 1, credited_quantity: 1, scannable: true, modified: true }),
+        expect.objectContaining({ id: items[1].id, line_number: 20, required_quantity: 1, credited_quantity: 0, scannable: false, modified: false }),
+      ]);
+      expect(details.articles.map((a: { id: string }) => a.id).sort()).toEqual([items[0].articleId, items[1].articleId].sort());
+      expect(details.warehouses).toEqual([]);
+      expect(details.notes).toEqual([expect.objectContaining({ id: note.id, text: 'Hintereingang benutzen', is_amount_credit_note: false })]);
+      expect(details.service_values).toEqual([expect.objectContaining({ service_id: service.id, service_key: service.key, bool_value: true })]);
+      expect(details.attachments.map((a: { id: string }) => a.id).sort()).toEqual([completion.customerSignatureId, completion.driverSignatureId].sort());
+    });
+
+    it('answers every delivery sharing the number, newest tour first', async () => {
+      const older = await newTour(api.db, { accountId: 7102, tourDate: '2026-07-01' });
+      const newer = await newTour(api.db, { accountId: 7103, tourDate: '2026-07-03' });
+      const belegnummer = await shareNumber([older.deliveries[0].delivery.id, newer.deliveries[0].delivery.id]);
+      const response = await api.get(`/admin/belege/${belegnummer}`, admin);
+      expect(response.status).toBe(200);
+      expect(response.body.deliveries.map((d: { id: string; belegart_id: number; tour: { tour_date: string } }) => [d.id, d.belegart_id, d.tour.tour_date])).toEqual([
+        [newer.deliveries[0].delivery.id, 2, '2026-07-03'],
+        [older.deliveries[0].delivery.id, 1, '2026-07-01'],
+      ]);
+      expect(response.body.deliveries.every((d: { state: string; completion: unknown }) => d.state === 'active' && d.completion === null)).toBe(true);
+    });
+
+    it('reads a number in a fixed number of queries, whatever the number of deliveries and positions', async () => {
+      const small = await newTour(api.db, { accountId: 7104, positions: [{ quantity: 1 }] });
+      const large = await newTour(api.db, { accountId: 7105, deliveries: 3, positions: Array.from({ length: 6 }, () => ({ quantity: 2 })) });
+      for (const { delivery } of large.deliveries) await addContact(api.db, delivery.id, { role: 'header', channels: [{ kind: 'phone', value: '1' }] });
+      const shared = await shareNumber(large.deliveries.map((d) => d.delivery.id));
+      const count = async (belegnummer: string) => {
+        const before = api.ctx.database.queries.count;
+        expect((await api.get(`/admin/belege/${belegnummer}`, admin)).status).toBe(200);
+        return api.ctx.database.queries.count - before;
+      };
+      expect(await count(shared)).toBe(await count(small.deliveries[0].delivery.belegnummer));
+    });
+
+    it('answers 404 for an unknown number', async () => {
+      const response = await api.get('/admin/belege/LS-UNKNOWN-0', admin);
+      expect(response.status).toBe(404);
+      expect(response.body.code).toBe('not_found');
+    });
+  });
+
+  describe('GET /admin/belege/{belegnummer}/positions-modified', () => {
+    const modified = async (belegnummer: string) => {
+      const response = await api.get(`/admin/belege/${belegnummer}/positions-modified`, admin);
+      expect(response.status).toBe(200);
+      expect(response.body.belegnummer).toBe(belegnummer);
+      return response.body.positions_modified as boolean;
+    };
+
+    it('is false for an untouched delivery and true after a line is removed, until it is restored', async () => {
+      const token = await api.token(7201);
+      const { deliveries: [{ delivery, items }] } = await newTour(api.db, { accountId: 7201 });
+      expect(await modified(delivery.belegnummer)).toBe(false);
+      await driverOf(api, token).scan(items[0].id, 'remove');
+      expect(await modified(delivery.belegnummer)).toBe(true);
+      await driverOf(api, token).scan(items[0].id, 'unremove');
+      expect(await modified(delivery.belegnummer)).toBe(false);
+    });
+
+    it('is true for credited pieces and for an active money credit, also once completed', async () => {
+      const token = await api.token(7202);
+      const driver = driverOf(api, token);
+      const { deliveries: [pieces, money] } = await newTour(api.db, { accountId: 7202, deliveries: 2 });
+      await driver.scan(pieces.items[0].id, 'remove', { quantity: 1 });
+      await driver.credit(money.delivery.id, { action: 'set', amountCents: 2000, reason: 'Kratzer' });
+      expect(await modified(pieces.delivery.belegnummer)).toBe(true);
+      expect(await modified(money.delivery.belegnummer)).toBe(true);
+      await completeAt(api.db, pieces.delivery.id, new Date());
+      expect(await modified(pieces.delivery.belegnummer)).toBe(true);
+      await driver.credit(money.delivery.id, { action: 'remove' });
+      expect(await modified(money.delivery.belegnummer)).toBe(false);
+    });
+
+    it('is true as soon as one of the deliveries sharing the number is changed', async () => {
+      const token = await api.token(7203);
+      const { deliveries: [first, second] } = await newTour(api.db, { accountId: 7203, deliveries: 2 });
+      const belegnummer = await shareNumber([first.delivery.id, second.delivery.id]);
+      expect(await modified(belegnummer)).toBe(false);
+      await driverOf(api, token).scan(second.items[0].id, 'remove');
+      expect(await modified(belegnummer)).toBe(true);
+    });
+
+    it('answers 404 for an unknown number', async () => {
+      const response = await api.get('/admin/belege/LS-UNKNOWN-1/positions-modified', admin);
+      expect(response.status).toBe(404);
+      expect(response.body.code).toBe('not_found');
+    });
+  });
+
+  describe('GET /admin/completed-deliveries', () => {
+    type Listed = { delivery_id: string; belegnummer: string; completed_at: string; completed_day: string; positions_modified: boolean };
+    const list = async (query: string) => {
+      const response = await api.get(`/admin/completed-deliveries${query}`, admin);
+      expect(response.status).toBe(200);
+      expectSnakeCase(response.body);
+      expect(response.body.count).toBe(response.body.deliveries.length);
+      return response.body as { count: number; deliveries: Listed[]; from: string | null; to: string | null };
+    };
+    const ids = (body: { deliveries: Listed[] }, among: string[]) => body.deliveries.map((d) => d.delivery_id).filter((id) => among.includes(id));
+
+    // 23:30 and 00:30 Berlin time around both clock changes of 2026 (29 March, 25 October).
+    const spring = [berlin('2026-03-28T23:30:00', '+01:00'), berlin('2026-03-29T00:30:00', '+01:00'), berlin('2026-03-29T23:30:00', '+02:00'), berlin('2026-03-30T00:30:00', '+02:00')];
+    const autumn = [berlin('2026-10-24T23:30:00', '+02:00'), berlin('2026-10-25T00:30:00', '+02:00'), berlin('2026-10-25T23:30:00', '+01:00'), berlin('2026-10-26T00:30:00', '+01:00')];
+    const completed = async (accountId: number, instants: Date[]) => {
+      const { deliveries: created } = await newTour(api.db, { accountId, deliveries: instants.length });
+      // Completed in reverse so that the answer's order comes from the completion time.
+      for (let i = instants.length - 1; i >= 0; i--) await completeAt(api.db, created[i].delivery.id, instants[i]);
+      return created.map((d) => d.delivery.id);
+    };
+
+    it('puts completions at 23:30 and 00:30 around the spring clock change on their Berlin days', async () => {
+      const [d28, d29early, d29late, d30] = await completed(7301, spring);
+      const all = [d28, d29early, d29late, d30];
+      expect(ids(await list('?day=28-03-2026'), all)).toEqual([d28]);
+      const day29 = await list('?day=29-03-2026');
+      expect(day29).toMatchObject({ from: '2026-03-29', to: '2026-03-29' });
+      expect(ids(day29, all)).toEqual([d29early, d29late]);
+      expect(day29.deliveries.every((d) => d.completed_day === '2026-03-29')).toBe(true);
+      expect(ids(await list('?day=30-03-2026'), all)).toEqual([d30]);
+      expect(ids(await list('?from=29-03-2026&to=30-03-2026'), all)).toEqual([d29early, d29late, d30]);
+    });
+
+    it('puts completions at 23:30 and 00:30 around the autumn clock change on their Berlin days', async () => {
+      const [d24, d25early, d25late, d26] = await completed(7302, autumn);
+      const all = [d24, d25early, d25late, d26];
+      expect(ids(await list('?day=24-10-2026'), all)).toEqual([d24]);
+      expect(ids(await list('?day=25-10-2026'), all)).toEqual([d25early, d25late]);
+      expect(ids(await list('?day=26-10-2026'), all)).toEqual([d26]);
+    });
+
+    it('treats from and to as inclusive bounds that may each be omitted', async () => {
+      const [a, b, c] = await completed(7303, [berlin('2027-02-01T08:00:00', '+01:00'), berlin('2027-02-02T08:00:00', '+01:00'), berlin('2027-02-03T08:00:00', '+01:00')]);
+      const from = await list('?from=02-02-2027');
+      expect(from).toMatchObject({ from: '2027-02-02', to: null });
+      expect(ids(from, [a, b, c])).toEqual([b, c]);
+      expect(from.deliveries.every((d) => d.completed_day >= '2027-02-02')).toBe(true);
+      const to = await list('?to=02-02-2027');
+      expect(to).toMatchObject({ from: null, to: '2027-02-02' });
+      expect(ids(to, [a, b, c])).toEqual([a, b]);
+      expect(to.deliveries.every((d) => d.completed_day <= '2027-02-02')).toBe(true);
+      const empty = await list('?from=03-02-2027&to=01-02-2027');
+      expect(empty).toMatchObject({ count: 0, deliveries: [], from: '2027-02-03', to: '2027-02-01' });
+    });
+
+    it('lists every completed delivery without parameters, oldest completion first, with the modified flag', async () => {
+      const token = await api.token(7304);
+      const { deliveries: [changed, untouched, open] } = await newTour(api.db, { accountId: 7304, deliveries: 3 });
+      await driverOf(api, token).scan(changed.items[0].id, 'remove');
+      await completeAt(api.db, changed.delivery.id, new Date('2025-01-02T10:00:00Z'));
+      await completeAt(api.db, untouched.delivery.id, new Date('2025-01-01T10:00:00Z'));
+      const all = await list('');
+      expect(all).toMatchObject({ from: null, to: null });
+      const times = all.deliveries.map((d) => d.completed_at);
+      expect(times).toEqual([...times].sort());
+      expect(ids(all, [changed.delivery.id, untouched.delivery.id, open.delivery.id])).toEqual([untouched.delivery.id, changed.delivery.id]);
+      const flags = Object.fromEntries(all.deliveries.map((d) => [d.delivery_id, d.positions_modified]));
+      expect(flags[changed.delivery.id]).toBe(true);
+      expect(flags[untouched.delivery.id]).toBe(false);
+    });
+
+    it.each([
+      'day=31-02-2026', 'day=29-02-2025', 'day=00-01-2026', 'day=2026-03-29', 'day=1-3-2026', 'from=29.03.2026', 'to=abc',
+      'from=32-01-2026', 'day=28-03-2026&from=01-03-2026', 'day=28-03-2026&to=31-03-2026', 'day=28-03-2026&day=29-03-2026',
+    ])('answers 400 for %s', async (query) => {
+      const response = await api.get(`/admin/completed-deliveries?${query}`, admin);
+      expect(response.status).toBe(400);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      expect(response.body.code).toBe('validation');
+    });
+  });
+
+  describe('delivered numbers and mail bookkeeping', () => {
+    const delivered = async (query = '') => {
+      const response = await api.get(`/admin/delivered-belegnummern${query}`, admin);
+      expect(response.status).toBe(200);
+      expect(response.body.count).toBe(response.body.belegnummern.length);
+      return response.body as { belegnummern: string[]; count: number; day: string | null };
+    };
+    const mark = async (belegnummern: string[]) => {
+      const response = await api.post('/admin/mark-mail-sent', { belegnummern }, admin);
+      expect(response.status).toBe(200);
+      return response.body;
+    };
+
+    it('lists completed deliveries with open mail by Berlin day, and marks each only once', async () => {
+      const { deliveries: [a, b, c] } = await newTour(api.db, { accountId: 7401, deliveries: 3 });
+      await completeAt(api.db, a.delivery.id, berlin('2030-05-14T10:00:00', '+02:00'));
+      await completeAt(api.db, b.delivery.id, berlin('2030-05-15T00:30:00', '+02:00'));
+      const [A, B, C] = [a, b, c].map((d) => d.delivery.belegnummer);
+
+      expect(await delivered('?day=14-05-2030')).toEqual({ belegnummern: [A], count: 1, day: '2030-05-14' });
+      expect((await delivered('?day=15-05-2030')).belegnummern).toEqual([B]);
+      const open = await delivered();
+      expect(open.day).toBeNull();
+      expect(open.belegnummern).toEqual(expect.arrayContaining([A, B]));
+      expect(open.belegnummern).not.toContain(C);
+
+      const unknown = `LS-UNKNOWN-${randomUUID().slice(0, 6)}`;
+      expect(await mark([A, C, unknown, A])).toEqual({ marked: [A], already_sent: [], not_completed: [C], unknown: [unknown] });
+      expect(await mark([A, B])).toEqual({ marked: [B], already_sent: [A], not_completed: [], unknown: [] });
+      expect(await mark([A, B])).toEqual({ marked: [], already_sent: [A, B], not_completed: [], unknown: [] });
+
+      expect(await delivered('?day=14-05-2030')).toEqual({ belegnummern: [], count: 0, day: '2030-05-14' });
+      const rest = await delivered();
+      expect(rest.belegnummern).not.toContain(A);
+      expect(rest.belegnummern).not.toContain(B);
+      const details = (await api.get(`/admin/belege/${A}`, admin)).body.deliveries[0];
+      expect(Date.parse(details.mail_sent_at)).toBeGreaterThan(Date.now() - 60_000);
+    });
+
+    it('lists a number shared by two completed deliveries once and marks both', async () => {
+      const { deliveries: [first, second] } = await newTour(api.db, { accountId: 7402, deliveries: 2 });
+      const belegnummer = await shareNumber([first.delivery.id, second.delivery.id]);
+      await completeAt(api.db, first.delivery.id, berlin('2030-06-01T09:00:00', '+02:00'));
+      await completeAt(api.db, second.delivery.id, berlin('2030-06-01T11:00:00', '+02:00'));
+      expect((await delivered('?day=01-06-2030')).belegnummern).toEqual([belegnummer]);
+      expect(await mark([belegnummer])).toMatchObject({ marked: [belegnummer] });
+      const rows = await api.db.select({ mailSentAt: deliveries.mailSentAt }).from(deliveries).where(eq(deliveries.belegnummer, belegnummer));
+      expect(rows.every((r) => r.mailSentAt !== null)).toBe(true);
+    });
+
+    it.each(['14.05.2030', '31-04-2030', '2030-05-14', 'heute'])('answers 400 for the day %s', async (day) => {
+      const response = await api.get(`/admin/delivered-belegnummern?day=${day}`, admin);
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
+    });
+
+    it.each([
+      ['no list', {}],
+      ['an empty list', { belegnummern: [] }],
+      ['an empty number', { belegnummern: [''] }],
+      ['a blank number', { belegnummern: ['   '] }],
+      ['a number that is not a string', { belegnummern: [4711] }],
+      ['a string instead of a list', { belegnummern: 'LS-1' }],
+      ['more than 1000 numbers', { belegnummern: Array.from({ length: 1001 }, (_, i) => `LS-${i}`) }],
+      ['a number longer than 100 characters', { belegnummern: ['x'.repeat(101)] }],
+    ])('refuses mark-mail-sent with %s with 400', async (_why, body) => {
+      const response = await api.post('/admin/mark-mail-sent', body, admin);
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
+    });
+  });
+});
