@@ -16,7 +16,7 @@ const isPdf = (document: StoredDocument) =>
   document.contentType === 'application/pdf' || document.bytes.subarray(0, 5).toString('latin1') === '%PDF-';
 
 /** Rasterizes one PDF page (1-based) with mupdf, no larger than needed for the requested box. */
-async function rasterizePdfPage(bytes: Buffer, request: PreviewRequest): Promise<Buffer> {
+async function rasterizePdfPage(bytes: Buffer, request: PreviewRequest): Promise<{ png: Buffer; width: number; height: number }> {
   // Loaded on first use: the WASM module takes a moment to instantiate.
   const mupdf = await import('mupdf');
   const document = mupdf.Document.openDocument(bytes, 'application/pdf');
@@ -33,7 +33,7 @@ async function rasterizePdfPage(bytes: Buffer, request: PreviewRequest): Promise
       );
       const pixmap = page.toPixmap(mupdf.Matrix.scale(scale, scale), mupdf.ColorSpace.DeviceRGB, false);
       try {
-        return Buffer.from(pixmap.asPNG());
+        return { png: Buffer.from(pixmap.asPNG()), width: pixmap.getWidth(), height: pixmap.getHeight() };
       } finally {
         pixmap.destroy();
       }
@@ -52,8 +52,11 @@ async function rasterizePdfPage(bytes: Buffer, request: PreviewRequest): Promise
 export async function renderPreview(document: StoredDocument, request: PreviewRequest): Promise<Buffer> {
   let input: Buffer;
   let page = 0;
+  let largestSide: number;
   if (isPdf(document)) {
-    input = await rasterizePdfPage(document.bytes, request);
+    const raster = await rasterizePdfPage(document.bytes, request);
+    input = raster.png;
+    largestSide = Math.max(raster.width, raster.height);
   } else {
     const metadata = await sharp(document.bytes).metadata().catch(() => {
       throw new DomainError('internal', 'The attachment is not an image that can be previewed', undefined, 500);
@@ -62,12 +65,15 @@ export async function renderPreview(document: StoredDocument, request: PreviewRe
     if (request.page > pages) throw pageOutOfRange(request.page, pages);
     input = document.bytes;
     page = request.page - 1;
+    largestSide = Math.max(metadata.width ?? 1, metadata.height ?? 1);
   }
+  // Nothing is enlarged, so a box beyond the largest side is the same as the largest side (and sharp refuses huge sizes).
+  const bound = (side: number) => (side ? Math.min(side, largestSide) : undefined);
   // sharp's encoders take quality 1..100; 0 asks for the smallest file and gets 1. PNG is lossless and ignores it.
   const quality = Math.max(1, request.quality);
   return sharp(input, { page })
     .rotate()
-    .resize({ width: request.width || undefined, height: request.height || undefined, fit: 'inside', withoutEnlargement: true })
+    .resize({ width: bound(request.width), height: bound(request.height), fit: 'inside', withoutEnlargement: true })
     .toFormat(request.format, request.format === 'png' ? {} : { quality })
     .toBuffer();
 }

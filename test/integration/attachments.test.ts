@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import { and, eq } from 'drizzle-orm';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachments, changeLog, completions, notes } from '../../server/db/schema.js';
+import type { DocumentStore } from '../../server/integrations/documents/store.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
+import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
+import { blob, completionForm, signaturePng } from '../helpers/uploads.js';
+
+let nextAccount = 62_000;
+
+async function completedDelivery(api: TestServer) {
+  const accountId = nextAccount++;
+  const token = await api.token(accountId);
+  const tour = await newTour(api.db, { accountId });
+  const { delivery } = tour.deliveries[0];
+  const response = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm(), { token });
+  expect(response.status).toBe(200);
+  const [completion] = await api.db.select().from(completions).where(eq(completions.deliveryId, delivery.id));
+  return { token, delivery, signatureId: completion.customerSignatureId, reportId: completion.reportAttachmentId! };
+}
+
+/** A preview as bytes with what sharp reads from them. */
+async function preview(api: TestServer, token: string, id: string, query = '', headers: Record<string, string> = {}) {
+  const response = await fetch(`${api.url}/attachments/${id}${query}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  const metadata = response.status === 200 ? await sharp(bytes).metadata() : undefined;
+  return { status: response.status, headers: response.headers, bytes, metadata, body: response.status >= 400 ? JSON.parse(bytes.toString()) : undefined };
+}
+
+describe.each(databaseKinds)('attachment previews on %s', (kind) => {
+  const api = useTestServer(kind);
+  let token: string;
+  let signatureId: string;
+  let reportId: string;
+  beforeAll(async () => {
+    ({ token, signatureId, reportId } = await completedDelivery(api));
+  });
+
+  it('renders a jpeg of at most 1024 x 1024 at quality 85 by default, never enlarging a 400 x 150 signature', async () => {
+    const result = await preview(api, token, signatureId);
+    expect(result.status).toBe(200);
+    expect(result.headers.get('content-type')).toBe('image/jpeg');
+    expect(result.metadata).toMatchObject({ format: 'jpeg', width: 400, height: 150 });
+    const explicit = await preview(api, token, signatureId, '?w=1024&h=1024&q=85&ext=jpeg&page=1');
+    expect(explicit.bytes.equals(result.bytes)).toBe(true);
+    expect(explicit.headers.get('etag')).toBe(result.headers.get('etag'));
+  });
+
+  it.each([
+    ['png', 'image/png', 'png'],
+    ['jpeg', 'image/jpeg', 'jpeg'],
+    ['jpg', 'image/jpeg', 'jpeg'],
+    ['webp', 'image/webp', 'webp'],
+    ['tiff', 'image/tiff', 'tiff'],
+  ])('renders ext=%s as %s', async (ext, contentType, format) => {
+    const result = await preview(api, token, signatureId, `?ext=${ext}`);
+    expect(result.headers.get('content-type')).toBe(contentType);
+    expect(result.metadata!.format).toBe(format);
+  });
+
+  it.each([
+    ['w=200', 200, 75],
+    ['h=30', 80, 30],
+    ['w=100&h=100', 100, 38],
+    ['w=0&h=0', 400, 150],
+    ['w=0&h=50', 133, 50],
+    ['w=120&h=0', 120, 45],
+    ['w=5000&h=5000', 400, 150],
+    ['w=2147483647&h=2147483647', 400, 150],
+  ])('fits inside the box with %s, keeping the aspect ratio and never enlarging (%i x %i)', async (query, width, height) => {
+    const result = await preview(api, token, signatureId, `?${query}&ext=png`);
+    expect(result.status).toBe(200);
+    expect(result.metadata).toMatchObject({ width, height });
+  });
+
+  it('accepts quality 0 and 100, and a lower quality gives a smaller file', async () => {
+    const sizes = [];
+    for (const q of [0, 50, 100]) {
+      const result = await preview(api, token, reportId, `?q=${q}&w=600&h=600`);
+      expect(result.status).toBe(200);
+      sizes.push(result.bytes.length);
+    }
+    expect(sizes[0]).toBeLessThan(sizes[1]);
+    expect(sizes[1]).toBeLessThan(sizes[2]);
+  });
+
+  it.each([
+    'w=-1', 'w=abc', 'w=1.5', 'w=', 'w=2147483648', 'h=-5', 'h=1e3', 'q=101', 'q=-1', 'q=8.5',
+    'ext=gif', 'ext=JPEG', 'ext=', 'page=0', 'page=-1', 'page=abc', 'page=1.5', 'w=10&w=20',
+  ])('refuses %s with 400', async (query) => {
+    const result = await preview(api, token, signatureId, `?${query}`);
+    expect(result.status).toBe(400);
+    expect(result.headers.get('content-type')).toContain('application/problem+json');
+    expect(result.body.code).toBe('validation');
+  });
+
+  it('renders page 1 of the delivery report as an A4 image within the box', async () => {
+    const result = await preview(api, token, reportId, '?ext=png');
+    expect(result.status).toBe(200);
+    expect(result.metadata!.height).toBe(1024);
+    expect(result.metadata!.width).toBeGreaterThan(715);
+    expect(result.metadata!.width).toBeLessThan(730);
+    const small = await preview(api, token, reportId, '?w=100&page=1');
+    expect(small.metadata!.width).toBe(100);
+  });
+
+  it('renders a PDF page at most at its full resolution (200 dpi) however large the box', async () => {
+    const result = await preview(api, token, reportId, '?w=0&h=0&ext=png');
+    expect(result.metadata).toMatchObject({ width: 1654, height: 2339 });
+    const huge = await preview(api, token, reportId, '?w=100000&h=100000&ext=png');
+    expect(huge.metadata).toMatchObject({ width: 1654, height: 2339 });
+  });
+
+  it('refuses a page beyond the document with 400', async () => {
+    const result = await preview(api, token, reportId, '?page=99');
+    expect(result.status).toBe(400);
+    expect(result.body).toMatchObject({ code: 'validation', errors: [{ path: 'query.page' }] });
+    expect((await preview(api, token, signatureId, '?page=2')).status).toBe(400);
+  });
+
+  it('sends an ETag over the attachment and the parameters and answers If-None-Match with 304', async () => {
+    const first = await preview(api, token, signatureId, '?w=300');
+    const etag = first.headers.get('etag')!;
+    expect(etag).toMatch(/^".+"$/);
+    expect((await preview(api, token, signatureId, '?w=301')).headers.get('etag')).not.toBe(etag);
+    expect((await preview(api, token, reportId, '?w=300')).headers.get('etag')).not.toBe(etag);
+    expect((await preview(api, token, signatureId, '?w=300&ext=jpg')).headers.get('etag')).toBe(etag);
+
+    for (const ifNoneMatch of [etag, `W/${etag}`, `"other", ${etag}`, '*']) {
+      const cached = await preview(api, token, signatureId, '?w=300', { 'if-none-match': ifNoneMatch });
+      expect(cached.status).toBe(304);
+      expect(cached.bytes.length).toBe(0);
+    }
+    expect((await preview(api, token, signatureId, '?w=300', { 'if-none-match': '"other"' })).status).toBe(200);
+  });
+
+  it('serves a repeated preview from the cache without rendering it again', async () => {
+    const query = `?w=${200 + Math.floor(Math.random() * 100)}&ext=webp`;
+    const first = await preview(api, token, reportId, query);
+    const renders = api.ctx.previews.renders;
+    const again = await preview(api, token, reportId, query);
+    expect(again.bytes.equals(first.bytes)).toBe(true);
+    expect(api.ctx.previews.renders).toBe(renders);
+  });
+
+  it('answers 404 for an attachment of another account and for an unknown one, 400 for an invalid id, 401 without token', async () => {
+    const other = await completedDelivery(api);
+    const foreign = await preview(api, token, other.signatureId);
+    expect(foreign.status).toBe(404);
+    expect(foreign.body.code).toBe('not_found');
+    expect((await preview(api, token, randomUUID())).status).toBe(404);
+    expect((await preview(api, token, 'nope')).status).toBe(400);
+    expect((await fetch(`${api.url}/attachments/${signatureId}`)).status).toBe(401);
+    // A 304 is no way around the scope either.
+    const etag = (await preview(api, other.token, other.signatureId)).headers.get('etag')!;
+    expect((await preview(api, token, other.signatureId, '', { 'if-none-match': etag })).status).toBe(404);
+  });
+});
+
+async function noteImageForm(bytes: Buffer | null, field = 'file', type = 'image/png') {
+  const form = new FormData();
+  if (bytes) form.append(field, blob(bytes, type), 'foto.png');
+  return form;
+}
+
+describe.each(databaseKinds)('note image upload on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  async function delivery() {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, { accountId });
+    return { token, delivery: tour.deliveries[0].delivery };
+  }
+
+  it('stores the image, creates a note with the ~ reference and a note_image attachment, and previews it', async () => {
+    const { token, delivery: d } = await delivery();
+    const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#4a90d9' } }).jpeg().toBuffer();
+    const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image, 'file', 'image/jpeg'), { token });
+    expect(response.status).toBe(200);
+    const { note } = response.body;
+    expect(note).toMatchObject({ deliveryId: d.id, text: null });
+    expect(note.imageAttachment).toMatch(/^~/);
+    expect(note.imageAttachmentId).toEqual(expect.any(String));
+
+    const [row] = await api.db.select().from(attachments).where(eq(attachments.id, note.imageAttachmentId));
+    expect(row).toMatchObject({ kind: 'note_image', noteId: note.id, reference: note.imageAttachment, contentType: 'image/jpeg', sizeBytes: image.length });
+    expect((await api.ctx.documents.get(row.reference)).bytes.equals(image)).toBe(true);
+    const changes = await api.db.select().from(changeLog).where(and(eq(changeLog.entity, 'note'), eq(changeLog.entityId, note.id)));
+    expect(changes).toHaveLength(1);
+
+    const shown = await preview(api, token, note.imageAttachmentId, '?w=320');
+    expect(shown.metadata).toMatchObject({ width: 320, height: 240 });
+  });
+
+  it.each([
+    ['no file part', null, 'file'],
+    ['an empty file', Buffer.alloc(0), 'file'],
+    ['the image under another field name', Buffer.from('x'), 'image'],
+    ['a file that is not an image', Buffer.from('just text, no pixels'), 'file'],
+  ])('refuses %s with 400', async (_what, bytes, field) => {
+    const { token, delivery: d } = await delivery();
+    const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(bytes, field), { token });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe('validation');
+    expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toEqual([]);
+  });
+
+  it('refuses a body that is not multipart with 415', async () => {
+    const { token, delivery: d } = await delivery();
+    const response = await api.post(`/deliveries/${d.id}/notes/image`, { file: 'x' }, { token });
+    expect(response.status).toBe(415);
+    expect(response.body.code).toBe('unsupported_media_type');
+  });
+
+  it('answers 404 for an unknown delivery and for a delivery of another account', async () => {
+    const { delivery: d } = await delivery();
+    const other = await delivery();
+    const form = async () => noteImageForm(await signaturePng());
+    expect((await api.post(`/deliveries/${d.id}/notes/image`, await form(), { token: other.token })).status).toBe(404);
+    expect((await api.post(`/deliveries/${randomUUID()}/notes/image`, await form(), { token: other.token })).status).toBe(404);
+    expect((await api.post('/deliveries/nope/notes/image', await form(), { token: other.token })).status).toBe(400);
+  });
+});
+
+describe.each(databaseKinds)('a failing document store on %s', (kind) => {
+  const failing: DocumentStore = {
+    async put() { throw new Error('disk full'); },
+    async get() { throw new Error('disk full'); },
+  };
+  let api: TestServer;
+  beforeAll(async () => { api = await startTestServer(kind, {}, { documents: failing }); });
+  afterAll(() => api.close());
+
+  async function delivery() {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, { accountId });
+    return { token, delivery: tour.deliveries[0].delivery };
+  }
+
+  it('answers a failed note image upload with 500 and a problem body, creating no note', async () => {
+    const { token, delivery: d } = await delivery();
+    const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(await signaturePng()), { token });
+    expect(response.status).toBe(500);
+    expect(response.headers.get('content-type')).toContain('application/problem+json');
+    expect(response.body).toMatchObject({ status: 500, code: 'internal' });
+    expect(response.text).not.toContain('disk full');
+    expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toEqual([]);
+    expect(await api.db.select().from(attachments).where(eq(attachments.deliveryId, d.id))).toEqual([]);
+  });
+
+  it('fails the signature write before anything is written: no completion, the delivery stays active', async () => {
+    const { token, delivery: d } = await delivery();
+    const response = await api.post(`/deliveries/${d.id}/complete`, await completionForm(), { token });
+    expect(response.status).toBe(500);
+    expect(response.body.code).toBe('internal');
+    expect(await api.db.select().from(completions).where(eq(completions.deliveryId, d.id))).toEqual([]);
+    expect(await api.db.select().from(attachments).where(eq(attachments.deliveryId, d.id))).toEqual([]);
+    const rows = await api.db.select().from(changeLog).where(eq(changeLog.entityId, d.id));
+    expect(rows).toEqual([]);
+  });
+});
