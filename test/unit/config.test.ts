@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, configVariables, loadConfig } from '../../server/config.js';
+import { errorCatalogue } from '../../server/errors.js';
 
 const issuer = 'https://idp.example.test';
 const adminKey = 'production-admin-key-0123456789';
@@ -93,5 +94,11 @@ describe('the README', () => {
 
   it('documents no variable that the service does not read', () => {
     expect(documented.filter((name) => !configVariables.includes(name))).toEqual([]);
+  });
+
+  it('lists every error code of the catalogue with its status', () => {
+    for (const [code, { status }] of Object.entries(errorCatalogue)) {
+      expect(readme, code).toContain(`| \`${code}\` | ${status} |`);
+    }
   });
 });
