@@ -177,7 +177,8 @@ export function generateDemoTours(date: string): SyncTourRequest[] {
       }));
       const roll = random();
       const paymentMethodCode = roll < 0.25 ? 'BAR' : roll < 0.4 ? 'EC' : 'RECHNUNG';
-      const total = positions.reduce((sum, p) => sum + p.quantity * (p.unitPriceCents ?? 0), 0);
+      // The ERP knows every price, also where it does not send it on the line.
+      const total = positions.reduce((sum, p) => sum + p.quantity * (p.unitPriceCents ?? 899), 0);
       return {
         belegartId: 20,
         belegnummer: `LS${compactDate(date)}${driverIndex + 1}${String(i + 1).padStart(3, '0')}`,

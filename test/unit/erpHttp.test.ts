@@ -1,0 +1,97 @@
+import { delay, http, HttpResponse } from 'msw';
+import { setupServer } from 'msw/node';
+import { pino } from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.js';
+import { DomainError } from '../../server/errors.js';
+import { createHttpErp } from '../../server/integrations/erp/http.js';
+import { generateDemoTours } from '../../server/integrations/erp/demoData.js';
+
+const ERP = 'http://erp.test/api';
+const config = (env: Record<string, string> = {}) =>
+  loadConfig({ ERP_MODE: 'http', ERP_BASE_URL: `${ERP}/`, ERP_TIMEOUT_MS: '200', ERP_RETRIES: '2', ...env }).erp;
+const logger = pino({ level: 'silent' });
+const erp = (env?: Record<string, string>) => createHttpErp(config(env), logger, { backoffMs: () => 5 });
+
+const msw = setupServer();
+beforeAll(() => msw.listen({ onUnhandledRequest: 'error' }));
+afterEach(() => msw.resetHandlers());
+afterAll(() => msw.close());
+
+async function upstreamError(promise: Promise<unknown>) {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  expect(error).toBeInstanceOf(DomainError);
+  expect((error as DomainError).code).toBe('upstream_unavailable');
+  return error as DomainError;
+}
+
+describe('ERP over HTTP', () => {
+  it('reads the tours of a date from GET /tours?date=', async () => {
+    const tours = generateDemoTours('2026-03-10');
+    const dates: string[] = [];
+    msw.use(http.get(`${ERP}/tours`, ({ request }) => {
+      dates.push(new URL(request.url).searchParams.get('date')!);
+      return HttpResponse.json({ tours });
+    }));
+    expect(await erp().fetchTours('2026-03-10')).toEqual(tours);
+    expect(dates).toEqual(['2026-03-10']);
+  });
+
+  it('retries network errors and 5xx answers and succeeds when the ERP recovers', async () => {
+    let calls = 0;
+    msw.use(http.get(`${ERP}/tours`, () => {
+      calls += 1;
+      if (calls === 1) return HttpResponse.error();
+      if (calls === 2) return new HttpResponse(null, { status: 503 });
+      return HttpResponse.json({ tours: [] });
+    }));
+    expect(await erp().fetchTours('2026-03-10')).toEqual([]);
+    expect(calls).toBe(3);
+  });
+
+  it('gives up after the configured retries with upstream_unavailable', async () => {
+    let calls = 0;
+    msw.use(http.get(`${ERP}/tours`, () => { calls += 1; return new HttpResponse('down', { status: 500 }); }));
+    const error = await upstreamError(erp({ ERP_RETRIES: '1' }).fetchTours('2026-03-10'));
+    expect(error.message).toContain('500');
+    expect(calls).toBe(2);
+  });
+
+  it('aborts an attempt after ERP_TIMEOUT_MS', async () => {
+    let calls = 0;
+    msw.use(http.get(`${ERP}/tours`, async () => { calls += 1; await delay(2_000); return HttpResponse.json({ tours: [] }); }));
+    const started = Date.now();
+    const error = await upstreamError(erp({ ERP_RETRIES: '1', ERP_TIMEOUT_MS: '100' }).fetchTours('2026-03-10'));
+    expect(error.message).toContain('100 ms');
+    expect(calls).toBe(2);
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it.each([
+    ['a 4xx answer', () => new HttpResponse(null, { status: 404 })],
+    ['an answer that is not JSON', () => new HttpResponse('<html>', { status: 200, headers: { 'content-type': 'text/html' } })],
+    ['tours that do not fit the contract', () => HttpResponse.json({ tours: [{ driver: { personalnummer: 'x' } }] })],
+    ['an answer without tours', () => HttpResponse.json({ data: [] })],
+  ])('fails without retry on %s', async (_what, answer) => {
+    let calls = 0;
+    msw.use(http.get(`${ERP}/tours`, () => { calls += 1; return answer(); }));
+    await upstreamError(erp().fetchTours('2026-03-10'));
+    expect(calls).toBe(1);
+  });
+
+  it('posts a completion to /documents/{belegartId}/{belegnummer}/completion', async () => {
+    const received: { path: string; body: unknown }[] = [];
+    msw.use(http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, async ({ request, params }) => {
+      received.push({ path: `${params.belegartId}/${params.belegnummer}`, body: await request.json() });
+      return new HttpResponse(null, { status: 204 });
+    }));
+    const writeBack = { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed' as const, paymentTerm: 'Sofort', creditAmountCents: 2000 };
+    await erp().pushCompletion({ belegartId: 20, belegnummer: 'LS 4711/A' }, writeBack);
+    expect(received).toEqual([{ path: '20/LS 4711/A', body: writeBack }]);
+  });
+
+  it('fails a completion write-back the ERP refuses with upstream_unavailable', async () => {
+    msw.use(http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => new HttpResponse(null, { status: 422 })));
+    await upstreamError(erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 }));
+  });
+});
