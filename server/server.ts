@@ -111,8 +111,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
   });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}`;
+  const { port, address } = server.address() as AddressInfo;
+  // The development issuer discovers itself through this address, so it must be one we listen on.
+  const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
+  const url = `http://${host}:${port}`;
   baseUrl ||= url;
   const erpWriteBack = startErpWriteBackJob(ctx);
   // The catch-up runs after listen: a slow ERP must not keep the service from answering.
