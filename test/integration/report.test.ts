@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { attachments, completions, deliveries } from '../../server/db/schema.js';
+import { renderDeliveryReport, type DeliveryReportData } from '../../server/integrations/report/deliveryReport.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { newTour, sampleAddress } from '../helpers/factories.js';
+import { useTestServer } from '../helpers/server.js';
+import { completionForm, signaturePng } from '../helpers/uploads.js';
+
+/** The text of every page and the number of images drawn, read back with mupdf. */
+async function readPdf(pdf: Buffer) {
+  const mupdf = await import('mupdf');
+  const document = mupdf.Document.openDocument(pdf, 'application/pdf');
+  const pages: string[] = [];
+  let images = 0;
+  for (let i = 0; i < document.countPages(); i++) {
+    const text = document.loadPage(i).toStructuredText('preserve-whitespace,preserve-images');
+    pages.push(text.asText());
+    text.walk({ onImageBlock: () => { images += 1; } });
+  }
+  const title = document.getMetaData('info:Title');
+  document.destroy();
+  // Lines are joined so that a value wrapped in a table cell still reads as one phrase.
+  return { pages, text: pages.join('\n').replace(/\s+/g, ' '), images, title };
+}
+
+async function sampleData(overrides: Partial<DeliveryReportData> = {}): Promise<DeliveryReportData> {
+  return {
+    companyName: 'Getränke Nord GmbH',
+    belegnummer: 'LS-2026-004711',
+    belegartId: 1,
+    tourDate: '2026-07-01',
+    tourName: 'Tour Nord',
+    completedAt: new Date('2026-07-01T10:05:00Z'),
+    customer: { name: 'Bäckerei Sonnenschein GmbH', erpCustomerId: 100234, address: sampleAddress('Marktplatz') },
+    deliveryAddress: { ...sampleAddress('Lieferweg'), addition: 'Hinterhof' },
+    driver: { name: 'Max Müller', personalnummer: 1001 },
+    carPlate: 'B-TL 100',
+    positions: [
+      { lineNumber: 10, articleNumber: 'A-100', articleName: 'Mineralwasser 12 x 1 l', unit: 'Kst', ordered: 5, delivered: 3, credited: 2, removed: 0, state: 'Done', scannable: true },
+      { lineNumber: 20, articleNumber: 'A-200', articleName: 'Apfelschorle 24 x 0,33 l', unit: 'Kst', ordered: 4, delivered: 0, credited: 0, removed: 4, state: 'Removed', scannable: true },
+      { lineNumber: 30, articleNumber: 'F-1', articleName: 'Lieferpauschale', unit: null, ordered: 1, delivered: 1, credited: 0, removed: 0, state: 'InProgress', scannable: false },
+    ],
+    credit: { amountCents: 2000, reason: 'Verspätete Lieferung' },
+    payment: { methodName: 'Barzahlung', methodCode: 'BAR', paymentTerm: 'sofort', erpOpenAmountCents: 12345, openAmountCents: 10345, collectedAmountCents: 10345, loggedAt: new Date('2026-07-01T10:00:00Z') },
+    serviceValues: [{ name: 'Leergut zurückgenommen', value: 'Ja' }, { name: 'Paletten getauscht', value: '2' }],
+    notes: [{ text: 'Bitte Hintereingang benutzen', hasImage: false, createdAt: new Date('2026-06-30T08:00:00Z') }],
+    internalNote: { text: 'Hund im Hof, vorher klingeln', at: new Date('2026-07-01T10:05:00Z'), driver: 'Max Müller', carPlate: 'B-TL 100' },
+    signatures: { customer: await signaturePng(), driver: await signaturePng(300, 100, 'M10 50 L 290 50') },
+    ...overrides,
+  };
+}
+
+describe('delivery report PDF', () => {
+  it('shows header, document number, addresses, tour date, driver and car', async () => {
+    const { text, title } = await readPdf(await renderDeliveryReport(await sampleData()));
+    for (const expected of [
+      'Getränke Nord GmbH', 'Lieferschein / Lieferbericht', 'LS-2026-004711', 'Bäckerei Sonnenschein GmbH', 'Kunden-Nr. 100234',
+      'Marktplatz 12a', 'Lieferweg 12a', 'Hinterhof', '10115 Berlin', '01.07.2026', 'Max Müller (Pers.-Nr. 1001)', 'B-TL 100',
+    ]) expect(text).toContain(expected);
+    expect(title).toBe('Lieferbericht LS-2026-004711');
+  });
+
+  it('lists every position with ordered, delivered, credited and removed quantities', async () => {
+    const { text } = await readPdf(await renderDeliveryReport(await sampleData()));
+    expect(text).toMatch(/10 A-100 Mineralwasser 12 x 1 l 5 Kst 3 Kst 2 Kst – geliefert/);
+    expect(text).toMatch(/20 A-200 Apfelschorle 24 x 0,33 l 4 Kst 0 Kst – 4 Kst entfernt/);
+    expect(text).toContain('Lieferpauschale (Leistung)');
+  });
+
+  it('shows money credit with reason, payment, service values, notes and the internal note with time and driver', async () => {
+    const { text } = await readPdf(await renderDeliveryReport(await sampleData()));
+    expect(text).toContain('Betrags-Gutschrift: 20,00 € – Grund: Verspätete Lieferung');
+    expect(text).toContain('Zahlungsart: Barzahlung (BAR)');
+    expect(text).toContain('Kassiert: 103,45 € am 01.07.2026, 12:00 Uhr');
+    expect(text).toContain('Zahlungsbedingung: sofort');
+    expect(text).toContain('Leergut zurückgenommen: Ja');
+    expect(text).toContain('Paletten getauscht: 2');
+    expect(text).toContain('Bitte Hintereingang benutzen');
+    expect(text).toContain('Interne Notiz des Fahrers');
+    expect(text).toContain('01.07.2026, 12:05 Uhr · Max Müller · Fahrzeug B-TL 100');
+    expect(text).toContain('Hund im Hof, vorher klingeln');
+  });
+
+  it('writes timestamps in Berlin time, in summer and in winter', async () => {
+    const winter = await readPdf(await renderDeliveryReport(await sampleData({ completedAt: new Date('2026-01-15T23:30:00Z'), internalNote: null })));
+    expect(winter.text).toContain('16.01.2026, 00:30 Uhr');
+    const summer = await readPdf(await renderDeliveryReport(await sampleData({ completedAt: new Date('2026-07-01T22:30:00Z') })));
+    expect(summer.text).toContain('02.07.2026, 00:30 Uhr');
+  });
+
+  it('draws both signatures as images', async () => {
+    const { images, text } = await readPdf(await renderDeliveryReport(await sampleData()));
+    expect(images).toBe(2);
+    expect(text).toContain('Unterschrift Kunde');
+    expect(text).toContain('Unterschrift Fahrer');
+  });
+
+  it('leaves out the internal note section when there is none and says so for empty lists', async () => {
+    const { text } = await readPdf(await renderDeliveryReport(await sampleData({ internalNote: null, credit: null, serviceValues: [], notes: [] })));
+    expect(text).not.toContain('Interne Notiz');
+    expect(text).toContain('Betrags-Gutschrift: keine');
+    expect(text).toMatch(/Leistungen keine erfasst/);
+  });
+
+  it('continues a long position list on further pages, numbering every page', async () => {
+    const positions = Array.from({ length: 80 }, (_, i) => ({
+      lineNumber: i + 1, articleNumber: `A-${i}`, articleName: `Artikel ${i}`, unit: 'Stk', ordered: 1, delivered: 1, credited: 0, removed: 0, state: 'Done', scannable: true,
+    }));
+    const { pages, text } = await readPdf(await renderDeliveryReport(await sampleData({ positions })));
+    expect(pages.length).toBeGreaterThan(2);
+    expect(text).toContain(`Seite 1 von ${pages.length}`);
+    expect(text).toContain(`Seite ${pages.length} von ${pages.length}`);
+    expect(text).toContain('80 A-79 Artikel 79');
+  });
+});
+
+describe.each(databaseKinds)('the report of a completion on %s', (kind) => {
+  const api = useTestServer(kind, { COMPANY_NAME: 'Frischdienst Süd GmbH' });
+
+  it('is stored after the completion with what happened on the delivery', async () => {
+    const accountId = 63_000 + databaseKinds.indexOf(kind);
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, {
+      accountId, openAmountCents: 5000, customerName: 'Café Morgenrot',
+      positions: [
+        { scannable: true, quantity: 4, unitPriceCents: 500, articleName: 'Milch 1 l' },
+        { scannable: true, quantity: 2, state: 'Removed', scannedQuantity: 0, unitPriceCents: 300, articleName: 'Sahne' },
+      ],
+    });
+    const { delivery } = tour.deliveries[0];
+    const car = (await api.post('/me/cars', { plate: `B-R ${randomUUID().slice(0, 4)}` }, { token })).body.car;
+    const method = (await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 6)}`, name: 'Barzahlung', collectOnSite: true }, { token })).body.paymentMethod;
+    const service = (await api.post('/services', { key: `pal-${randomUUID().slice(0, 6)}`, name: 'Paletten getauscht', kind: 'numeric', minValue: 0, maxValue: 10 }, { token })).body.service;
+    await api.db.update(deliveries).set({ paymentMethodId: method.id }).where(eq(deliveries.id, delivery.id));
+    expect((await api.put(`/deliveries/${delivery.id}/services/${service.id}`, { numericValue: 3 }, { token })).status).toBe(200);
+    expect((await api.post(`/deliveries/${delivery.id}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 1000, reason: 'Kühlkette unterbrochen' }, { token })).status).toBe(200);
+    expect((await api.post(`/deliveries/${delivery.id}/notes`, { text: 'Ware im Kühlraum abstellen' }, { token })).status).toBe(200);
+
+    const response = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm({
+      acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, paymentCollected: true, authorCarId: car.id, internalNote: 'Kunde zahlt künftig per Rechnung' },
+    }), { token });
+    expect(response.status).toBe(200);
+
+    const [completion] = await api.db.select().from(completions).where(eq(completions.deliveryId, delivery.id));
+    const [report] = await api.db.select().from(attachments).where(eq(attachments.id, completion.reportAttachmentId!));
+    expect(report).toMatchObject({ kind: 'delivery_report', contentType: 'application/pdf' });
+    const stored = await api.ctx.documents.get(report.reference);
+    expect(stored.contentType).toBe('application/pdf');
+    expect(report.sizeBytes).toBe(stored.bytes.length);
+
+    const { text, images } = await readPdf(stored.bytes);
+    for (const expected of [
+      'Frischdienst Süd GmbH', delivery.belegnummer, 'Café Morgenrot', `Fahrer ${accountId}`, car.plate,
+      'Milch 1 l', 'Sahne', 'Kühlkette unterbrochen', 'Barzahlung', 'Kassiert: 34,00 €', 'Paletten getauscht: 3',
+      'Ware im Kühlraum abstellen', 'Interne Notiz des Fahrers', 'Kunde zahlt künftig per Rechnung',
+    ]) expect(text).toContain(expected);
+    expect(images).toBe(2);
+  });
+});
