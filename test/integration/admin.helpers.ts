@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
+import { berlinDate } from '../../shared/rules/calendar.js';
 import type { AuditAction } from '../../shared/schemas/deliveries.js';
 import type { TestServer } from '../helpers/server.js';
 
@@ -45,3 +46,6 @@ export function expectSnakeCase(value: unknown, path = '$'): void {
 
 /** A UTC instant from a Berlin wall-clock time and its offset on that date. */
 export const berlin = (local: string, offset: '+01:00' | '+02:00') => new Date(`${local}${offset}`);
+
+/** The Berlin calendar day of an instant, written DD-MM-YYYY as the admin queries take it. */
+export const berlinDayOf = (instant: Date) => berlinDate(instant).split('-').reverse().join('-');

@@ -5,7 +5,8 @@ import { deliveries } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { addContact, completeAt, newTour, sampleAddress } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
-import { berlin, driverOf, expectSnakeCase } from './admin.helpers.js';
+import { completionForm } from '../helpers/uploads.js';
+import { berlin, berlinDayOf, driverOf, expectSnakeCase } from './admin.helpers.js';
 
 const admin = { admin: true } as const;
 
@@ -138,6 +139,25 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
         return api.ctx.database.queries.count - before;
       };
       expect(await count(shared)).toBe(await count(small.deliveries[0].delivery.belegnummer));
+    });
+
+    it('shows a delivery completed through the endpoint with its completion, write-back status and open mail', async () => {
+      const token = await api.token(7106);
+      const { deliveries: [{ delivery }] } = await newTour(api.db, { accountId: 7106 });
+      const completed = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm(), { token });
+      expect(completed.status).toBe(200);
+      const day = berlinDayOf(new Date(completed.body.delivery.completedAt));
+
+      const listed = (await api.get(`/admin/completed-deliveries?day=${day}`, admin)).body;
+      expect(listed.deliveries).toEqual(expect.arrayContaining([expect.objectContaining({ delivery_id: delivery.id, positions_modified: false })]));
+      expect((await api.get(`/admin/delivered-belegnummern?day=${day}`, admin)).body.belegnummern).toContain(delivery.belegnummer);
+
+      const details = (await api.get(`/admin/belege/${delivery.belegnummer}`, admin)).body.deliveries[0];
+      expect(details).toMatchObject({ state: 'completed', completed_at: completed.body.delivery.completedAt, mail_sent_at: null });
+      expect(details.completion.erp_push.status).toMatch(/^(pending|succeeded|failed)$/);
+      const kinds = Object.fromEntries(details.attachments.map((a: { id: string; kind: string }) => [a.id, a.kind]));
+      expect(kinds[details.completion.customer_signature_id]).toBe('customer_signature');
+      expect(kinds[details.completion.driver_signature_id]).toBe('driver_signature');
     });
 
     it('answers 404 for an unknown number', async () => {
