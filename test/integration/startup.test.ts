@@ -130,5 +130,5 @@ describe.each(databaseKinds)('stopping the server with keep-alive clients on %s'
       agent.destroy();
       await api.close();
     }
-  });
+  }, 90_000);
 });
