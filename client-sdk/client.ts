@@ -583,7 +583,8 @@ export class TourlineClient {
   /** Pulls /sync/changes to the head, then lets acknowledged entries go: the server state now contains them. */
   pull(): Promise<void> {
     return this.serialChanges(async () => {
-      const generation = this.generation++;
+      // Entries acknowledged before this pull started are in the server state it reads.
+      const generation = ++this.generation;
       try {
         for (;;) {
           const page = await this.api.changes({ since: this.state.cursor, limit: 1000 });
