@@ -160,6 +160,13 @@ describe.each(databaseKinds)('attachment previews on %s', (kind) => {
   });
 });
 
+async function activeDelivery(api: TestServer) {
+  const accountId = nextAccount++;
+  const token = await api.token(accountId);
+  const tour = await newTour(api.db, { accountId });
+  return { token, delivery: tour.deliveries[0].delivery };
+}
+
 async function noteImageForm(bytes: Buffer | null, field = 'file', type = 'image/png') {
   const form = new FormData();
   if (bytes) form.append(field, blob(bytes, type), 'foto.png');
@@ -169,15 +176,8 @@ async function noteImageForm(bytes: Buffer | null, field = 'file', type = 'image
 describe.each(databaseKinds)('note image upload on %s', (kind) => {
   const api = useTestServer(kind);
 
-  async function delivery() {
-    const accountId = nextAccount++;
-    const token = await api.token(accountId);
-    const tour = await newTour(api.db, { accountId });
-    return { token, delivery: tour.deliveries[0].delivery };
-  }
-
   it('stores the image, creates a note with the ~ reference and a note_image attachment, and previews it', async () => {
-    const { token, delivery: d } = await delivery();
+    const { token, delivery: d } = await activeDelivery(api);
     const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#4a90d9' } }).jpeg().toBuffer();
     const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image, 'file', 'image/jpeg'), { token });
     expect(response.status).toBe(200);
@@ -202,7 +202,7 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     ['the image under another field name', Buffer.from('x'), 'image'],
     ['a file that is not an image', Buffer.from('just text, no pixels'), 'file'],
   ])('refuses %s with 400', async (_what, bytes, field) => {
-    const { token, delivery: d } = await delivery();
+    const { token, delivery: d } = await activeDelivery(api);
     const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(bytes, field), { token });
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('validation');
@@ -210,15 +210,15 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
   });
 
   it('refuses a body that is not multipart with 415', async () => {
-    const { token, delivery: d } = await delivery();
+    const { token, delivery: d } = await activeDelivery(api);
     const response = await api.post(`/deliveries/${d.id}/notes/image`, { file: 'x' }, { token });
     expect(response.status).toBe(415);
     expect(response.body.code).toBe('unsupported_media_type');
   });
 
   it('answers 404 for an unknown delivery and for a delivery of another account', async () => {
-    const { delivery: d } = await delivery();
-    const other = await delivery();
+    const { delivery: d } = await activeDelivery(api);
+    const other = await activeDelivery(api);
     const form = async () => noteImageForm(await signaturePng());
     expect((await api.post(`/deliveries/${d.id}/notes/image`, await form(), { token: other.token })).status).toBe(404);
     expect((await api.post(`/deliveries/${randomUUID()}/notes/image`, await form(), { token: other.token })).status).toBe(404);
@@ -235,15 +235,8 @@ describe.each(databaseKinds)('a failing document store on %s', (kind) => {
   beforeAll(async () => { api = await startTestServer(kind, {}, { documents: failing }); });
   afterAll(() => api.close());
 
-  async function delivery() {
-    const accountId = nextAccount++;
-    const token = await api.token(accountId);
-    const tour = await newTour(api.db, { accountId });
-    return { token, delivery: tour.deliveries[0].delivery };
-  }
-
   it('answers a failed note image upload with 500 and a problem body, creating no note', async () => {
-    const { token, delivery: d } = await delivery();
+    const { token, delivery: d } = await activeDelivery(api);
     const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(await signaturePng()), { token });
     expect(response.status).toBe(500);
     expect(response.headers.get('content-type')).toContain('application/problem+json');
@@ -254,7 +247,7 @@ describe.each(databaseKinds)('a failing document store on %s', (kind) => {
   });
 
   it('fails the signature write before anything is written: no completion, the delivery stays active', async () => {
-    const { token, delivery: d } = await delivery();
+    const { token, delivery: d } = await activeDelivery(api);
     const response = await api.post(`/deliveries/${d.id}/complete`, await completionForm(), { token });
     expect(response.status).toBe(500);
     expect(response.body.code).toBe('internal');
