@@ -18,7 +18,7 @@ export function encodeCursor(epoch: string, seq: number): string {
 }
 
 /** The seq a cursor stands for; garbage and cursors of another installation (a reset database) are refused. */
-export function decodeCursor(epoch: string, cursor: string, field = 'since'): number {
+export function decodeCursor(epoch: string, cursor: string, field = 'query.since'): number {
   let body: z.infer<typeof CursorBody> | undefined;
   if (/^[\w-]{1,200}$/.test(cursor)) {
     try {
@@ -55,7 +55,7 @@ type FeedRow = {
  * either in this snapshot or will never commit. That lets the cursor jump to the head when the
  * page is not full, which keeps quiet accounts' cursors young, and makes "too old" exact.
  */
-export async function readChanges(db: Db, personalnummer: number, sinceSeq: number | undefined, limit: number): Promise<ChangePage> {
+export async function readChanges(db: Db, personalnummer: number, sinceSeq: number | undefined, limit: number, field = 'query.since'): Promise<ChangePage> {
   const since = sinceSeq ?? -1;
   const result = await db.execute<FeedRow>(sql`
     WITH h AS (SELECT coalesce((SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}), 0) AS horizon)
@@ -71,7 +71,7 @@ export async function readChanges(db: Db, personalnummer: number, sinceSeq: numb
   const row = result.rows[0];
   const horizon = Number(row.horizon);
   if (sinceSeq !== undefined && sinceSeq < horizon) {
-    throw validation(`The cursor is older than the retained change log. ${RESYNC_ADVICE}`, [{ path: 'since', message: 'cursor expired' }]);
+    throw validation(`The cursor is older than the retained change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'cursor expired' }]);
   }
   const rows = typeof row.changes === 'string' ? JSON.parse(row.changes) as FeedRow['changes'] : row.changes;
   const hasMore = rows.length > limit;

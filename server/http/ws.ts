@@ -218,7 +218,7 @@ class SyncConnection {
     for (;;) {
       if (!this.resumed || !this.open) return;
       const generation = this.generation;
-      const page = await readChanges(this.ctx.database.db, this.actor.personalnummer, this.lastSent, PAGE_SIZE);
+      const page = await readChanges(this.ctx.database.db, this.actor.personalnummer, this.lastSent, PAGE_SIZE, 'cursor');
       if (generation !== this.generation) continue;
       if (page.changes.length > 0 || this.announce) {
         const sent = this.send({ type: 'changes', changes: page.changes, cursor: encodeCursor(this.ctx.database.epoch, page.seq) });
@@ -244,7 +244,10 @@ class SyncConnection {
 
   private sendError(error: unknown) {
     const domain = error instanceof DomainError ? error : undefined;
-    this.send({ type: 'error', code: domain?.code ?? 'internal', message: domain?.message ?? 'An internal error occurred' });
+    this.send({
+      type: 'error', code: domain?.code ?? 'internal', message: domain?.message ?? 'An internal error occurred',
+      ...(domain?.errors?.length ? { errors: domain.errors } : {}),
+    });
   }
 
   private closeSlowConsumer() {

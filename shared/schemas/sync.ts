@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Timestamp, Uuid } from './common.js';
+import { Problem, Timestamp, Uuid } from './common.js';
 import {
   AssignCarRequest, CancelDeliveryRequest, CreateDeliveryNoteRequest, DeliveryCreditEventRequest, HoldDeliveryRequest,
   RecordDeliveryPaymentRequest, ScanEvent, SetDeliveryServiceRequest, UpdateDeliveryNoteRequest,
@@ -66,7 +66,7 @@ export const WsClientMessage = z.discriminatedUnion('type', [
 ]);
 export const WsServerMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('changes'), changes: z.array(Change), cursor: z.string() }),
-  z.object({ type: z.literal('error'), code: z.string(), message: z.string() }),
+  z.object({ type: z.literal('error'), code: z.string(), message: z.string(), errors: Problem.shape.errors }),
   z.object({ type: z.literal('pong') }),
 ]);
 export type WsServerMessage = z.infer<typeof WsServerMessage>;

@@ -1,6 +1,13 @@
 import WebSocket from 'ws';
 
-export interface ServerMessage { type: string; changes?: Array<{ seq: number; entity: string; id: string; data?: any }>; cursor?: string; code?: string; message?: string }
+export interface ServerMessage {
+  type: string;
+  changes?: Array<{ seq: number; entity: string; id: string; data?: any }>;
+  cursor?: string;
+  code?: string;
+  message?: string;
+  errors?: Array<{ path: string; message: string }>;
+}
 
 /** A /sync/ws client for tests: collects messages and lets a test wait for one or for the close. */
 export class SyncSocket {

@@ -128,6 +128,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       expect(response.status).toBe(400);
       expect(response.headers.get('content-type')).toContain('application/problem+json');
       expect(response.body.code).toBe('validation');
+      expect(response.body.errors).toEqual([{ path: 'query.since', message: 'not a cursor' }]);
     });
 
     it('answers 400 for a cursor of another database (it was reset) and tells the client to resync', async () => {
@@ -138,6 +139,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       expect(response.body.code).toBe('validation');
       expect(response.body.detail).toMatch(/another database/);
       expect(response.body.detail).toMatch(/Resync/);
+      expect(response.body.errors).toEqual([{ path: 'query.since', message: 'cursor from another database' }]);
     });
 
     it('answers 400 for a cursor of a database that was reset, even when its seq exists in the new one', async () => {
@@ -185,6 +187,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       expect(expired.body.code).toBe('validation');
       expect(expired.body.detail).toMatch(/older than the retained change log/);
       expect(expired.body.detail).toMatch(/GET \/sync\/cursor/);
+      expect(expired.body.errors).toEqual([{ path: 'query.since', message: 'cursor expired' }]);
 
       expect((await api.get(`/sync/changes?since=${recent}`, { token: a.token })).status).toBe(200);
       const fresh = await api.get('/sync/changes', { token: a.token });

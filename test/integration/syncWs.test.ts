@@ -216,6 +216,7 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
         const error = await socket.next();
         expect(error).toMatchObject({ type: 'error', code: 'validation' });
         expect(error.message).toMatch(/older than the retained change log.*Resync/);
+        expect(error).toMatchObject({ errors: [{ path: 'cursor', message: 'cursor expired' }] });
       } finally {
         await socket.close();
       }
