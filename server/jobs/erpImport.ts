@@ -15,7 +15,7 @@ export type ImportTrigger = 'scheduler' | 'startup' | 'manual';
 export type ImportContext = Pick<AppContext, 'config' | 'database' | 'erp' | 'logger'>;
 
 // Advisory lock key space of the ERP import; the second key is the target date as yyyymmdd.
-const IMPORT_LOCK = 7_230_100;
+export const IMPORT_LOCK = 7_230_100;
 
 const emptyCounters = {
   tours: 0, tours_created: 0, deliveries_created: 0, deliveries_updated: 0, deliveries_unchanged: 0, deliveries_moved: 0,

@@ -1,0 +1,281 @@
+import { asc, count, eq, inArray } from 'drizzle-orm';
+import { http, HttpResponse } from 'msw';
+import { setupServer } from 'msw/node';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { changeLog, deliveries, erpImportRuns, paymentMethods, tours } from '../../server/db/schema.js';
+import { generateDemoTours } from '../../server/integrations/erp/demoData.js';
+import type { ErpGateway } from '../../server/integrations/erp/gateway.js';
+import { IMPORT_LOCK, runImport } from '../../server/jobs/erpImport.js';
+import { startImportJobs } from '../../server/jobs/scheduler.js';
+import type { StartOptions } from '../../server/server.js';
+import { berlinDate } from '../../shared/rules/calendar.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
+import { tourPayload } from '../helpers/tourPayloads.js';
+
+const ERP = 'http://erp.test';
+const msw = setupServer();
+beforeAll(() => msw.listen({ onUnhandledRequest: 'bypass' }));
+afterEach(() => msw.resetHandlers());
+afterAll(() => msw.close());
+
+const httpErp = { ERP_MODE: 'http', ERP_BASE_URL: ERP, ERP_RETRIES: '0', ERP_TIMEOUT_MS: '2000' };
+
+/** An ERP whose tour read waits until the test lets it answer. */
+function gatedErp() {
+  let open!: () => void;
+  let started!: () => void;
+  const gate = new Promise<void>((resolve) => { open = resolve; });
+  const reading = new Promise<void>((resolve) => { started = resolve; });
+  const erp: ErpGateway = {
+    async fetchTours(date) {
+      started();
+      await gate;
+      return generateDemoTours(date);
+    },
+    async pushCompletion() {},
+  };
+  return { erp, open, reading };
+}
+
+describe.each(databaseKinds)('ERP import on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  const runsOf = (server: TestServer, date: string) =>
+    server.db.select().from(erpImportRuns).where(eq(erpImportRuns.targetDate, date)).orderBy(asc(erpImportRuns.startedAt));
+  const changeCount = async () => (await api.db.select({ n: count() }).from(changeLog))[0].n;
+
+  /** A second instance on the same database. */
+  function secondInstance(first: TestServer, env: Record<string, string> = {}, options: StartOptions = {}) {
+    return kind === 'postgres'
+      ? startTestServer(kind, { DATABASE_URL: first.ctx.config.databaseUrl!, ...env }, options)
+      : startTestServer(kind, env, { database: first.ctx.database, ...options });
+  }
+
+  describe('POST /admin/import-erp', () => {
+    it('imports every demo tour of the date, resolves payment codes and logs the run', async () => {
+      const date = '2026-03-10';
+      const expected = generateDemoTours(date);
+      const response = await api.post(`/admin/import-erp?date=${date}`, undefined, { admin: true });
+      expect(response.status).toBe(200);
+      const deliveryCount = expected.reduce((n, t) => n + t.deliveries.length, 0);
+      expect(response.body).toMatchObject({
+        target_date: date, trigger: 'manual', success: true, skipped: false, error: null,
+        tours: expected.length, tours_created: expected.length, deliveries_created: deliveryCount, deliveries_updated: 0,
+      });
+      expect(response.body.positions_created).toBe(expected.reduce((n, t) => n + t.deliveries.reduce((m, d) => m + d.positions.length, 0), 0));
+
+      const [run] = await runsOf(api, date);
+      expect(run).toMatchObject({ id: response.body.run_id, trigger: 'manual', success: true, error: null });
+      expect(run.finishedAt).not.toBeNull();
+      expect(run.counters).toMatchObject({ tours: expected.length, deliveries_created: deliveryCount });
+
+      const token = await api.token(1001);
+      const mine = await api.get(`/me/tours?date=${date}`, { token });
+      expect(mine.body.tours).toHaveLength(1);
+      expect(mine.body.tours[0]).toMatchObject({ name: expected[0].name, deliveryCount: expected[0].deliveries.length });
+      const codes = await api.db.select({ code: paymentMethods.code, collectOnSite: paymentMethods.collectOnSite }).from(paymentMethods)
+        .where(inArray(paymentMethods.code, ['BAR', 'EC', 'RECHNUNG'])).orderBy(asc(paymentMethods.code));
+      expect(codes).toEqual([{ code: 'BAR', collectOnSite: true }, { code: 'EC', collectOnSite: true }, { code: 'RECHNUNG', collectOnSite: false }]);
+      const rows = await api.db.select({ methodId: deliveries.paymentMethodId, code: deliveries.erpPaymentMethodCode }).from(deliveries)
+        .innerJoin(tours, eq(tours.id, deliveries.tourId)).where(eq(tours.tourDate, date));
+      expect(rows.every((r) => r.methodId !== null && r.code !== null)).toBe(true);
+    });
+
+    it('writes nothing when the same date is imported again, but logs that run too', async () => {
+      const date = '2026-03-12';
+      await api.post(`/admin/import-erp?date=${date}`, undefined, { admin: true });
+      const before = await changeCount();
+      const again = await api.post(`/admin/import-erp?date=${date}`, undefined, { admin: true });
+      const deliveryCount = generateDemoTours(date).reduce((n, t) => n + t.deliveries.length, 0);
+      expect(again.body).toMatchObject({
+        success: true, tours_created: 0, deliveries_created: 0, deliveries_updated: 0, deliveries_unchanged: deliveryCount,
+        positions_created: 0, positions_updated: 0, positions_deleted: 0,
+      });
+      expect(await changeCount()).toBe(before);
+      expect((await runsOf(api, date)).map((r) => r.success)).toEqual([true, true]);
+    });
+
+    it('imports today in Berlin without a date', async () => {
+      const before = new Date();
+      const response = await api.post('/admin/import-erp', undefined, { admin: true });
+      expect(response.status).toBe(200);
+      expect([berlinDate(before), berlinDate(new Date())]).toContain(response.body.target_date);
+    });
+
+    it.each(['2026-02-30', '10-03-2026', 'morgen', '2026-3-1'])('refuses the date %s with 400 and logs no run', async (date) => {
+      const runs = async () => (await api.db.select({ n: count() }).from(erpImportRuns))[0].n;
+      const before = await runs();
+      const response = await api.post(`/admin/import-erp?date=${encodeURIComponent(date)}`, undefined, { admin: true });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
+      expect(await runs()).toBe(before);
+    });
+
+    it('refuses a missing or wrong admin key and a driver token with 401', async () => {
+      expect((await api.post('/admin/import-erp?date=2026-03-13')).status).toBe(401);
+      expect((await api.post('/admin/import-erp?date=2026-03-13', undefined, { admin: 'wrong-key-0123456789abcdef' })).status).toBe(401);
+      expect((await api.post('/admin/import-erp?date=2026-03-13', undefined, { token: await api.token(5990) })).status).toBe(401);
+      expect(await runsOf(api, '2026-03-13')).toEqual([]);
+    });
+  });
+
+  describe('ERP over HTTP', () => {
+    const erpApi = useTestServer(kind, httpErp);
+
+    it('answers 502 upstream_unavailable when the ERP fails and logs the failed run', async () => {
+      msw.use(http.get(`${ERP}/tours`, () => new HttpResponse('maintenance', { status: 503 })));
+      const response = await erpApi.post('/admin/import-erp?date=2026-04-01', undefined, { admin: true });
+      expect(response.status).toBe(502);
+      expect(response.body.code).toBe('upstream_unavailable');
+      const runs = await runsOf(erpApi, '2026-04-01');
+      expect(runs).toMatchObject([{ trigger: 'manual', success: false }]);
+      expect(runs[0].error).toContain('503');
+      expect(runs[0].finishedAt).not.toBeNull();
+    });
+
+    it('answers 502 when the ERP is unreachable', async () => {
+      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.error()));
+      const response = await erpApi.post('/admin/import-erp?date=2026-04-02', undefined, { admin: true });
+      expect(response.status).toBe(502);
+      expect((await runsOf(erpApi, '2026-04-02'))[0].success).toBe(false);
+    });
+
+    it('imports the ERP tours and keeps an unknown payment code without failing', async () => {
+      const tour = tourPayload(5801, { date: '2026-04-03', deliveries: 2, paymentMethodCode: 'SCHECK' });
+      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [tour] })));
+      const response = await erpApi.post('/admin/import-erp?date=2026-04-03', undefined, { admin: true });
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ success: true, tours: 1, deliveries_created: 2 });
+      const rows = await erpApi.db.select({ methodId: deliveries.paymentMethodId, code: deliveries.erpPaymentMethodCode }).from(deliveries)
+        .where(eq(deliveries.tourId, (await erpApi.db.select().from(tours).where(eq(tours.accountId, 5801)))[0].id));
+      expect(rows).toEqual([{ methodId: null, code: 'SCHECK' }, { methodId: null, code: 'SCHECK' }]);
+    });
+  });
+
+  describe('start-up catch-up', () => {
+    // 23:30 in Berlin on 10 March: today is the 10th, the default target (offset 1) the 11th.
+    const now = () => new Date('2026-03-10T22:30:00Z');
+    const enabled = { ERP_IMPORT_ENABLED: 'true', ERP_IMPORT_OFFSET_DAYS: '1' };
+
+    it('imports the target date and, in demo mode, today once; a restart imports nothing again', async () => {
+      const first = await startTestServer(kind, enabled, { now });
+      try {
+        await first.running.importJobs!.catchUp;
+        const runs = await first.db.select().from(erpImportRuns).orderBy(asc(erpImportRuns.targetDate));
+        expect(runs.map((r) => [r.targetDate, r.trigger, r.success])).toEqual([['2026-03-10', 'startup', true], ['2026-03-11', 'startup', true]]);
+        const token = await first.token(1001);
+        expect((await first.get('/me/tours?date=2026-03-10', { token })).body.tours).toHaveLength(1);
+
+        const second = await secondInstance(first, enabled, { now });
+        try {
+          await second.running.importJobs!.catchUp;
+          expect(await second.db.select().from(erpImportRuns)).toHaveLength(2);
+        } finally {
+          await second.close();
+        }
+      } finally {
+        await first.close();
+      }
+    });
+
+    it('imports only the target date from a real ERP, logs a failure and retries at the next start', async () => {
+      const dates: string[] = [];
+      msw.use(http.get(`${ERP}/tours`, ({ request }) => {
+        dates.push(new URL(request.url).searchParams.get('date')!);
+        return new HttpResponse(null, { status: 500 });
+      }));
+      const first = await startTestServer(kind, { ...enabled, ...httpErp, ERP_IMPORT_OFFSET_DAYS: '2' }, { now });
+      try {
+        await first.running.importJobs!.catchUp;
+        expect(dates).toEqual(['2026-03-12']);
+        expect((await runsOf(first, '2026-03-12')).map((r) => [r.trigger, r.success])).toEqual([['startup', false]]);
+        expect((await first.get('/health')).status).toBe(200);
+
+        msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [] })));
+        const second = await secondInstance(first, { ...enabled, ...httpErp, ERP_IMPORT_OFFSET_DAYS: '2' }, { now });
+        try {
+          await second.running.importJobs!.catchUp;
+          expect((await runsOf(second, '2026-03-12')).map((r) => r.success)).toEqual([false, true]);
+        } finally {
+          await second.close();
+        }
+      } finally {
+        await first.close();
+      }
+    });
+
+    it('does neither catch up nor schedule when ERP_IMPORT_ENABLED is off', async () => {
+      const server = await startTestServer(kind, { ERP_IMPORT_ENABLED: 'false' }, { now });
+      try {
+        expect(server.running.importJobs).toBeUndefined();
+        expect(await server.db.select().from(erpImportRuns)).toEqual([]);
+      } finally {
+        await server.close();
+      }
+    });
+  });
+
+  describe('scheduler', () => {
+    afterEach(() => { vi.useRealTimers(); });
+
+    it('imports today plus the offset at the configured Berlin time, also across a clock change', async () => {
+      // 04:50 in Berlin (summer time) on 24 October 2026; the clocks go back on the 25th.
+      vi.useFakeTimers({ now: new Date('2026-10-24T02:50:00Z'), toFake: ['setTimeout', 'clearTimeout', 'Date'], shouldAdvanceTime: true });
+      const ctx = { ...api.ctx, config: { ...api.ctx.config, erp: { ...api.ctx.config.erp, importCron: '0 5 * * *', importOffsetDays: 1 } } };
+      const jobs = startImportJobs(ctx);
+      try {
+        expect(jobs.nextRun()).toEqual(new Date('2026-10-24T03:00:00Z'));
+        await jobs.catchUp;
+        expect((await runsOf(api, '2026-10-25')).map((r) => r.trigger)).toEqual(['startup']);
+
+        await vi.advanceTimersByTimeAsync(11 * 60_000);
+        expect(jobs.nextRun()).toEqual(new Date('2026-10-25T04:00:00Z'));
+      } finally {
+        await jobs.stop();
+      }
+      const runs = await runsOf(api, '2026-10-25');
+      expect(runs.map((r) => [r.trigger, r.success])).toEqual([['startup', true], ['scheduler', true]]);
+      expect(runs[1].counters).toMatchObject({ deliveries_created: 0, deliveries_updated: 0 });
+      expect(runs[1].startedAt.getTime()).toBeGreaterThanOrEqual(new Date('2026-10-24T03:00:00Z').getTime());
+    });
+  });
+
+  describe('two instances', () => {
+    it('runs one import of a date at a time: the other instance logs a skipped run', async () => {
+      const gated = gatedErp();
+      const first = await startTestServer(kind, {}, { erp: gated.erp });
+      const second = await secondInstance(first);
+      try {
+        const running = runImport(first.ctx, '2026-05-20', 'manual');
+        await gated.reading;
+        const skipped = await runImport(second.ctx, '2026-05-20', 'scheduler');
+        expect(skipped).toMatchObject({ success: false, skipped: true, tours: 0 });
+        expect(skipped.error).toContain('already running');
+        gated.open();
+        expect(await running).toMatchObject({ success: true, skipped: false });
+        expect((await runsOf(first, '2026-05-20')).map((r) => [r.trigger, r.success])).toEqual([['manual', true], ['scheduler', false]]);
+
+        const afterwards = await runImport(second.ctx, '2026-05-20', 'manual');
+        expect(afterwards).toMatchObject({ success: true, skipped: false, deliveries_created: 0 });
+      } finally {
+        await second.close();
+        await first.close();
+      }
+    });
+
+    it.runIf(kind === 'postgres')('respects the advisory lock held by another session', async () => {
+      const client = new pg.Client({ connectionString: api.ctx.config.databaseUrl });
+      await client.connect();
+      try {
+        await client.query('SELECT pg_advisory_lock($1, 20260521)', [IMPORT_LOCK]);
+        expect(await runImport(api.ctx, '2026-05-21', 'manual')).toMatchObject({ skipped: true, success: false });
+        await client.query('SELECT pg_advisory_unlock($1, 20260521)', [IMPORT_LOCK]);
+        expect(await runImport(api.ctx, '2026-05-21', 'manual')).toMatchObject({ skipped: false, success: true });
+      } finally {
+        await client.end();
+      }
+    });
+  });
+});
