@@ -9,12 +9,18 @@ export interface DayRange { from: string | null; to: string | null }
 
 const completedDay = berlinDay(deliveries.completedAt);
 
+/**
+ * The same as comparing `completedDay` with the bounds, written as a range on `completed_at`
+ * so that its index serves: a Berlin day runs from its local midnight to the next one (23 or
+ * 25 hours on the days the clocks change).
+ */
 function completedWithin(range: DayRange): SQL[] {
+  const midnight = (day: SQL) => sql`((${day})::timestamp AT TIME ZONE 'Europe/Berlin')`;
   return [
     eq(deliveries.state, 'completed'),
     isNotNull(deliveries.completedAt),
-    ...(range.from ? [sql`${completedDay} >= ${range.from}::date`] : []),
-    ...(range.to ? [sql`${completedDay} <= ${range.to}::date`] : []),
+    ...(range.from ? [sql`${deliveries.completedAt} >= ${midnight(sql`${range.from}::date`)}`] : []),
+    ...(range.to ? [sql`${deliveries.completedAt} < ${midnight(sql`${range.to}::date + 1`)}`] : []),
   ];
 }
 
