@@ -82,6 +82,22 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(item.scannedQuantity).toBe(2);
   });
 
+  it('applies 500 events over several deliveries with a number of statements that does not grow with the events', async () => {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, {
+      accountId, deliveries: 5, positions: [{ scannable: true, quantity: 100, scannedQuantity: 0, state: 'InProgress' }],
+    });
+    const events = tour.deliveries.flatMap(({ items }) => Array.from({ length: 100 }, () => scan(items[0].id)));
+    const before = api.ctx.database.queries.count;
+    const response = await push(token, events);
+    const statements = api.ctx.database.queries.count - before;
+    expect(response.body.results.every((r: { status: string }) => r.status === 'applied')).toBe(true);
+    expect(statements).toBeLessThan(100);
+    const lines = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, tour.deliveries.map((d) => d.items[0].id)));
+    expect(lines.map((l) => l.scannedQuantity)).toEqual([100, 100, 100, 100, 100]);
+  }, 60_000);
+
   it('keeps the client id and the device time with each processed event', async () => {
     const { token, line } = await setup();
     const event = { ...scan(line.id), occurredAt: '2026-03-01T06:30:00.000Z' };
