@@ -1,5 +1,5 @@
 /**
- * npm run bench [-- --only push,fanout] [--db postgres|pglite]
+ * npm run bench [-- --only push,fanout] [--db postgres|pglite] [--tiny (sizes for checking the scenarios, not for figures)]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
  */
@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { startPostgres, type PostgresCluster } from './postgres.js';
-import { fanout, fullSizes, importScenario, startup, tourRead, writeScenarios, type BenchContext, type Results } from './scenarios.js';
+import { fanout, fullSizes, tinySizes, importScenario, startup, tourRead, writeScenarios, type BenchContext, type Results } from './scenarios.js';
 import { round } from './stats.js';
 import { newTarget, type DatabaseKind } from './target.js';
 
@@ -27,7 +27,7 @@ export const targets: [Scenario, string, number, 'min' | 'max'][] = [
   ['startup', 'existing_ms', 2000, 'max'],
 ];
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, db: { type: 'string' }, out: { type: 'string', default: 'bench-results.json' } } });
+const { values } = parseArgs({ options: { only: { type: 'string' }, db: { type: 'string' }, out: { type: 'string', default: 'bench-results.json' }, tiny: { type: 'boolean', default: false } } });
 const only = new Set((values.only ?? scenarios.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
 for (const name of only) if (!scenarios.includes(name as Scenario)) throw new Error(`unknown scenario ${name}; one of ${scenarios.join(', ')}`);
 const kinds = (values.db ? values.db.split(',') : ['postgres', 'pglite']) as DatabaseKind[];
@@ -45,7 +45,7 @@ try {
       cluster = await startPostgres();
       log(`postgres: ${cluster.settings}`);
     }
-    const ctx: BenchContext = { kind, sizes: fullSizes, newTarget: (name) => newTarget(kind, cluster, name), log };
+    const ctx: BenchContext = { kind, sizes: values.tiny ? tinySizes : fullSizes, newTarget: (name) => newTarget(kind, name, cluster?.createDatabase), log, problems: [] };
     const results: Results = all[kind] ?? {};
     all[kind] = results;
     const step = async (name: string, work: () => Promise<void>) => {

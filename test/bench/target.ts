@@ -3,7 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer, type StartOptions } from '../../server/server.js';
-import type { PostgresCluster } from './postgres.js';
 
 export type DatabaseKind = 'postgres' | 'pglite';
 export const BENCH_ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
@@ -18,9 +17,10 @@ export interface Target {
   dispose(): void;
 }
 
-export async function newTarget(kind: DatabaseKind, cluster: PostgresCluster | undefined, name: string): Promise<Target> {
+/** `createDatabase` makes an empty PostgreSQL database and answers its URL (postgres only). */
+export async function newTarget(kind: DatabaseKind, name: string, createDatabase?: (name: string) => Promise<string>): Promise<Target> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `tourline-bench-${name}-`));
-  const databaseUrl = kind === 'postgres' ? await cluster!.createDatabase(name) : undefined;
+  const databaseUrl = kind === 'postgres' ? await createDatabase!(name) : undefined;
   const env: Record<string, string> = {
     NODE_ENV: 'development', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_API_KEY: BENCH_ADMIN_KEY,
     ERP_IMPORT_ENABLED: 'false', DATA_DIR: dataDir,

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { fanout, importScenario, tinySizes, tourRead, writeScenarios, type BenchContext } from '../bench/scenarios.js';
+import { newTarget } from '../bench/target.js';
+import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
+
+// The bench scenarios at a tiny size: what they check must hold; their timings mean nothing here.
+describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
+  const context = (): BenchContext => ({
+    kind, sizes: tinySizes, log: () => undefined, problems: [],
+    newTarget: (name) => newTarget(kind, name, () => createPostgresDatabase()),
+  });
+
+  it('applies every scan the drivers push and the plain-SQL floor writes the same batches', async () => {
+    const ctx = context();
+    const results = await writeScenarios(ctx, { push: true, floor: true, pushSmall: false });
+    expect(ctx.problems).toEqual([]);
+    expect(results.push.events_per_s).toBeGreaterThan(0);
+    expect(results.floor.events_per_s).toBeGreaterThan(0);
+  }, 90_000);
+
+  it('imports the same ERP day a second time without writing a single change record', async () => {
+    const ctx = context();
+    const results = await importScenario(ctx);
+    expect(results.again_changes).toBe(0);
+    expect(ctx.problems).toEqual([]);
+  }, 90_000);
+
+  it('delivers every committed change to every live client of its account', async () => {
+    const ctx = context();
+    await fanout(ctx);
+    expect(ctx.problems).toEqual([]);
+  }, 90_000);
+
+  it('reads a tour with notes and contacts in a fixed number of queries whatever its size', async () => {
+    const small = context();
+    const larger: BenchContext = { ...context(), sizes: { ...tinySizes, tourRead: { ...tinySizes.tourRead, deliveries: 6, positions: 5 } } };
+    const [a, b] = [await tourRead(small), await tourRead(larger)];
+    expect(small.problems).toEqual([]);
+    expect(b.queries).toBe(a.queries);
+  }, 90_000);
+});
