@@ -150,6 +150,39 @@ describe('flushing', () => {
   });
 });
 
+describe('note images', () => {
+  it('stores the upload\'s answer before sending the note\'s text, so a restart after a failure never uploads twice', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tourline-outbox-'));
+    dirs.push(dir);
+    const tour = newTour();
+    const deliveryId = tour.deliveries[0].id;
+    let pushFails = true;
+    const service = fakeService({
+      intercept: (call) => {
+        if (call.path.endsWith('/notes/image')) {
+          return service.json({ note: { id: 'server-note', deliveryId, text: null, imageAttachment: '~sha256/abc', imageAttachmentId: 'att-1' } });
+        }
+        return call.path === '/sync/push' && pushFails ? 'network' : undefined;
+      },
+    });
+    const first = await open({ fetch: service.fetch, storage: await FileStore.open(dir) });
+    await first.state.putTour(tour);
+    const { noteId } = await first.createImageNote(deliveryId, { image: PNG, contentType: 'image/png', text: 'Delle' });
+    await first.deleteNote(deliveryId, noteId);
+    await expect(first.sync()).rejects.toThrow(/fetch failed/);
+
+    pushFails = false;
+    const second = await open({ fetch: service.fetch, storage: await FileStore.open(dir) });
+    await second.sync();
+    expect(service.calls.filter((c) => c.path.endsWith('/notes/image'))).toHaveLength(1);
+    const pushed = service.pushes().filter((c) => c.token).flatMap((c) => (c.body as { events: SyncEvent[] }).events);
+    // The text follows the server's note id, and so does the later delete queued behind it.
+    expect(pushed.map((e) => `${e.type}:${'noteId' in e ? e.noteId : ''}`)).toEqual(['note.update:server-note', 'note.update:server-note', 'note.delete:server-note']);
+    expect(new Set(pushed.filter((e) => e.type === 'note.update').map((e) => e.eventId)).size).toBe(1);
+    expect(second.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+  });
+});
+
 describe('retry timing', () => {
   async function failingClient(intercept: (call: FakeCall) => FakeAnswer) {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });

@@ -246,4 +246,32 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     expect(await countWhere(server.db, scanAudit, events)).toBe(2);
     await expectViewEqualsServer(second, server, pnr, tourId);
   });
+
+  it('uploads a note image once, adds its text, and lets later edits of the note follow it', async () => {
+    const server = await runningServer();
+    const { pnr, tourId, seeded } = await driverWithTour(server);
+    const faults = new FaultInjector(server.url);
+    const client = await openClient(sdkOptions(() => server, pnr, faults));
+    await client.loadTours({ date: seeded.tour.tourDate });
+    const deliveryId = seeded.deliveries[0].delivery.id;
+    const photo = new Uint8Array(await sharp({ create: { width: 64, height: 48, channels: 3, background: '#884400' } }).jpeg().toBuffer());
+    const { noteId } = await client.createImageNote(deliveryId, { image: photo, contentType: 'image/jpeg', text: 'Schaden an der Palette' });
+    const local = client.delivery(deliveryId)!.notes.find((n) => n.id === noteId)!;
+    expect(client.localImage(local.imageAttachment!)).toEqual(photo);
+    await client.updateNote(deliveryId, noteId, { text: 'Schaden an der Palette, fotografiert' });
+    // The answer to the text follow-up is lost after the commit: the resend must neither upload again nor apply twice.
+    faults.loseResponse(on('/sync/push'));
+    await syncUntilSettled(client);
+
+    const uploads = faults.log.filter((l) => l.path.endsWith('/notes/image'));
+    expect(uploads.map((u) => u.outcome)).toEqual(['sent']);
+    const notes = client.view(tourId)!.deliveries.find((d) => d.id === deliveryId)!.notes;
+    expect(notes).toHaveLength(1);
+    expect(notes[0]).toMatchObject({ text: 'Schaden an der Palette, fotografiert', imageAttachment: expect.stringMatching(/^~/) });
+    expect(client.rejected()).toEqual([]);
+    const read = await server.get<TourDetails>(`/tours/${tourId}`, { token: await server.token(pnr) });
+    const serverNotes = read.body.deliveries.find((d) => d.id === deliveryId)!.notes;
+    expect(serverNotes).toHaveLength(1);
+    expect(notes[0]).toMatchObject({ id: serverNotes[0].id, text: serverNotes[0].text, imageAttachment: serverNotes[0].imageAttachment, imageAttachmentId: serverNotes[0].imageAttachmentId });
+  });
 });
