@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { http, HttpResponse } from 'msw';
+import { setupServer } from 'msw/node';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { and, eq, sql } from 'drizzle-orm';
 import { attachments, changeLog, completions, deliveries, deliveryItems, processedEvents } from '../../server/db/schema.js';
 import type { DemoErp } from '../../server/integrations/erp/demo.js';
@@ -444,6 +446,44 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
     expect(erp.calls.length).toBeGreaterThan(calls);
     expect(erp.calls.at(-1)!.writeBack).not.toHaveProperty('quantity');
     expect((await completionOf(api, delivery.id)).erpPushStatus).toBe('succeeded');
+  });
+});
+
+describe.each(databaseKinds)('write-back to the ERP over HTTP on %s', (kind) => {
+  const erpUrl = 'https://erp.example.test';
+  const received: { path: string; body: unknown }[] = [];
+  const msw = setupServer(http.post(`${erpUrl}/documents/:belegartId/:belegnummer/completion`, async ({ request }) => {
+    received.push({ path: new URL(request.url).pathname, body: await request.json() });
+    return new HttpResponse(null, { status: 204 });
+  }));
+  beforeAll(() => msw.listen({ onUnhandledRequest: 'bypass' }));
+  afterEach(() => msw.resetHandlers());
+  afterAll(() => msw.close());
+  const api = useTestServer(kind, { ERP_MODE: 'http', ERP_BASE_URL: erpUrl, ERP_RETRIES: '0' });
+
+  it('posts delivered-at, state, payment term and money credit to the document of the delivery', async () => {
+    const { token, delivery } = await setup(api, { paymentTerm: '10 Tage 2 % Skonto' });
+    expect((await complete(api, token, delivery.id)).status).toBe(200);
+    const completion = await completionOf(api, delivery.id);
+    expect(received.at(-1)).toEqual({
+      path: `/documents/${delivery.belegartId}/${delivery.belegnummer}/completion`,
+      body: { deliveredAt: completion.completedAt.toISOString(), state: 'completed', paymentTerm: '10 Tage 2 % Skonto', creditAmountCents: 0 },
+    });
+    expect(completion.erpPushStatus).toBe('succeeded');
+  });
+
+  it('records an ERP error without undoing the completion, and push-completion answers 502 until the ERP accepts', async () => {
+    msw.use(http.post(`${erpUrl}/documents/:belegartId/:belegnummer/completion`, () => new HttpResponse('maintenance', { status: 503 })));
+    const { token, delivery } = await setup(api);
+    expect((await complete(api, token, delivery.id)).status).toBe(200);
+    expect(await completionOf(api, delivery.id)).toMatchObject({ erpPushStatus: 'failed', erpPushAttempts: 1 });
+    expect((await stateOf(api, delivery.id)).state).toBe('completed');
+    expectProblem(await api.post(`/admin/push-completion?delivery_id=${delivery.id}`, undefined, { admin: true }), 502, 'upstream_unavailable');
+    expect((await completionOf(api, delivery.id)).erpPushAttempts).toBe(2);
+
+    msw.resetHandlers();
+    expect((await api.post(`/admin/push-completion?delivery_id=${delivery.id}`, undefined, { admin: true })).status).toBe(204);
+    expect(await completionOf(api, delivery.id)).toMatchObject({ erpPushStatus: 'succeeded', erpPushAttempts: 3, erpPushError: null });
   });
 });
 
