@@ -72,9 +72,10 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     socket.on('error', () => socket.destroy());
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (path !== SYNC_WS_PATH) return refuse(socket, 'not_found', `No WebSocket endpoint at ${path}`);
+    const token = upgradeToken(req);
     let actor: DriverActor;
     try {
-      actor = await ctx.auth.driver(upgradeToken(req) ? `Bearer ${upgradeToken(req)}` : undefined);
+      actor = await ctx.auth.driver(token ? `Bearer ${token}` : undefined);
     } catch (error) {
       if (error instanceof DomainError && error.code === 'unauthorized') return refuse(socket, 'unauthorized', error.message);
       ctx.logger.error({ err: error }, 'WebSocket authentication failed');
