@@ -160,8 +160,8 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(kinds[details.completion.driver_signature_id]).toBe('driver_signature');
     });
 
-    it('answers 404 for an unknown number', async () => {
-      const response = await api.get('/admin/belege/LS-UNKNOWN-0', admin);
+    it.each(['LS-UNKNOWN-0', '%20LS-1%20', 'x'.repeat(150)])('answers 404 for the unknown number %s', async (number) => {
+      const response = await api.get(`/admin/belege/${number}`, admin);
       expect(response.status).toBe(404);
       expect(response.body.code).toBe('not_found');
     });

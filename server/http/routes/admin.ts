@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import {
-  Belegnummer, CompletedDeliveriesQuery, CompletedDeliveriesResponse, DeliveredBelegnummernQuery, DeliveredBelegnummernResponse,
+  CompletedDeliveriesQuery, CompletedDeliveriesResponse, DeliveredBelegnummernQuery, DeliveredBelegnummernResponse,
   DeliveryDetailsResponse, MarkMailSentRequest, MarkMailSentResponse, PendingReviewList, PositionsModifiedResponse,
   ResolveReviewRequest,
 } from '../../../shared/schemas/admin.js';
@@ -11,7 +11,8 @@ import { pendingReviews, resolveReview } from '../../queries/adminReviews.js';
 import { route } from '../route.js';
 
 const tags = ['Back office'];
-const BelegParam = z.object({ belegnummer: Belegnummer });
+// Any number that is not stored is simply unknown (404), however it looks.
+const BelegParam = z.object({ belegnummer: z.string().min(1).max(1000) });
 
 export const adminRoutes = [
   route({
