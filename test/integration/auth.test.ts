@@ -240,7 +240,7 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     }
   });
 
-  it.each([[{}], [{ personalnummer: 'abc' }], [{ personalnummer: -1 }], [{ personalnummer: 1.5 }], [[]]])('answers 400 for the body %j', async (body) => {
+  it.each([[{}], [{ personalnummer: 'abc' }], [{ personalnummer: -1 }], [{ personalnummer: 1.5 }], [{ personalnummer: true }], [[]]])('answers 400 for the body %j', async (body) => {
     const response = await api.post('/dev/token', body);
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('validation');

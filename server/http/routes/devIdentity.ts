@@ -5,7 +5,7 @@ import { accounts } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import { route } from '../route.js';
 
-export const DevTokenRequest = z.object({ personalnummer: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER) }).meta({ id: 'DevTokenRequest' });
+export const DevTokenRequest = z.object({ personalnummer: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)) }).meta({ id: 'DevTokenRequest' });
 export const DevTokenResponse = z.object({ accessToken: z.string(), expiresAt: z.string() }).meta({ id: 'DevTokenResponse' });
 
 /** The development identity provider's endpoints; registered only with AUTH_MODE=dev. */
