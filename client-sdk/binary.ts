@@ -1,6 +1,6 @@
 import type { Binary } from './api.js';
 
-/** Binary data kept in JSON storage as base64, without Node's Buffer. */
+/** Binary data kept in JSON storage as base64, with btoa/atob only (no Node-only API). */
 export async function toBase64(data: Binary): Promise<string> {
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(await data.arrayBuffer());
   let binary = '';

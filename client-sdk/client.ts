@@ -470,8 +470,23 @@ export class TourlineClient {
         // The batch as a whole was refused (or crashed the server): halve it to find the event at fault.
         if (entries.length > 1) {
           const half = Math.ceil(entries.length / 2);
-          await this.pushBatch(entries.slice(0, half));
-          await this.pushBatch(entries.slice(half));
+          let failure: unknown;
+          try {
+            await this.pushBatch(entries.slice(0, half));
+          } catch (e) {
+            failure = e;
+          }
+          // Deliveries whose events are still stuck in the first half wait; the others go on.
+          const stuck = new Set(entries.slice(0, half).filter((e) => e.state === 'pending').map((e) => e.orderKey));
+          const rest = entries.slice(half).filter((e) => !stuck.has(e.orderKey));
+          if (rest.length) {
+            try {
+              await this.pushBatch(rest);
+            } catch (e) {
+              failure ??= e;
+            }
+          }
+          if (failure) throw failure;
           return;
         }
         if (isRejection(error)) {

@@ -113,6 +113,29 @@ describe('flushing', () => {
     expect(client.status().pendingCount).toBe(0);
   });
 
+  it('keeps sending other deliveries when one event makes the service fail with 500, and retries that one later', async () => {
+    const tour = newTour({ deliveries: 3 });
+    const [a, b, c] = tour.deliveries;
+    let broken = true;
+    const service = fakeService({
+      intercept: (call) => {
+        const events = (call.body as { events?: SyncEvent[] })?.events;
+        return broken && events?.some((e) => e.type === 'delivery.hold' && e.deliveryId === a.id) ? problem(500, 'internal', 'An internal error occurred') : undefined;
+      },
+    });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.holdDelivery(a.id, 'x');
+    await client.resumeDelivery(a.id);
+    await client.holdDelivery(b.id, 'y');
+    await client.holdDelivery(c.id, 'z');
+    await expect(client.sync()).rejects.toThrow(/internal error/);
+    expect(client.outbox.pending().map((e) => (e.action as { event: SyncEvent }).event.type)).toEqual(['delivery.hold', 'delivery.resume']);
+    broken = false;
+    await client.sync();
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+  });
+
   it('sends events of a delivery that follow its completion only after the completion, without holding up other deliveries', async () => {
     const tour = newTour();
     const [a, b] = tour.deliveries;
