@@ -212,8 +212,8 @@ export function renderDeliveryReport(data: DeliveryReportData): Promise<Buffer> 
   }
 
   // ---- signatures ----
-  const boxHeight = 90;
-  section('Unterschriften', boxHeight + 60);
+  const boxHeight = 75;
+  section('Unterschriften', boxHeight + 55);
   const boxTop = doc.y + 4;
   const signatures: [string, Buffer][] = [['Unterschrift Kunde', data.signatures.customer], ['Unterschrift Fahrer', data.signatures.driver]];
   signatures.forEach(([label, image], i) => {
