@@ -1,6 +1,6 @@
 import schedule from 'node-schedule';
 import { berlinDate } from '../../shared/rules/calendar.js';
-import { hasSuccessfulImport, importTargetDate, runImport, type ImportContext } from './erpImport.js';
+import { ensureDemoPaymentMethods, hasSuccessfulImport, importTargetDate, runImport, type ImportContext } from './erpImport.js';
 
 export interface ImportJobs {
   /** Settles when the start-up catch-up is done (it never rejects; failures are logged and in the run log). */
@@ -39,6 +39,7 @@ export function startImportJobs(ctx: ImportContext, options: ImportJobOptions = 
   const dates = [importTargetDate(ctx, now())];
   if (ctx.config.erp.mode === 'demo') dates.push(berlinDate(now()));
   const catchUp = track((async () => {
+    if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(ctx.database.db).catch((error) => ctx.logger.error({ err: error }, 'could not create the demo payment methods'));
     for (const date of new Set(dates)) {
       try {
         if (!await hasSuccessfulImport(ctx.database.db, date)) await runImport(ctx, date, 'startup');

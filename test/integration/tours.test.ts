@@ -288,6 +288,29 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(await api.db.select().from(tours).where(eq(tours.accountId, personalnummer))).toEqual([]);
     });
 
+    it('creates one tour when the same new tour arrives twice at once', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 5, positions: 3 });
+      const [a, b] = await Promise.all([api.post('/sync/tour', payload, { token }), api.post('/sync/tour', copy(payload), { token })]);
+      expect([a.status, b.status]).toEqual([200, 200]);
+      expect(a.body.tour.id).toBe(b.body.tour.id);
+      expect([a.body.deliveries.created, b.body.deliveries.created].sort()).toEqual([0, 5]);
+      const tour = await details(a.body.tour.id, token);
+      expect(tour.deliveries).toHaveLength(5);
+      expect(tour.deliveries.flatMap((d: { positions: unknown[] }) => d.positions)).toHaveLength(15);
+      expect(tour.deliveries.flatMap((d: { contacts: unknown[] }) => d.contacts)).toHaveLength(10);
+    });
+
+    it('creates a tour without deliveries and names it', async () => {
+      const { personalnummer, token } = await driver();
+      const response = await api.post('/sync/tour', { ...tourPayload(personalnummer, { deliveries: 0 }), name: 'Leere Tour' }, { token });
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ created: true, tour: { name: 'Leere Tour' }, deliveries: { created: 0 } });
+      const renamed = await api.post('/sync/tour', { ...tourPayload(personalnummer, { deliveries: 0 }), name: 'Tour Süd' }, { token });
+      expect(renamed.body).toMatchObject({ created: false, tour: { id: response.body.tour.id, name: 'Tour Süd' } });
+      expect((await details(response.body.tour.id, token))).toMatchObject({ tour: { name: 'Tour Süd' }, deliveries: [], customers: [] });
+    });
+
     it('refuses a tour without a token with 401', async () => {
       const response = await api.post('/sync/tour', tourPayload(nextDriver++));
       expect(response.status).toBe(401);
