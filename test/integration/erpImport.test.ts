@@ -263,18 +263,22 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
         await first.close();
       }
     });
+  });
+});
 
-    it.runIf(kind === 'postgres')('respects the advisory lock held by another session', async () => {
-      const client = new pg.Client({ connectionString: api.ctx.config.databaseUrl });
-      await client.connect();
-      try {
-        await client.query('SELECT pg_advisory_lock($1, 20260521)', [IMPORT_LOCK]);
-        expect(await runImport(api.ctx, '2026-05-21', 'manual')).toMatchObject({ skipped: true, success: false });
-        await client.query('SELECT pg_advisory_unlock($1, 20260521)', [IMPORT_LOCK]);
-        expect(await runImport(api.ctx, '2026-05-21', 'manual')).toMatchObject({ skipped: false, success: true });
-      } finally {
-        await client.end();
-      }
-    });
+describe('ERP import lock on PostgreSQL', () => {
+  const api = useTestServer('postgres');
+
+  it('respects the advisory lock held by another session', async () => {
+    const client = new pg.Client({ connectionString: api.ctx.config.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock($1, 20260521)', [IMPORT_LOCK]);
+      expect(await runImport(api.ctx, '2026-05-21', 'manual')).toMatchObject({ skipped: true, success: false });
+      await client.query('SELECT pg_advisory_unlock($1, 20260521)', [IMPORT_LOCK]);
+      expect(await runImport(api.ctx, '2026-05-21', 'manual')).toMatchObject({ skipped: false, success: true });
+    } finally {
+      await client.end();
+    }
   });
 });
