@@ -4,7 +4,7 @@ import {
   articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
   processedEvents, scanAudit, tours,
 } from '../db/schema.js';
-import { toDelivery, toItem, toNote, toPayment, toServiceValue, type DeliveryRow, type ItemRow, type NoteRow, type ServiceValueRow } from '../queries/shapes.js';
+import { toAttachment, toDelivery, toItem, toNote, toPayment, toServiceValue, type DeliveryRow, type ItemRow, type NoteRow, type ServiceValueRow } from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
 /**
@@ -93,10 +93,11 @@ export async function flushWorkingSet(tx: Db, ws: WorkingSet): Promise<void> {
     const deleted = entries.filter((n) => n.state === 'deleted').map((n) => n.row.id);
     if (created.length) await tx.insert(notes).values(created);
     if (updated.length) {
-      const values = JSON.stringify(updated.map((n) => ({ id: n.id, text: n.text, image: n.imageAttachment })));
+      // The time set in memory is the one published in the change record, so it is the one stored.
+      const values = JSON.stringify(updated.map((n) => ({ id: n.id, text: n.text, image: n.imageAttachment, at: n.updatedAt.toISOString() })));
       await tx.execute(sql`
-        UPDATE notes AS n SET text = v.text, image_attachment = v.image, updated_at = now()
-        FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text) WHERE n.id = v.id`);
+        UPDATE notes AS n SET text = v.text, image_attachment = v.image, updated_at = v.at
+        FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz) WHERE n.id = v.id`);
     }
     if (deleted.length) {
       await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.noteId, deleted));
@@ -105,7 +106,10 @@ export async function flushWorkingSet(tx: Db, ws: WorkingSet): Promise<void> {
     for (const n of [...created, ...updated]) changes.push({ entity: 'note', op: 'upsert', id: n.id, ...owner, data: toNote(n, ws.noteImages.get(n.id) ?? null) });
     for (const id of deleted) changes.push({ entity: 'note', op: 'delete', id, ...owner });
   }
-  if (ws.inserts.attachments.length) await tx.insert(attachments).values(ws.inserts.attachments);
+  if (ws.inserts.attachments.length) {
+    const rows = await tx.insert(attachments).values(ws.inserts.attachments).returning();
+    for (const row of rows) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
+  }
 
   if (ws.serviceValues) {
     const entries = [...ws.serviceValues.values()];
@@ -114,7 +118,7 @@ export async function flushWorkingSet(tx: Db, ws: WorkingSet): Promise<void> {
     if (upserts.length) {
       await tx.insert(deliveryServiceValues).values(upserts).onConflictDoUpdate({
         target: [deliveryServiceValues.deliveryId, deliveryServiceValues.serviceId],
-        set: { boolValue: sql`excluded.bool_value`, numericValue: sql`excluded.numeric_value`, authorCarId: sql`excluded.author_car_id`, updatedAt: now },
+        set: { boolValue: sql`excluded.bool_value`, numericValue: sql`excluded.numeric_value`, authorCarId: sql`excluded.author_car_id`, updatedAt: sql`excluded.updated_at` },
       });
     }
     if (removed.length) {

@@ -196,6 +196,37 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     expect(shown.metadata).toMatchObject({ width: 320, height: 240 });
   });
 
+  it('answers a resend with the same ids with the same note, once, with its attachment in the change feed', async () => {
+    const { token, delivery: d } = await activeDelivery(api);
+    const image = await signaturePng();
+    const ids = { noteId: randomUUID(), clientEventId: randomUUID() };
+    const send = async () => {
+      const form = await noteImageForm(image);
+      form.append('noteId', ids.noteId);
+      form.append('clientEventId', ids.clientEventId);
+      form.append('text', 'Paket vor der Tür');
+      return api.post(`/deliveries/${d.id}/notes/image`, form, { token });
+    };
+    const first = await send();
+    const again = await send();
+    expect(first.status).toBe(200);
+    expect(first.body.note).toMatchObject({ id: ids.noteId, text: 'Paket vor der Tür' });
+    expect(again.status).toBe(200);
+    expect(again.body.note.id).toBe(ids.noteId);
+    expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toHaveLength(1);
+    expect(await api.db.select().from(attachments).where(eq(attachments.noteId, ids.noteId))).toHaveLength(1);
+    const attachmentChanges = await api.db.select().from(changeLog)
+      .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, first.body.note.imageAttachmentId)));
+    expect(attachmentChanges).toHaveLength(1);
+  });
+
+  it('refuses a note id that is not a uuid with 400', async () => {
+    const { token, delivery: d } = await activeDelivery(api);
+    const form = await noteImageForm(await signaturePng());
+    form.append('noteId', 'note-1');
+    expect((await api.post(`/deliveries/${d.id}/notes/image`, form, { token })).status).toBe(400);
+  });
+
   it.each([
     ['no file part', null, 'file'],
     ['an empty file', Buffer.alloc(0), 'file'],

@@ -7,7 +7,16 @@ import { applyEvent } from '../../engine/apply.js';
 import { loadOwnDelivery } from '../../engine/complete.js';
 import { DomainError, notFound, validation } from '../../errors.js';
 import { readMultipart } from '../multipart.js';
+import { zodProblems } from '../problem.js';
 import { route } from '../route.js';
+
+// Optional form fields: an outbox sends its own ids so that a resend after a lost answer is a duplicate, not a second note.
+const NoteImageFields = z.object({
+  noteId: Uuid.optional(),
+  clientEventId: Uuid.optional(),
+  text: z.string().max(5000).optional(),
+  authorCarId: Uuid.optional(),
+});
 
 const imageTypes: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', heif: 'image/heif', avif: 'image/avif' };
 
@@ -16,10 +25,24 @@ export const noteImageRoutes = [
     method: 'post', path: '/deliveries/{delivery_id}/notes/image', auth: 'bearer', tags: ['Notes'],
     summary: 'Upload an image to the document store and create a note with its reference',
     params: z.object({ delivery_id: Uuid }),
-    rawBody: { contentType: 'multipart/form-data', schema: { type: 'object', required: ['file'], properties: { file: { type: 'string', format: 'binary', description: 'image bytes' } } } },
+    rawBody: {
+      contentType: 'multipart/form-data',
+      schema: {
+        type: 'object', required: ['file'],
+        properties: {
+          file: { type: 'string', format: 'binary', description: 'image bytes' },
+          noteId: { type: 'string', format: 'uuid', description: 'client-generated note id (optional)' },
+          clientEventId: { type: 'string', format: 'uuid', description: 'idempotency key: a repeat answers the same note (optional)' },
+          text: { type: 'string', description: 'note text beside the image (optional)' },
+          authorCarId: { type: 'string', format: 'uuid', description: 'car of the account (optional)' },
+        },
+      },
+    },
     response: DeliveryNoteResponse, errors: [404, 413, 415, 500],
     handler: async ({ ctx, actor, params, req }) => {
       const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
+      const fields = NoteImageFields.safeParse(Object.fromEntries(body.fields));
+      if (!fields.success) throw validation('Invalid form fields', zodProblems(fields.error));
       const file = body.files.get('file');
       if (!file || file.bytes.length === 0) throw validation('No or empty file', [{ path: 'file', message: 'an image file is required' }]);
       const format = await sharp(file.bytes).metadata().then((m) => m.format, () => undefined);
@@ -36,8 +59,9 @@ export const noteImageRoutes = [
         throw new DomainError('internal', 'Uploading the image to the document store failed', undefined, 500);
       }
       const note = await applyEvent(ctx.database.db, actor, {
-        type: 'note.create', eventId: randomUUID(), occurredAt: new Date().toISOString(),
-        deliveryId: params.delivery_id, noteId: randomUUID(), imageAttachment: reference,
+        type: 'note.create', eventId: fields.data.clientEventId ?? randomUUID(), occurredAt: new Date().toISOString(),
+        deliveryId: params.delivery_id, noteId: fields.data.noteId ?? randomUUID(), imageAttachment: reference,
+        text: fields.data.text, authorCarId: fields.data.authorCarId,
       }, { attachment: { reference, contentType, sizeBytes: file.bytes.length } });
       return { note: note as Note };
     },
