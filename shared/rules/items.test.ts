@@ -35,6 +35,10 @@ describe('item scan state machine', () => {
     expect(describeOutcome(applyItemAction(line('InProgress', 0, { scannable: false }), 'unscan'))).toBe('not_scannable');
   });
 
+  it('lets a driver unscan a line whose quantity a re-sync lowered below the scans', () => {
+    expect(describeOutcome(applyItemAction(line('Done', 5, { requiredQuantity: 2 }), 'unscan'))).toBe('Done:4:0');
+  });
+
   it('refuses to unscan below zero', () => {
     expect(describeOutcome(applyItemAction(line('InProgress', 0), 'unscan'))).toBe('nothing_to_unscan');
   });

@@ -41,7 +41,8 @@ export function applyItemAction(item: ItemSnapshot, action: AuditAction, quantit
       if (item.state === 'Removed') return reject('item_removed', 'The line is removed');
       if (item.state === 'Held') return reject('invalid_action', 'The line is held; unhold it first');
       const scannedQuantity = item.scannedQuantity + (action === 'scan' ? 1 : -1);
-      if (scannedQuantity > effective) return reject('quantity_exceeded', `All ${effective} pieces are already scanned`);
+      // Only a scan can exceed the line: after a re-sync lowered the quantity, unscans must still work.
+      if (action === 'scan' && scannedQuantity > effective) return reject('quantity_exceeded', `All ${effective} pieces are already scanned`);
       if (scannedQuantity < 0) return reject('nothing_to_unscan', 'No scanned piece to take back');
       return { ok: true, item: { ...item, scannedQuantity, state: settledState({ ...item, scannedQuantity }) } };
     }
