@@ -1,5 +1,6 @@
 import { acceptsWork, nextDeliveryState } from '../shared/rules/delivery.js';
-import { applyItemAction, isFinished } from '../shared/rules/items.js';
+import { applyItemAction } from '../shared/rules/items.js';
+import { completionProblem } from '../shared/rules/completion.js';
 import { creditProblems, paymentProblem } from '../shared/rules/money.js';
 import { noteHasContent } from '../shared/rules/notes.js';
 import { openAmountCents } from '../shared/rules/openAmount.js';
@@ -233,8 +234,14 @@ export class LocalState {
         const delivery = deliveries.get(action.deliveryId);
         if (!delivery) continue;
         if (action.kind === 'completion') {
-          const next = nextDeliveryState(delivery.state, 'complete');
-          if (next && delivery.positions.every(isFinished)) Object.assign(delivery, { state: next, completedAt: action.occurredAt });
+          const ack = action.acknowledgements;
+          const methodId = ack.paymentMethodId ?? delivery.paymentMethodId;
+          const method = methodId ? this.master.paymentMethods[methodId] : undefined;
+          const problem = completionProblem({
+            state: delivery.state, positions: delivery.positions, noteCount: delivery.notes.length, acknowledgements: ack,
+            openAmountCents: delivery.openAmountCents, latestPaymentCents: delivery.latestPayment?.amountCents ?? null, method: method ?? null,
+          });
+          if (!problem) Object.assign(delivery, { state: 'completed', completedAt: action.occurredAt });
         } else {
           const noteId = action.uploaded?.noteId ?? action.noteId;
           if (!delivery.notes.some((n) => n.id === noteId)) {

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
-import { nextDeliveryState } from '../../shared/rules/delivery.js';
-import { isFinished } from '../../shared/rules/items.js';
+import { completionProblem, paymentSettlement, type PaymentSettlement } from '../../shared/rules/completion.js';
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../shared/schemas/deliveries.js';
 import type { DriverActor } from '../context.js';
 import type { Db } from '../db/client.js';
@@ -10,7 +9,7 @@ import {
   articles, attachments, cars, completions, deliveries, deliveryItems, notes, paymentMethods, paymentProtocol,
   processedEvents, tours,
 } from '../db/schema.js';
-import { conflict, invalidTransition, notFound, validation } from '../errors.js';
+import { conflict, DomainError, notFound, validation } from '../errors.js';
 import { toAttachment, toDelivery, type AttachmentRow, type DeliveryRow, type ItemRow } from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
@@ -101,27 +100,27 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
     }
   }
 
-  if (!nextDeliveryState(delivery.state, 'complete')) throw invalidTransition(`A ${delivery.state} delivery cannot be completed`);
-
-  const open = itemRows.filter((r) => !isFinished({ state: r.item.state, scannable: r.scannable }));
-  if (open.length) {
-    throw validation('Open scans: every scannable position must be Done or Removed', open.map((r) => ({
-      path: `positions.${r.item.id}`, message: `line ${r.item.lineNumber} is ${r.item.state}`,
-    })));
-  }
-
   const [{ noteCount }] = await tx.select({ noteCount: sql<number>`count(*)::int` }).from(notes).where(eq(notes.deliveryId, deliveryId));
-  if (noteCount > 0 && ack.notesAcknowledged !== true) {
-    throw validation('Unacknowledged notes: the delivery has notes, acknowledge them first', [
-      { path: 'acknowledgements.notesAcknowledged', message: 'must be true when the delivery has notes' },
-    ]);
+  const method = await effectiveMethod(tx, delivery, ack);
+  const [latest] = await tx.select().from(paymentProtocol).where(eq(paymentProtocol.deliveryId, delivery.id))
+    .orderBy(desc(paymentProtocol.receivedAt), desc(paymentProtocol.occurredAt)).limit(1);
+  const gate = {
+    state: delivery.state,
+    positions: itemRows.map((r) => ({ ...r.item, scannable: r.scannable })),
+    noteCount,
+    acknowledgements: ack,
+    openAmountCents: toDelivery(delivery, items).openAmountCents,
+    latestPaymentCents: latest?.amountCents ?? null,
+    method: method === 'invalid' ? null : method ?? null,
+  };
+  const problem = completionProblem(gate);
+  // A chosen method that cannot be used is a payment problem: reported after the gates before it.
+  if (problem && problem.reason !== 'payment_not_collected') throw new DomainError(problem.code, problem.message, problem.errors);
+  if (method === 'invalid') {
+    throw validation('The payment method does not exist or is inactive', [{ path: 'acknowledgements.paymentMethodId', message: 'unknown or inactive payment method' }]);
   }
-
-  if (ack.receiptConfirmed !== true) {
-    throw validation('The receipt must be confirmed', [{ path: 'acknowledgements.receiptConfirmed', message: 'must be true' }]);
-  }
-
-  const payment = await paymentGate(tx, delivery, items, ack);
+  if (problem) throw new DomainError(problem.code, problem.message, problem.errors);
+  const payment = paymentOutcome(paymentSettlement(gate), gate.openAmountCents, method, latest, ack);
 
   if (ack.authorCarId) {
     const [car] = await tx.select({ id: cars.id }).from(cars).where(and(eq(cars.id, ack.authorCarId), eq(cars.accountId, actor.personalnummer)));
@@ -130,39 +129,33 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
   return { kind: 'ready', delivery, items, payment, internalNote };
 }
 
-/**
- * With an open amount, a logged payment of exactly that amount settles it and supplies the
- * method; without one, an on-site method (cash, card terminal) needs the legacy
- * `paymentCollected` confirmation. The amount always comes from the server.
- */
-async function paymentGate(tx: Db, delivery: DeliveryRow, items: ItemRow[], ack: CompleteDeliveryAcknowledgements): Promise<PaymentOutcome> {
-  let method: typeof paymentMethods.$inferSelect | undefined;
+/** The method chosen at completion ('invalid' when unknown or inactive), else the one stored on the delivery. */
+async function effectiveMethod(tx: Db, delivery: DeliveryRow, ack: CompleteDeliveryAcknowledgements) {
   if (ack.paymentMethodId) {
-    [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, ack.paymentMethodId));
-    if (!method?.active) {
-      throw validation('The payment method does not exist or is inactive', [{ path: 'acknowledgements.paymentMethodId', message: 'unknown or inactive payment method' }]);
-    }
-  } else if (delivery.paymentMethodId) {
-    [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, delivery.paymentMethodId));
+    const [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, ack.paymentMethodId));
+    return method?.active ? method : 'invalid' as const;
   }
-  const methodId = method?.id ?? null;
-  const open = toDelivery(delivery, items).openAmountCents;
-  if (open <= 0) return { paymentMethodId: methodId, paymentId: null, paymentCollected: ack.paymentCollected === true, collectedAmountCents: 0 };
+  if (!delivery.paymentMethodId) return undefined;
+  const [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, delivery.paymentMethodId));
+  return method;
+}
 
-  const [latest] = await tx.select().from(paymentProtocol).where(eq(paymentProtocol.deliveryId, delivery.id))
-    .orderBy(desc(paymentProtocol.receivedAt), desc(paymentProtocol.occurredAt)).limit(1);
-  if (latest && latest.amountCents === open) {
-    return { paymentMethodId: latest.paymentMethodId, paymentId: latest.id, paymentCollected: true, collectedAmountCents: latest.amountCents };
+/** What the completion records about the money; the amount always comes from the server. */
+function paymentOutcome(
+  settlement: PaymentSettlement, open: number, method: typeof paymentMethods.$inferSelect | undefined,
+  latest: typeof paymentProtocol.$inferSelect | undefined, ack: CompleteDeliveryAcknowledgements,
+): PaymentOutcome {
+  const methodId = method?.id ?? null;
+  switch (settlement) {
+    case 'logged_payment':
+      return { paymentMethodId: latest!.paymentMethodId, paymentId: latest!.id, paymentCollected: true, collectedAmountCents: latest!.amountCents };
+    case 'collected_on_site':
+      return { paymentMethodId: methodId, paymentId: null, paymentCollected: true, collectedAmountCents: open };
+    case 'none_open':
+      return { paymentMethodId: methodId, paymentId: null, paymentCollected: ack.paymentCollected === true, collectedAmountCents: 0 };
+    case 'not_collected_on_site':
+      return { paymentMethodId: methodId, paymentId: null, paymentCollected: false, collectedAmountCents: 0 };
   }
-  if (method?.collectOnSite) {
-    if (ack.paymentCollected !== true) {
-      throw validation(`Payment: ${open} cents are open and ${method.name} is collected on site; log the payment or confirm paymentCollected`, [
-        { path: 'acknowledgements.paymentCollected', message: 'must be true for an on-site payment method with an open amount' },
-      ]);
-    }
-    return { paymentMethodId: methodId, paymentId: null, paymentCollected: true, collectedAmountCents: open };
-  }
-  return { paymentMethodId: methodId, paymentId: null, paymentCollected: false, collectedAmountCents: 0 };
 }
 
 /** Checks every gate without writing; lets a caller refuse before it stores anything. */
