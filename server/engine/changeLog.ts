@@ -22,6 +22,10 @@ export interface ChangeRecord {
  */
 export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<number | undefined> {
   if (changes.length === 0) return undefined;
+  // The payload names whom the commit concerns ("<max seq>:<account>,..." or "<max seq>:*" when
+  // every account sees something), so an instance wakes only the sockets that have something to read.
+  const owners = new Set(changes.map((c) => c.accountId ?? null));
+  const audience = owners.has(null) ? '*' : [...owners].join(',');
   const rows = JSON.stringify(changes.map((c) => ({
     entity: c.entity, op: c.op, entity_id: c.id, tour_id: c.tourId ?? null, account_id: c.accountId ?? null, data: c.data ?? null,
   })));
@@ -33,6 +37,6 @@ export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<nu
       FROM lock, jsonb_array_elements(${rows}::jsonb) WITH ORDINALITY AS e(v, n)
       ORDER BY e.n
       RETURNING seq)
-    SELECT max(seq)::text AS max_seq, pg_notify(${CHANGES_CHANNEL}, max(seq)::text) FROM inserted`);
+    SELECT max(seq)::text AS max_seq, pg_notify(${CHANGES_CHANNEL}, max(seq)::text || ':' || ${audience}::text) FROM inserted`);
   return Number(result.rows[0].max_seq);
 }

@@ -5,9 +5,10 @@ import { CHANGES_CHANNEL } from './changeLog.js';
 /**
  * A wake-up: `upTo` is the highest seq announced since the last one; undefined means "re-read
  * whatever you may have missed" (the LISTEN connection was re-established, or a payload was
- * not a number). Only a hint: subscribers read the data from the change log.
+ * not a number). `accounts`, when given, are the only accounts with something new; without it,
+ * every account may have. Only a hint: subscribers read the data from the change log.
  */
-export type WakeUp = (upTo: number | undefined) => void;
+export type WakeUp = (upTo: number | undefined, accounts?: ReadonlySet<number>) => void;
 
 export interface ChangeNotifier {
   subscribe(onWake: WakeUp): () => void;
@@ -21,14 +22,14 @@ export interface ChangeNotifier {
  */
 export async function createChangeNotifier(database: Database, logger: Logger): Promise<ChangeNotifier> {
   const subscribers = new Set<WakeUp>();
-  let pending: { upTo: number | undefined } | undefined;
+  let pending: { upTo: number | undefined; accounts: Set<number> | undefined } | undefined;
 
   const flush = () => {
-    const { upTo } = pending!;
+    const { upTo, accounts } = pending!;
     pending = undefined;
     for (const onWake of subscribers) {
       try {
-        onWake(upTo);
+        onWake(upTo, accounts);
       } catch (error) {
         logger.error({ err: error }, 'change subscriber failed');
       }
@@ -36,12 +37,19 @@ export async function createChangeNotifier(database: Database, logger: Logger): 
   };
 
   const onPayload = (payload: string) => {
-    const seq = /^\d+$/.test(payload) ? Number(payload) : undefined;
+    // "<max seq>:<account>,<account>" or "<max seq>:*"; anything else means "re-read everything".
+    const match = /^(\d+)(?::(\*|\d+(?:,\d+)*))?$/.exec(payload);
+    const seq = match ? Number(match[1]) : undefined;
+    const accounts = match?.[2] && match[2] !== '*' ? match[2].split(',').map(Number) : undefined;
     if (!pending) {
-      pending = { upTo: seq };
+      pending = { upTo: seq, accounts: accounts && new Set(accounts) };
       setImmediate(flush);
-    } else if (pending.upTo !== undefined) {
-      pending.upTo = seq === undefined ? undefined : Math.max(pending.upTo, seq);
+    } else {
+      if (pending.upTo !== undefined) pending.upTo = seq === undefined ? undefined : Math.max(pending.upTo, seq);
+      if (pending.accounts) {
+        if (accounts) for (const account of accounts) pending.accounts.add(account);
+        else pending.accounts = undefined;
+      }
     }
   };
 

@@ -59,8 +59,8 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
   const connections = new Set<SyncConnection>();
   let closing = false;
 
-  const unsubscribe = ctx.changes.subscribe((upTo) => {
-    for (const connection of connections) connection.wake(upTo);
+  const unsubscribe = ctx.changes.subscribe((upTo, accounts) => {
+    for (const connection of connections) connection.wake(upTo, accounts);
   });
 
   const heartbeat = setInterval(() => {
@@ -183,8 +183,10 @@ class SyncConnection {
     void this.pump();
   }
 
-  wake(upTo: number | undefined) {
+  wake(upTo: number | undefined, accounts?: ReadonlySet<number>) {
     if (!this.resumed) return;
+    // Nothing of this account in the commit: its next read (any later wake) still starts at lastSent.
+    if (accounts && !accounts.has(this.actor.personalnummer)) return;
     if (upTo !== undefined && this.lastSent !== undefined && upTo <= this.lastSent && !this.pumping) return;
     void this.pump();
   }
