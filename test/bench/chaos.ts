@@ -1,0 +1,400 @@
+/**
+ * npm run chaos: simulated drivers with the SDK's file outbox push scans through two service
+ * instances on one PostgreSQL while instances are killed with SIGKILL and restarted, database
+ * connections and WebSockets are cut, requests are dropped, answers lost and pushes sent twice.
+ * Then the database is held against what the drivers did: every scan applied exactly once,
+ * every change in every account's live feed, every device's copy equal to the database, one
+ * ERP import run for the day although every instance start tries one. Exits 1 on any difference.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { WebSocket } from 'ws';
+import { TourlineClient, type FetchLike, type WebSocketFactory, type WebSocketLike } from '../../client-sdk/index.js';
+import { FileStore } from '../../client-sdk/node.js';
+import { openDatabase } from '../../server/db/client.js';
+import { newTour } from '../helpers/factories.js';
+import { request, requestJson } from './http.js';
+import { freePort, startPostgres } from './postgres.js';
+import { openLines } from './seed.js';
+import { monotonicMs, sleep } from './stats.js';
+import { BENCH_ADMIN_KEY } from './target.js';
+
+const DRIVERS = Number(process.env.CHAOS_DRIVERS ?? 32);
+const LOAD_MS = Number(process.env.CHAOS_LOAD_MS ?? 75_000);
+const SETTLE_MS = 60_000;
+const TOUR_DATE = '2026-06-01';
+const BASE_URL = 'http://tourline.chaos';
+// [at ms, instance, action]
+const KILLS: [number, number, 'kill' | 'start'][] = [[15_000, 0, 'kill'], [23_000, 0, 'start'], [45_000, 1, 'kill'], [52_000, 1, 'start']];
+
+const counts = { dropped: 0, lost: 0, duplicated: 0, socketCuts: 0, backendsTerminated: 0, kills: 0, appRestarts: 0 };
+// Off while the drivers load their tours (a first read is not queued), on during the load.
+let faultsOn = false;
+const chance = (p: number) => faultsOn && Math.random() < p;
+
+class Instance {
+  process: ChildProcess | undefined;
+  alive = false;
+  output: string[] = [];
+  constructor(readonly name: string, readonly port: number, private readonly env: Record<string, string>) {}
+  get url() { return `http://127.0.0.1:${this.port}`; }
+
+  async start() {
+    const main = fileURLToPath(new URL('../../server/main.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', main], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...this.env, PORT: String(this.port) }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const keep = (chunk: Buffer) => { this.output.push(chunk.toString()); if (this.output.length > 200) this.output.shift(); };
+    child.stdout!.on('data', keep);
+    child.stderr!.on('data', keep);
+    this.process = child;
+    const started = monotonicMs();
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`${this.name} exited with ${child.exitCode}:\n${this.output.join('').slice(-2000)}`);
+      if ((await request('GET', `${this.url}/health`).catch(() => undefined))?.status === 200) break;
+      if (monotonicMs() - started > 60_000) throw new Error(`${this.name} did not answer /health within 60 s`);
+      await sleep(50);
+    }
+    this.alive = true;
+  }
+
+  kill() {
+    this.alive = false;
+    counts.kills += 1;
+    this.process?.kill('SIGKILL');
+  }
+
+  async stop() {
+    this.alive = false;
+    if (!this.process || this.process.exitCode !== null) return;
+    const exited = new Promise((resolve) => this.process!.once('exit', resolve));
+    this.process.kill('SIGTERM');
+    await Promise.race([exited, sleep(10_000).then(() => this.process!.kill('SIGKILL'))]);
+  }
+}
+
+interface Driver {
+  index: number;
+  personalnummer: number;
+  tourId: string;
+  items: string[];
+  dir: string;
+  client: TourlineClient;
+  /** Scans per item the driver made: what the database must show. */
+  scans: Map<string, number>;
+  eventIds: string[];
+  sockets: Set<WebSocket>;
+  restart: boolean;
+}
+
+const cluster = await startPostgres();
+const databaseUrl = await cluster.createDatabase('chaos');
+const work = mkdtempSync(path.join(os.tmpdir(), 'tourline-chaos-'));
+const ports = [await freePort(), await freePort()];
+const env = {
+  NODE_ENV: 'development', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_API_KEY: BENCH_ADMIN_KEY, DATABASE_URL: databaseUrl,
+  DATA_DIR: path.join(work, 'server'), PUBLIC_URL: `http://127.0.0.1:${ports[0]}`, ERP_IMPORT_ENABLED: 'true', DATABASE_POOL_SIZE: '8',
+};
+const instances = ports.map((port, i) => new Instance(`instance ${'AB'[i]}`, port, env));
+const report: [string, number | string][] = [];
+const failures: string[] = [];
+let auditors: Auditor[] = [];
+const drivers: Driver[] = [];
+const t0 = monotonicMs();
+const log = (message: string) => console.log(`${((monotonicMs() - t0) / 1000).toFixed(1).padStart(6)} s  ${message}`);
+
+/** The instance a driver talks to: its home one, the other while home is down. */
+const instanceFor = (home: number) => (instances[home].alive ? instances[home] : instances[1 - home].alive ? instances[1 - home] : instances[home]);
+
+function faultyFetch(home: number): FetchLike {
+  return async (input, init) => {
+    const url = new URL(input);
+    const target = instanceFor(home).url;
+    if (chance(0.03)) {
+      counts.dropped += 1;
+      throw new TypeError('fetch failed: connection reset (injected)');
+    }
+    const method = init.method ?? 'GET';
+    let copy: Promise<unknown> | undefined;
+    if (method === 'POST' && url.pathname === '/sync/push' && chance(0.05)) {
+      // The same push through the other instance at the same moment.
+      counts.duplicated += 1;
+      copy = fetch(`${instanceFor(1 - home).url}${url.pathname}`, init).then((r) => r.arrayBuffer()).catch(() => undefined);
+    }
+    const response = await fetch(`${target}${url.pathname}${url.search}`, init);
+    await copy;
+    if (chance(0.03)) {
+      await response.arrayBuffer();
+      counts.lost += 1;
+      throw new TypeError('fetch failed: socket hang up after the server answered (injected)');
+    }
+    return response;
+  };
+}
+
+function socketFactory(home: number, sockets: Set<WebSocket>): WebSocketFactory {
+  return (url, protocols) => {
+    const socket = new WebSocket(`${instanceFor(home).url.replace(/^http/, 'ws')}${new URL(url).pathname}`, protocols);
+    socket.on('error', () => undefined);
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    return socket as unknown as WebSocketLike;
+  };
+}
+
+async function token(personalnummer: number): Promise<string> {
+  for (;;) {
+    const instance = instances.find((i) => i.alive);
+    if (instance) {
+      const reply = await request('POST', `${instance.url}/dev/token`, { body: { personalnummer } }).catch(() => undefined);
+      if (reply?.status === 200) return JSON.parse(reply.text).accessToken;
+    }
+    await sleep(100);
+  }
+}
+
+async function openClient(driver: Omit<Driver, 'client'>) {
+  return TourlineClient.open({
+    baseUrl: BASE_URL,
+    getToken: () => token(driver.personalnummer),
+    storage: await FileStore.open(driver.dir),
+    fetch: faultyFetch(driver.index % 2),
+    webSocket: socketFactory(driver.index % 2, driver.sockets),
+    backoff: { baseMs: 50, capMs: 1000 },
+    pollIntervalMs: 2000,
+    requestTimeoutMs: 10_000,
+  });
+}
+
+/**
+ * An independent reader of one account's live feed on the instance the driver does NOT write
+ * through: it records every seq it receives and resumes from its last cursor after every cut.
+ */
+class Auditor {
+  readonly seqs = new Set<number>();
+  maxSeq = 0;
+  private cursor: string;
+  private socket: WebSocket | undefined;
+  private stopped = false;
+  constructor(readonly driver: Driver, start: string, private readonly tokenValue: string) { this.cursor = start; }
+
+  connect() {
+    if (this.stopped) return;
+    const instance = instanceFor(1 - (this.driver.index % 2));
+    const socket = new WebSocket(`${instance.url.replace(/^http/, 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${this.tokenValue}` } });
+    this.socket = socket;
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'resume', cursor: this.cursor })));
+    socket.on('message', (data) => {
+      const message = JSON.parse(data.toString()) as { type: string; changes?: { seq: number }[]; cursor?: string };
+      if (message.type !== 'changes') return;
+      for (const change of message.changes!) {
+        this.seqs.add(change.seq);
+        this.maxSeq = Math.max(this.maxSeq, change.seq);
+      }
+      this.cursor = message.cursor!;
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => { if (!this.stopped) setTimeout(() => this.connect(), 100 + Math.random() * 200); });
+  }
+
+  cut() { this.socket?.terminate(); }
+  stop() { this.stopped = true; this.socket?.terminate(); }
+}
+
+async function driverLoop(driver: Driver, until: number) {
+  while (monotonicMs() < until) {
+    if (driver.restart) {
+      // The app is closed and opened again: the outbox comes back from its files.
+      driver.restart = false;
+      await driver.client.close();
+      driver.client = await openClient(driver);
+      driver.client.start();
+      counts.appRestarts += 1;
+    }
+    const item = driver.items[Math.floor(Math.random() * driver.items.length)];
+    const { eventId } = await driver.client.scan(item);
+    driver.eventIds.push(eventId);
+    driver.scans.set(item, (driver.scans.get(item) ?? 0) + 1);
+    // A busy driver at the loading ramp: a scan every quarter to half second.
+    await sleep(250 + Math.random() * 350);
+  }
+}
+
+async function faults(until: number) {
+  const admin = new pg.Client({ connectionString: databaseUrl });
+  await admin.connect();
+  const started = monotonicMs();
+  const pending = [...KILLS];
+  let nextCut = started + 4000;
+  let nextRestart = started + 30_000;
+  let nextProgress = started + 10_000;
+  try {
+    while (monotonicMs() < until) {
+      const at = monotonicMs() - started;
+      while (pending.length && pending[0][0] <= at) {
+        const [, index, action] = pending.shift()!;
+        if (action === 'kill') {
+          log(`SIGKILL ${instances[index].name}`);
+          instances[index].kill();
+        } else {
+          log(`restarting ${instances[index].name}`);
+          await instances[index].start();
+          log(`${instances[index].name} is back`);
+        }
+      }
+      if (monotonicMs() >= nextCut) {
+        nextCut += 4000;
+        for (const driver of drivers) {
+          if (Math.random() < 1 / 3) {
+            for (const socket of driver.sockets) socket.terminate();
+            counts.socketCuts += 1;
+          }
+        }
+        for (const auditor of auditors) if (Math.random() < 1 / 4) auditor.cut();
+        // Cut a few of the instances' database connections (pool or LISTEN) mid-flight.
+        const { rows } = await admin.query<{ pid: number }>(
+          'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY random() LIMIT 3');
+        for (const { pid } of rows) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+        counts.backendsTerminated += rows.length;
+      }
+      if (monotonicMs() >= nextProgress) {
+        nextProgress += 10_000;
+        const pendingCount = drivers.reduce((n, d) => n + d.client.status().pendingCount, 0);
+        log(`${drivers.reduce((n, d) => n + d.eventIds.length, 0)} scans made, ${pendingCount} waiting in outboxes`);
+        if (process.env.CHAOS_DEBUG) log(JSON.stringify(drivers[0].client.status()).slice(0, 600));
+      }
+      if (monotonicMs() >= nextRestart) {
+        nextRestart += 30_000;
+        for (const driver of drivers) if (Math.random() < 0.5) driver.restart = true;
+      }
+      await sleep(100);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+try {
+  log(`PostgreSQL (${cluster.settings}); starting ${instances.map((i) => i.name).join(' and ')}`);
+  await instances[0].start();
+  await instances[1].start();
+
+  const database = await openDatabase({ url: databaseUrl, poolSize: 2 });
+  try {
+    for (let index = 0; index < DRIVERS; index++) {
+      const personalnummer = 40_001 + index;
+      const tour = await database.db.transaction((tx) => newTour(tx, { accountId: personalnummer, deliveries: 4, positions: openLines(3), tourDate: TOUR_DATE }));
+      const partial = {
+        index, personalnummer, tourId: tour.tour.id, items: tour.deliveries.flatMap((d) => d.items.map((i) => i.id)),
+        dir: path.join(work, `driver-${index}`), scans: new Map<string, number>(), eventIds: [], sockets: new Set<WebSocket>(), restart: false,
+      };
+      drivers.push({ ...partial, client: await openClient(partial) });
+    }
+    const startSeq = Number((await database.db.execute<{ s: string }>(sql`SELECT coalesce(max(seq), 0)::text AS s FROM change_log`)).rows[0].s);
+    const tokens = await Promise.all(drivers.map((d) => token(d.personalnummer)));
+    const { cursor } = await requestJson<{ cursor: string }>('GET', `${instances[0].url}/sync/cursor`, { token: tokens[0] });
+    auditors = drivers.map((d, i) => new Auditor(d, cursor, tokens[i]));
+    for (const auditor of auditors) auditor.connect();
+    for (const driver of drivers) {
+      await driver.client.loadTours({ date: TOUR_DATE });
+      driver.client.start();
+    }
+
+    log(`${DRIVERS} drivers scanning for ${LOAD_MS / 1000} s`);
+    faultsOn = true;
+    const until = monotonicMs() + LOAD_MS;
+    await Promise.all([...drivers.map((d) => driverLoop(d, until)), faults(until)]);
+    faultsOn = false;
+    for (const instance of instances) if (!instance.alive) await instance.start();
+    log('load over; waiting for every outbox to drain');
+
+    const settleUntil = monotonicMs() + SETTLE_MS;
+    for (const driver of drivers) {
+      await driver.client.settled(Math.max(1000, settleUntil - monotonicMs())).catch((error) => failures.push(`driver ${driver.personalnummer}: ${error.message.slice(0, 300)}`));
+      await driver.client.sync().catch((error) => failures.push(`driver ${driver.personalnummer}: final sync: ${error.message}`));
+    }
+    const head = Number((await database.db.execute<{ s: string }>(sql`SELECT coalesce(max(seq), 0)::text AS s FROM change_log`)).rows[0].s);
+    for (let waited = 0; waited < 15_000 && auditors.some((a) => a.maxSeq < head); waited += 100) await sleep(100);
+    log('comparing');
+
+    // What the drivers did against what the database holds.
+    const ids = drivers.flatMap((d) => d.eventIds);
+    const pnrs = drivers.map((d) => d.personalnummer);
+    const q = async <T>(query: ReturnType<typeof sql>) => (await database.db.execute<T & Record<string, unknown>>(query)).rows;
+    const [processed] = await q<{ n: string; known: string }>(sql`
+      SELECT count(*)::text AS n, count(*) FILTER (WHERE event_id = ANY(${`{${ids.join(',')}}`}::uuid[]))::text AS known
+      FROM processed_events WHERE account_id = ANY(${`{${pnrs.join(',')}}`}::bigint[])`);
+    const [audit] = await q<{ n: string; distinct_ids: string }>(sql`
+      SELECT count(*)::text AS n, count(DISTINCT client_scan_id)::text AS distinct_ids FROM scan_audit WHERE account_id = ANY(${`{${pnrs.join(',')}}`}::bigint[])`);
+    const items = await q<{ id: string; scanned: number }>(sql`
+      SELECT i.id::text AS id, i.scanned_quantity AS scanned FROM delivery_items i JOIN deliveries d ON d.id = i.delivery_id JOIN tours t ON t.id = d.tour_id
+      WHERE t.account_id = ANY(${`{${pnrs.join(',')}}`}::bigint[])`);
+    const scannedInDb = new Map(items.map((r) => [r.id, Number(r.scanned)]));
+    let itemsOff = 0;
+    let copiesOff = 0;
+    let missingFromFeeds = 0;
+    let rejected = 0;
+    for (const driver of drivers) {
+      for (const [item, n] of driver.scans) if (scannedInDb.get(item) !== n) itemsOff += 1;
+      rejected += driver.client.rejected().length;
+      const copy = driver.client.serverTour(driver.tourId);
+      for (const position of copy?.deliveries.flatMap((d) => d.positions) ?? []) if (position.scannedQuantity !== scannedInDb.get(position.id)) copiesOff += 1;
+      if (!copy) copiesOff += driver.items.length;
+    }
+    for (const auditor of auditors) {
+      const visible = await q<{ seq: string }>(sql`
+        SELECT seq::text AS seq FROM change_log WHERE seq > ${startSeq} AND (account_id = ${auditor.driver.personalnummer} OR account_id IS NULL)`);
+      missingFromFeeds += visible.filter((r) => !auditor.seqs.has(Number(r.seq))).length;
+    }
+    const [runs] = await q<{ ok: string; dates: string }>(sql`
+      SELECT count(*)::text AS ok, count(DISTINCT target_date)::text AS dates FROM erp_import_runs WHERE success`);
+
+    const events = ids.length;
+    report.push(
+      ['scans made by the drivers', events],
+      ['processed events in the database', Number(processed.n)],
+      ['  of them scans the drivers made', Number(processed.known)],
+      ['scan audit rows', Number(audit.n)],
+      ['  distinct scan ids', Number(audit.distinct_ids)],
+      ['items whose count differs from the scans made', itemsOff],
+      ['rejected events', rejected],
+      ['positions where a device copy differs from the database', copiesOff],
+      ['changes missing from an account\'s live feed', missingFromFeeds],
+      ['changes recorded during the run', head - startSeq],
+      ['successful ERP import runs (dates)', `${runs.ok} (${runs.dates})`],
+      ['pushes sent twice at once', counts.duplicated], ['requests dropped', counts.dropped], ['answers lost', counts.lost],
+      ['SIGKILLs', counts.kills], ['WebSocket cuts', counts.socketCuts], ['database connections cut', counts.backendsTerminated], ['app restarts', counts.appRestarts],
+    );
+    const expectEqual = (what: string, actual: number, expected: number) => { if (actual !== expected) failures.push(`${what}: ${actual}, expected ${expected}`); };
+    expectEqual('processed events', Number(processed.n), events);
+    expectEqual('processed events the drivers made', Number(processed.known), events);
+    expectEqual('scan audit rows', Number(audit.n), events);
+    expectEqual('distinct scan ids in the audit', Number(audit.distinct_ids), events);
+    expectEqual('items off', itemsOff, 0);
+    expectEqual('rejected events', rejected, 0);
+    expectEqual('device copies off', copiesOff, 0);
+    expectEqual('changes missing from live feeds', missingFromFeeds, 0);
+    if (Number(runs.ok) !== Number(runs.dates)) failures.push(`ERP import: ${runs.ok} successful runs for ${runs.dates} dates; a date must be imported once`);
+  } finally {
+    for (const auditor of auditors) auditor.stop();
+    for (const driver of drivers) await driver.client.close().catch(() => undefined);
+    await database.close();
+  }
+} catch (error) {
+  failures.push(error instanceof Error ? error.stack ?? error.message : String(error));
+} finally {
+  await Promise.all(instances.map((i) => i.stop()));
+  await cluster.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+
+const width = Math.max(...report.map(([label]) => label.length));
+console.log('');
+for (const [label, value] of report) console.log(`${label.padEnd(width)}  ${value}`);
+console.log(`\n${failures.length ? `FAILED:\n  ${failures.join('\n  ')}` : 'OK: every scan exactly once, no change missing from any feed'} (${Math.round((monotonicMs() - t0) / 1000)} s)`);
+process.exit(failures.length ? 1 : 0);
