@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { Change } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
+import { stableHead } from './changeLog.js';
 import { validation } from '../errors.js';
 
 /** `meta` key of the highest pruned seq: every change up to it may be gone. */
@@ -50,21 +51,22 @@ type FeedRow = {
 
 /**
  * Changes an account may see after `sinceSeq` (from the start of what is retained without it),
- * in seq order. Horizon, head and page come from ONE statement, so from one snapshot: commits
- * become visible in seq order (see recordChanges), so every seq up to the visible head is
- * either in this snapshot or will never commit. That lets the cursor jump to the head when the
- * page is not full, which keeps quiet accounts' cursors young, and makes "too old" exact.
+ * in seq order, up to the stable head (see stableHead): every seq up to it is either in the
+ * statement's snapshot, taken after the head was fixed, or will never commit. That lets the
+ * cursor jump to the head when the page is not full, which keeps quiet accounts' cursors young.
+ * Horizon and page come from ONE statement, which makes "too old" exact.
  */
 export async function readChanges(db: Db, personalnummer: number, sinceSeq: number | undefined, limit: number, field = 'query.since'): Promise<ChangePage> {
   const since = sinceSeq ?? -1;
+  const stable = await stableHead(db);
   const result = await db.execute<FeedRow>(sql`
     WITH h AS (SELECT coalesce((SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}), 0) AS horizon)
     SELECT h.horizon::text AS horizon,
-      (SELECT max(seq) FROM change_log)::text AS head,
+      ${stable}::text AS head,
       (SELECT coalesce(json_agg(json_build_object(
           'seq', p.seq, 'entity', p.entity, 'op', p.op, 'id', p.entity_id, 'tourId', p.tour_id, 'data', p.data) ORDER BY p.seq), '[]'::json)
         FROM (SELECT * FROM change_log
-              WHERE seq > greatest(${since}::bigint, h.horizon)
+              WHERE seq > greatest(${since}::bigint, h.horizon) AND seq <= ${stable}::bigint
                 AND (account_id = ${personalnummer} OR account_id IS NULL)
               ORDER BY seq LIMIT ${limit + 1}) p) AS changes
     FROM h`);
@@ -99,9 +101,12 @@ export async function pullChanges(db: Db, epoch: string, personalnummer: number,
 
 /** The cursor of "now": a client that reads its tours after taking it misses nothing by continuing from it. */
 export async function currentCursor(db: Db, epoch: string): Promise<string> {
+  // The stable head, not the newest visible seq: a change still in flight below that would be
+  // missing from the tours read next and never come through the feed.
+  const stable = await stableHead(db);
   const result = await db.execute<{ head: string }>(sql`
     SELECT greatest(
-      (SELECT max(seq) FROM change_log),
+      ${stable}::bigint,
       (SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}),
       0)::text AS head`);
   return encodeCursor(epoch, Number(result.rows[0].head));

@@ -2,7 +2,8 @@ import { sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 
 export const CHANGES_CHANNEL = 'tourline_changes';
-// Held from the change-log insert to commit, so sequence numbers become visible in commit order.
+// Writers hold it SHARED from numbering to commit, so they never wait for each other; a reader
+// that takes it exclusively waits until every writer holding a number has committed or aborted.
 const CHANGE_LOG_LOCK = 7_230_002;
 
 export interface ChangeRecord {
@@ -16,8 +17,9 @@ export interface ChangeRecord {
 }
 
 /**
- * Appends change records as the last statement of a transaction. The advisory lock serializes
- * numbering until commit: a reader never sees seq n+1 committed while n is still in flight.
+ * Appends change records as the last statement of a transaction. Seqs are taken under the
+ * change-log lock held shared until commit: concurrent writers commit in any order (and share
+ * WAL flushes), and readers never look past `stableHead`, below which nothing is in flight.
  * The NOTIFY is delivered by PostgreSQL only when the transaction commits.
  */
 export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<number | undefined> {
@@ -30,7 +32,7 @@ export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<nu
     entity: c.entity, op: c.op, entity_id: c.id, tour_id: c.tourId ?? null, account_id: c.accountId ?? null, data: c.data ?? null,
   })));
   const result = await tx.execute<{ max_seq: string }>(sql`
-    WITH lock AS (SELECT pg_advisory_xact_lock(${CHANGE_LOG_LOCK})),
+    WITH lock AS (SELECT pg_advisory_xact_lock_shared(${CHANGE_LOG_LOCK})),
     inserted AS (
       INSERT INTO change_log (entity, op, entity_id, tour_id, account_id, data)
       SELECT e.v->>'entity', e.v->>'op', e.v->>'entity_id', (e.v->>'tour_id')::uuid, (e.v->>'account_id')::bigint, NULLIF(e.v->'data', 'null'::jsonb)
@@ -39,4 +41,26 @@ export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<nu
       RETURNING seq)
     SELECT max(seq)::text AS max_seq, pg_notify(${CHANGES_CHANNEL}, max(seq)::text || ':' || ${audience}::text) FROM inserted`);
   return Number(result.rows[0].max_seq);
+}
+
+/** The probe running now, per database handle: readers arriving meanwhile share its answer. */
+const probes = new WeakMap<Db, Promise<number>>();
+
+/**
+ * The highest seq below which every change is committed (and visible to any later statement) or
+ * will never be: taking the lock exclusively waits for the writers that hold numbers, and any
+ * number taken after that is larger than the sequence's value read under it. Concurrent callers
+ * share one probe; joining a running one is safe, since a writer that committed before the call
+ * numbered either before the probe got the lock (so below its answer) or not at all.
+ */
+export function stableHead(db: Db): Promise<number> {
+  const running = probes.get(db);
+  if (running) return running;
+  const probe = db.transaction(async (tx) => {
+    await tx.execute(sql`SELECT pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`);
+    const result = await tx.execute<{ head: string }>(sql`SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS head FROM change_log_seq_seq`);
+    return Number(result.rows[0].head);
+  }).finally(() => probes.delete(db));
+  probes.set(db, probe);
+  return probe;
 }
