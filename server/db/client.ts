@@ -51,6 +51,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   if (options.url) {
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
     pool.on('error', () => { /* an idle client lost its connection; the pool replaces it */ });
+    // A connection lost while checked out (mid-transaction) emits 'error' on its client, which
+    // without a listener ends the process; the query in flight fails anyway, and the pool drops
+    // the dead client when it is released.
+    pool.on('connect', (client) => { client.on('error', () => undefined); });
     const db = drizzlePg({ client: pool, schema, logger });
     const lock = await pool.connect();
     try {
