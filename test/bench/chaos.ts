@@ -40,6 +40,7 @@ const chance = (p: number) => faultsOn && Math.random() < p;
 class Instance {
   process: ChildProcess | undefined;
   alive = false;
+  stopping = false;
   output: string[] = [];
   constructor(readonly name: string, readonly port: number, private readonly env: Record<string, string>) {}
   get url() { return `http://127.0.0.1:${this.port}`; }
@@ -53,6 +54,12 @@ class Instance {
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     this.process = child;
+    child.once('exit', (code, signal) => {
+      if (this.process !== child || this.stopping || signal === 'SIGKILL') return;
+      this.alive = false;
+      failures.push(`${this.name} died on its own (exit ${code}):\n${this.output.join('').slice(-3000)}`);
+      log(`${this.name} died on its own (exit ${code})`);
+    });
     const started = monotonicMs();
     for (;;) {
       if (child.exitCode !== null) throw new Error(`${this.name} exited with ${child.exitCode}:\n${this.output.join('').slice(-2000)}`);
@@ -70,6 +77,7 @@ class Instance {
   }
 
   async stop() {
+    this.stopping = true;
     this.alive = false;
     if (!this.process || this.process.exitCode !== null) return;
     const exited = new Promise((resolve) => this.process!.once('exit', resolve));
@@ -266,7 +274,14 @@ async function faults(until: number) {
         nextProgress += 10_000;
         const pendingCount = drivers.reduce((n, d) => n + d.client.status().pendingCount, 0);
         log(`${drivers.reduce((n, d) => n + d.eventIds.length, 0)} scans made, ${pendingCount} waiting in outboxes`);
-        if (process.env.CHAOS_DEBUG) log(JSON.stringify(drivers[0].client.status()).slice(0, 600));
+        if (process.env.CHAOS_DEBUG) {
+          for (const instance of instances) {
+            const t = monotonicMs();
+            const reply = await request('GET', `${instance.url}/health`).catch((e) => ({ status: String(e.code ?? e) }));
+            log(`${instance.name} alive=${instance.alive} health=${reply.status} in ${Math.round(monotonicMs() - t)} ms`);
+          }
+          for (const d of drivers.slice(0, 4)) log(JSON.stringify(d.client.status()).slice(0, 400));
+        }
       }
       if (monotonicMs() >= nextRestart) {
         nextRestart += 30_000;
