@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { and, eq, inArray } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { cars, deliveryItems, notes, paymentMethods, paymentProtocol, processedEvents, services } from '../db/schema.js';
@@ -7,7 +7,7 @@ import type { DriverActor } from '../context.js';
 import { DomainError } from '../errors.js';
 import type { PaymentRow } from '../queries/shapes.js';
 import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Rejection } from './operations.js';
-import { ConcurrentDuplicate, flushWorkingSet, loadWorkingSet } from './workingSet.js';
+import { ConcurrentDuplicate, flushWorkingSets, loadWorkingSets } from './workingSet.js';
 
 /** One result per event; `reason` carries the specific rejection (scan codes such as `quantity_exceeded`). */
 export type EngineResult = EventResult & { reason?: string };
@@ -15,8 +15,6 @@ export type EngineResult = EventResult & { reason?: string };
 export interface ApplyOptions {
   /** The pushing device's id, kept with every processed event. */
   clientId?: string;
-  /** How many deliveries are worked on at once (PostgreSQL pools allow more than one). */
-  concurrency?: number;
   /** For an uploaded note image: the attachment to record with the `note.create` event. */
   attachment?: AttachmentInput;
 }
@@ -35,8 +33,9 @@ const conflictResult = (event: SyncEvent) => rejection(event, { code: 'conflict'
 /**
  * Applies events of one actor in order: each event all-or-nothing under a row lock on its
  * delivery, recorded once by its id, with audit and change-log records. Events are grouped by
- * delivery (order kept within a delivery); a group is validated in memory and written with one
- * statement per table. A rejection never stops the events after it.
+ * delivery (order kept within a delivery), validated one by one in memory with the shared rules,
+ * and the whole batch is written with one statement per table. A rejection never stops the
+ * events after it.
  */
 export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
   const results: (EngineResult | undefined)[] = new Array(events.length);
@@ -50,8 +49,7 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 
   const groups = await groupByDelivery(db, actor, events, seenById, firstIndex, results);
   const lookups = await loadLookups(db, actor, events);
-  const run = (deliveryId: string) => applyGroup(db, actor, deliveryId, groups.get(deliveryId)!, lookups, options, results, events);
-  await runLimited([...groups.keys()], Math.max(1, options.concurrency ?? 1), run);
+  await applyBatch(db, actor, [...groups.entries()], lookups, options, results, events);
 
   for (const [i, event] of events.entries()) {
     const first = firstIndex.get(event.eventId)!;
@@ -123,79 +121,82 @@ async function loadLookups(db: Db, actor: DriverActor, events: SyncEvent[]): Pro
   };
 }
 
+type Work = [deliveryId: string, indexes: number[]][];
+
 /**
- * One delivery's events in one transaction. If the transaction fails as a whole (a concurrent
- * copy of an id on another delivery, a database error), each event gets a transaction of its
- * own so that one bad event cannot take the others with it.
+ * The whole batch in one transaction. If that transaction fails as a whole (a concurrent copy of
+ * an id on another delivery, a database error), each delivery, and then each event, gets a
+ * transaction of its own, so that one bad event cannot take the others with it.
  */
-async function applyGroup(
-  db: Db, actor: DriverActor, deliveryId: string, indexes: number[], lookups: Lookups, options: ApplyOptions,
+async function applyBatch(
+  db: Db, actor: DriverActor, work: Work, lookups: Lookups, options: ApplyOptions,
   results: (EngineResult | undefined)[], events: SyncEvent[],
 ) {
+  if (work.length === 0) return;
   try {
-    await applyInTransaction(db, actor, deliveryId, indexes, lookups, options, results, events);
+    await applyInTransaction(db, actor, work, lookups, options, results, events);
+    return;
   } catch (error) {
-    if (indexes.length === 1 && !(error instanceof ConcurrentDuplicate)) throw error;
-    for (const i of indexes) {
-      try {
-        await applyInTransaction(db, actor, deliveryId, [i], lookups, options, results, events);
-      } catch (single) {
-        if (!(single instanceof ConcurrentDuplicate)) throw single;
-        results[i] = conflictResult(events[i]);
-      }
+    const single = work.length === 1 && work[0][1].length === 1;
+    if (single && !(error instanceof ConcurrentDuplicate)) throw error;
+    if (single) {
+      results[work[0][1][0]] = conflictResult(events[work[0][1][0]]);
+      return;
     }
   }
+  const smaller: Work[] = work.length > 1 ? work.map((group) => [group]) : work[0][1].map((i) => [[work[0][0], [i]]]);
+  for (const part of smaller) await applyBatch(db, actor, part, lookups, options, results, events);
 }
 
 async function applyInTransaction(
-  db: Db, actor: DriverActor, deliveryId: string, indexes: number[], lookups: Lookups, options: ApplyOptions,
+  db: Db, actor: DriverActor, work: Work, lookups: Lookups, options: ApplyOptions,
   results: (EngineResult | undefined)[], events: SyncEvent[],
 ) {
-  const batch = indexes.map((i) => events[i]);
+  const batch = work.flatMap(([, indexes]) => indexes.map((i) => events[i]));
   const needs = {
     notes: batch.some((e) => e.type.startsWith('note.') || (e.type === 'scan' && e.action === 'unremove')),
     services: batch.some((e) => e.type.startsWith('service.')),
   };
   const staged = await db.transaction(async (tx) => {
-    const ws = await loadWorkingSet(tx, deliveryId, actor.personalnummer, needs);
-    if (!ws) return indexes.map((i) => notFound(events[i], events[i].type === 'scan' ? 'Delivery item' : 'Delivery'));
-    // Read again under the lock: a copy of the same event may have committed since the first look.
+    const sets = await loadWorkingSets(tx, work.map(([deliveryId]) => deliveryId), actor.personalnummer, needs);
+    // Read again under the locks: a copy of the same event may have committed since the first look.
     const processed = await tx.select().from(processedEvents).where(inArray(processedEvents.eventId, batch.map((e) => e.eventId)));
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const duplicatePayments = batch.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
     const paymentRows: PaymentRow[] = duplicatePayments.length
-      ? await tx.select().from(paymentProtocol).where(and(eq(paymentProtocol.deliveryId, deliveryId), inArray(paymentProtocol.clientEventId, duplicatePayments)))
+      ? await tx.select().from(paymentProtocol).where(inArray(paymentProtocol.clientEventId, duplicatePayments))
       : [];
-    const out: EngineResult[] = [];
-    for (const event of batch) {
-      const seen = processedById.get(event.eventId);
-      if (seen) {
-        out.push(seen.payloadHash === payloadHash(event) && seen.accountId === actor.personalnummer
-          ? { eventId: event.eventId, status: 'duplicate', entity: entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) }
-          : conflictResult(event));
-        continue;
+    const out = new Map<number, EngineResult>();
+    for (const [deliveryId, indexes] of work) {
+      const ws = sets.get(deliveryId);
+      for (const i of indexes) {
+        const event = events[i];
+        if (!ws) {
+          out.set(i, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
+          continue;
+        }
+        const seen = processedById.get(event.eventId);
+        if (seen) {
+          out.set(i, seen.payloadHash === payloadHash(event) && seen.accountId === actor.personalnummer
+            ? { eventId: event.eventId, status: 'duplicate', entity: entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) }
+            : conflictResult(event));
+          continue;
+        }
+        const outcome = applyOperation({ ws, lookups, occurredAt: new Date(event.occurredAt), attachment: options.attachment }, event);
+        if (!outcome.ok) {
+          out.set(i, rejection(event, outcome.rejection));
+          continue;
+        }
+        ws.inserts.processed.push({
+          eventId: event.eventId, type: event.type, clientId: options.clientId ?? null, accountId: actor.personalnummer,
+          deliveryId, payloadHash: payloadHash(event), occurredAt: new Date(event.occurredAt),
+        });
+        out.set(i, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
       }
-      const outcome = applyOperation({ ws, lookups, occurredAt: new Date(event.occurredAt), attachment: options.attachment }, event);
-      if (!outcome.ok) {
-        out.push(rejection(event, outcome.rejection));
-        continue;
-      }
-      ws.inserts.processed.push({
-        eventId: event.eventId, type: event.type, clientId: options.clientId ?? null, accountId: actor.personalnummer,
-        deliveryId, payloadHash: payloadHash(event), occurredAt: new Date(event.occurredAt),
-      });
-      out.push({ eventId: event.eventId, status: 'applied', entity: outcome.entity });
     }
-    if (ws.inserts.processed.length > 0) await flushWorkingSet(tx, ws);
+    const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
+    if (changed.length > 0) await flushWorkingSets(tx, changed);
     return out;
   });
-  indexes.forEach((i, n) => { results[i] = staged[n]; });
-}
-
-async function runLimited<T>(items: T[], limit: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]);
-  });
-  await Promise.all(workers);
+  for (const [i, result] of staged) results[i] = result;
 }

@@ -1,15 +1,18 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import {
   articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
   processedEvents, scanAudit, tours,
 } from '../db/schema.js';
-import { toAttachment, toDelivery, toItem, toNote, toPayment, toServiceValue, type DeliveryRow, type ItemRow, type NoteRow, type ServiceValueRow } from '../queries/shapes.js';
+import {
+  toAttachment, toDelivery, toItem, toNote, toPayment, toServiceValue, type AttachmentRow, type DeliveryRow, type ItemRow, type NoteRow,
+  type ServiceValueRow,
+} from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
 /**
- * One delivery loaded under its row lock, changed in memory by a run of events, and written
- * back with one statement per table: events for the same delivery cost no round trip each.
+ * One delivery loaded under its row lock and changed in memory by a run of events; the batch it
+ * belongs to is written back with one statement per table, so events cost no round trip each.
  */
 export interface WorkingSet {
   accountId: number;
@@ -27,119 +30,164 @@ export interface WorkingSet {
     attachments: (typeof attachments.$inferInsert)[];
     processed: (typeof processedEvents.$inferInsert)[];
   };
-  changes: ChangeRecord[];
 }
 
-/** Locks the delivery row of one of the actor's tours and loads what the events need; undefined when it is not theirs. */
-export async function loadWorkingSet(tx: Db, deliveryId: string, accountId: number, needs: { notes: boolean; services: boolean }): Promise<WorkingSet | undefined> {
-  const [locked] = await tx.select({ delivery: deliveries }).from(deliveries)
+/**
+ * Locks the delivery rows of the actor's tours (in id order, so two batches never wait on each
+ * other in a circle) and loads what the events need, one statement per table for all of them.
+ * Deliveries that are not the actor's are missing from the answer.
+ */
+export async function loadWorkingSets(tx: Db, deliveryIds: string[], accountId: number, needs: { notes: boolean; services: boolean }): Promise<Map<string, WorkingSet>> {
+  const locked = await tx.select({ delivery: deliveries }).from(deliveries)
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
-    .where(and(eq(deliveries.id, deliveryId), eq(tours.accountId, accountId)))
+    .where(and(inArray(deliveries.id, deliveryIds), eq(tours.accountId, accountId)))
+    .orderBy(asc(deliveries.id))
     .for('update', { of: deliveries });
-  if (!locked) return undefined;
+  const sets = new Map<string, WorkingSet>(locked.map(({ delivery }) => [delivery.id, {
+    accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(),
+    notes: needs.notes ? new Map() : undefined, serviceValues: needs.services ? new Map() : undefined,
+    inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
+  }]));
+  const ids = [...sets.keys()];
+  if (ids.length === 0) return sets;
   // One connection runs a transaction: its statements go one after another.
   const itemRows = await tx.select({ item: deliveryItems, scannable: articles.scannable }).from(deliveryItems)
-    .innerJoin(articles, eq(articles.id, deliveryItems.articleId)).where(eq(deliveryItems.deliveryId, deliveryId));
-  const noteRows = needs.notes ? await tx.select().from(notes).where(eq(notes.deliveryId, deliveryId)) : undefined;
-  const imageRows = needs.notes ? await tx.select({ id: attachments.id, noteId: attachments.noteId }).from(attachments)
-    .where(and(eq(attachments.deliveryId, deliveryId), eq(attachments.kind, 'note_image'))) : undefined;
-  const valueRows = needs.services ? await tx.select().from(deliveryServiceValues).where(eq(deliveryServiceValues.deliveryId, deliveryId)) : undefined;
-  return {
-    accountId,
-    delivery: locked.delivery,
-    deliveryDirty: false,
-    items: new Map(itemRows.map((r) => [r.item.id, { row: r.item, scannable: r.scannable, dirty: false }])),
-    notes: noteRows && new Map(noteRows.map((row) => [row.id, { row, state: 'clean' as const }])),
-    noteImages: new Map((imageRows ?? []).filter((r) => r.noteId).map((r) => [r.noteId!, r.id])),
-    serviceValues: valueRows && new Map(valueRows.map((row) => [row.serviceId, { row, state: 'clean' as const }])),
-    inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
-    changes: [],
-  };
+    .innerJoin(articles, eq(articles.id, deliveryItems.articleId)).where(inArray(deliveryItems.deliveryId, ids));
+  for (const { item, scannable } of itemRows) sets.get(item.deliveryId)!.items.set(item.id, { row: item, scannable, dirty: false });
+  if (needs.notes) {
+    for (const row of await tx.select().from(notes).where(inArray(notes.deliveryId, ids))) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
+    const images = await tx.select({ id: attachments.id, noteId: attachments.noteId, deliveryId: attachments.deliveryId }).from(attachments)
+      .where(and(inArray(attachments.deliveryId, ids), eq(attachments.kind, 'note_image')));
+    for (const image of images) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image.id);
+  }
+  if (needs.services) {
+    for (const row of await tx.select().from(deliveryServiceValues).where(inArray(deliveryServiceValues.deliveryId, ids))) {
+      sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
+    }
+  }
+  return sets;
 }
 
 export const currentDelivery = (ws: WorkingSet) => toDelivery(ws.delivery, [...ws.items.values()].map((i) => i.row));
 
 export class ConcurrentDuplicate extends Error {}
 
-/** Writes everything the events changed, then the change records: one statement per kind of change. */
-export async function flushWorkingSet(tx: Db, ws: WorkingSet): Promise<void> {
+const json = (rows: unknown[]) => JSON.stringify(rows);
+
+/**
+ * Writes everything the events of a batch changed, one statement per kind of change whatever the
+ * number of deliveries and events, then their change records.
+ */
+export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void> {
   const now = new Date();
-  const owner = { tourId: ws.delivery.tourId, accountId: ws.accountId };
+  const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
   const changes: ChangeRecord[] = [];
 
-  if (ws.inserts.processed.length > 0) {
-    const inserted = await tx.insert(processedEvents).values(ws.inserts.processed).onConflictDoNothing().returning({ id: processedEvents.eventId });
+  const processed = all((ws) => ws.inserts.processed);
+  if (processed.length > 0) {
+    const inserted = await tx.insert(processedEvents).values(processed).onConflictDoNothing().returning({ id: processedEvents.eventId });
     // Another transaction recorded one of these ids for another delivery since we looked.
-    if (inserted.length !== ws.inserts.processed.length) throw new ConcurrentDuplicate();
+    if (inserted.length !== processed.length) throw new ConcurrentDuplicate();
   }
 
-  const dirtyItems = [...ws.items.values()].filter((i) => i.dirty);
+  const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
   if (dirtyItems.length > 0) {
-    const values = JSON.stringify(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state })));
+    const values = json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state })));
     await tx.execute(sql`
       UPDATE delivery_items AS i SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
       FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, s int, c int, st text) WHERE i.id = v.id`);
-    for (const item of dirtyItems) changes.push({ entity: 'position', op: 'upsert', id: item.row.id, ...owner, data: toItem(item.row, item.scannable) });
   }
 
-  if (ws.inserts.audit.length) await tx.insert(scanAudit).values(ws.inserts.audit);
-  if (ws.inserts.credits.length) await tx.insert(creditEvents).values(ws.inserts.credits);
-  if (ws.inserts.payments.length) await tx.insert(paymentProtocol).values(ws.inserts.payments);
+  const audit = all((ws) => ws.inserts.audit);
+  const credits = all((ws) => ws.inserts.credits);
+  const payments = all((ws) => ws.inserts.payments);
+  if (audit.length) await tx.insert(scanAudit).values(audit);
+  if (credits.length) await tx.insert(creditEvents).values(credits);
+  if (payments.length) await tx.insert(paymentProtocol).values(payments);
 
-  if (ws.notes) {
-    const entries = [...ws.notes.values()];
-    const created = entries.filter((n) => n.state === 'new').map((n) => n.row);
-    const updated = entries.filter((n) => n.state === 'dirty').map((n) => n.row);
-    const deleted = entries.filter((n) => n.state === 'deleted').map((n) => n.row.id);
-    if (created.length) await tx.insert(notes).values(created);
-    if (updated.length) {
-      // The time set in memory is the one published in the change record, so it is the one stored.
-      const values = JSON.stringify(updated.map((n) => ({ id: n.id, text: n.text, image: n.imageAttachment, at: n.updatedAt.toISOString() })));
-      await tx.execute(sql`
-        UPDATE notes AS n SET text = v.text, image_attachment = v.image, updated_at = v.at
-        FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz) WHERE n.id = v.id`);
-    }
-    if (deleted.length) {
-      await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.noteId, deleted));
-      await tx.delete(notes).where(inArray(notes.id, deleted));
-    }
-    for (const n of [...created, ...updated]) changes.push({ entity: 'note', op: 'upsert', id: n.id, ...owner, data: toNote(n, ws.noteImages.get(n.id) ?? null) });
-    for (const id of deleted) changes.push({ entity: 'note', op: 'delete', id, ...owner });
+  const noteEntries = all((ws) => [...(ws.notes?.values() ?? [])]);
+  const created = noteEntries.filter((n) => n.state === 'new').map((n) => n.row);
+  const updated = noteEntries.filter((n) => n.state === 'dirty').map((n) => n.row);
+  const deleted = noteEntries.filter((n) => n.state === 'deleted').map((n) => n.row.id);
+  if (created.length) await tx.insert(notes).values(created);
+  if (updated.length) {
+    // The time set in memory is the one published in the change record, so it is the one stored.
+    const values = json(updated.map((n) => ({ id: n.id, text: n.text, image: n.imageAttachment, at: n.updatedAt.toISOString() })));
+    await tx.execute(sql`
+      UPDATE notes AS n SET text = v.text, image_attachment = v.image, updated_at = v.at
+      FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz) WHERE n.id = v.id`);
   }
-  if (ws.inserts.attachments.length) {
-    const rows = await tx.insert(attachments).values(ws.inserts.attachments).returning();
-    for (const row of rows) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
+  if (deleted.length) {
+    await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.noteId, deleted));
+    await tx.delete(notes).where(inArray(notes.id, deleted));
   }
+  const newAttachments = all((ws) => ws.inserts.attachments);
+  const attachmentRows = newAttachments.length ? await tx.insert(attachments).values(newAttachments).returning() : [];
 
-  if (ws.serviceValues) {
-    const entries = [...ws.serviceValues.values()];
-    const upserts = entries.filter((v) => v.state === 'dirty').map((v) => v.row);
-    const removed = entries.filter((v) => v.state === 'deleted').map((v) => v.row.serviceId);
-    if (upserts.length) {
-      await tx.insert(deliveryServiceValues).values(upserts).onConflictDoUpdate({
-        target: [deliveryServiceValues.deliveryId, deliveryServiceValues.serviceId],
-        set: { boolValue: sql`excluded.bool_value`, numericValue: sql`excluded.numeric_value`, authorCarId: sql`excluded.author_car_id`, updatedAt: sql`excluded.updated_at` },
-      });
-    }
-    if (removed.length) {
-      await tx.delete(deliveryServiceValues).where(and(eq(deliveryServiceValues.deliveryId, ws.delivery.id), inArray(deliveryServiceValues.serviceId, removed)));
-    }
-    for (const row of upserts) changes.push({ entity: 'serviceValue', op: 'upsert', id: `${row.deliveryId}:${row.serviceId}`, ...owner, data: toServiceValue(row) });
-    for (const serviceId of removed) changes.push({ entity: 'serviceValue', op: 'delete', id: `${ws.delivery.id}:${serviceId}`, ...owner });
+  const valueEntries = all((ws) => [...(ws.serviceValues?.values() ?? [])]);
+  const upserts = valueEntries.filter((v) => v.state === 'dirty').map((v) => v.row);
+  const removed = valueEntries.filter((v) => v.state === 'deleted').map((v) => v.row);
+  if (upserts.length) {
+    await tx.insert(deliveryServiceValues).values(upserts).onConflictDoUpdate({
+      target: [deliveryServiceValues.deliveryId, deliveryServiceValues.serviceId],
+      set: { boolValue: sql`excluded.bool_value`, numericValue: sql`excluded.numeric_value`, authorCarId: sql`excluded.author_car_id`, updatedAt: sql`excluded.updated_at` },
+    });
+  }
+  if (removed.length) {
+    const keys = json(removed.map((v) => ({ d: v.deliveryId, s: v.serviceId })));
+    await tx.execute(sql`
+      DELETE FROM delivery_service_values AS v USING jsonb_to_recordset(${keys}::jsonb) AS k(d uuid, s uuid)
+      WHERE v.delivery_id = k.d AND v.service_id = k.s`);
   }
 
+  // Only the engine's own fields change; one statement for every delivery of the batch.
+  const dirtyDeliveries = sets.filter((ws) => ws.deliveryDirty).map((ws) => ws.delivery);
+  if (dirtyDeliveries.length) {
+    for (const d of dirtyDeliveries) d.updatedAt = now;
+    const values = json(dirtyDeliveries.map((d) => ({
+      id: d.id, state: d.state, reason: d.stateReason, car: d.assignedCarId, credit: d.creditAmountCents,
+      credit_reason: d.creditReason, credit_at: d.creditUpdatedAt?.toISOString() ?? null, at: now.toISOString(),
+    })));
+    await tx.execute(sql`
+      UPDATE deliveries AS d SET state = v.state, state_reason = v.reason, assigned_car_id = v.car, credit_amount_cents = v.credit,
+        credit_reason = v.credit_reason, credit_updated_at = v.credit_at, updated_at = v.at
+      FROM jsonb_to_recordset(${values}::jsonb)
+        AS v(id uuid, state text, reason text, car uuid, credit int, credit_reason text, credit_at timestamptz, at timestamptz)
+      WHERE d.id = v.id`);
+  }
+
+  for (const ws of sets) changes.push(...changesOf(ws, attachmentRows));
+  await recordChanges(tx, changes);
+}
+
+/** The change records of one delivery: every entity it touched, with the delivery first. */
+function changesOf(ws: WorkingSet, attachmentRows: AttachmentRow[]): ChangeRecord[] {
+  const owner = { tourId: ws.delivery.tourId, accountId: ws.accountId };
+  const changes: ChangeRecord[] = [];
+  for (const item of ws.items.values()) {
+    if (item.dirty) changes.push({ entity: 'position', op: 'upsert', id: item.row.id, ...owner, data: toItem(item.row, item.scannable) });
+  }
+  for (const note of ws.notes?.values() ?? []) {
+    if (note.state === 'new' || note.state === 'dirty') {
+      changes.push({ entity: 'note', op: 'upsert', id: note.row.id, ...owner, data: toNote(note.row, ws.noteImages.get(note.row.id) ?? null) });
+    } else if (note.state === 'deleted') {
+      changes.push({ entity: 'note', op: 'delete', id: note.row.id, ...owner });
+    }
+  }
+  for (const row of attachmentRows) {
+    if (row.deliveryId === ws.delivery.id) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
+  }
+  for (const value of ws.serviceValues?.values() ?? []) {
+    const id = `${value.row.deliveryId}:${value.row.serviceId}`;
+    if (value.state === 'dirty') changes.push({ entity: 'serviceValue', op: 'upsert', id, ...owner, data: toServiceValue(value.row) });
+    else if (value.state === 'deleted') changes.push({ entity: 'serviceValue', op: 'delete', id, ...owner });
+  }
   for (const payment of ws.inserts.payments) {
     changes.push({ entity: 'payment', op: 'upsert', id: payment.id!, ...owner, data: toPayment(payment as Parameters<typeof toPayment>[0]) });
   }
-
   // Scans and credits change the open amount, so the delivery is republished whenever anything changed.
-  if (ws.deliveryDirty) {
-    ws.delivery.updatedAt = now;
-    const { id, ...fields } = ws.delivery;
-    await tx.update(deliveries).set(fields).where(eq(deliveries.id, id));
-  }
   if (ws.deliveryDirty || changes.length > 0) {
     changes.unshift({ entity: 'delivery', op: 'upsert', id: ws.delivery.id, ...owner, data: currentDelivery(ws) });
   }
-  await recordChanges(tx, changes);
+  return changes;
 }

@@ -117,4 +117,18 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const forHundred = await count(actor, 100, line.id);
     expect(forHundred).toBe(forTen);
   });
+
+  it('writes a batch over several deliveries with the same statements as over one', async () => {
+    const one = await setup(100);
+    const two = await setup(100);
+    const count = async (who: DriverActor, targets: string[]) => {
+      const before = api.ctx.database.queries.count;
+      const results = await applyEvents(api.db, who, Array.from({ length: 20 }, (_, n) => scanEvent(targets[n % targets.length])));
+      expect(results.every((r) => r.status === 'applied')).toBe(true);
+      return api.ctx.database.queries.count - before;
+    };
+    const single = await count(one.actor, [one.line.id]);
+    const spread = await count(two.actor, [two.line.id, two.other.id]);
+    expect(spread).toBe(single);
+  });
 });

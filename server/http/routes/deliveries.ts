@@ -34,7 +34,7 @@ export const deliveryRoutes = [
     body: ApplyScansRequest, response: ApplyScansResponse,
     handler: async ({ ctx, actor, body }) => {
       const events = body.scans.map(({ clientScanId, ...scan }): SyncEvent => ({ ...scan, type: 'scan', eventId: clientScanId }));
-      const results = await applyEvents(ctx.database.db, actor, events, { concurrency: ctx.database.kind === 'postgres' ? 4 : 1 });
+      const results = await applyEvents(ctx.database.db, actor, events);
       return {
         results: results.map((r) => ({
           clientScanId: r.eventId,
