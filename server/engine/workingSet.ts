@@ -83,11 +83,21 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
   const changes: ChangeRecord[] = [];
 
+  // The two tables that grow with every event are written from one JSON parameter each: building
+  // a statement with a parameter per value costs more than the database's work for it.
   const processed = all((ws) => ws.inserts.processed);
   if (processed.length > 0) {
-    const inserted = await tx.insert(processedEvents).values(processed).onConflictDoNothing().returning({ id: processedEvents.eventId });
+    const rows = json(processed.map((p) => ({
+      event_id: p.eventId, type: p.type, client_id: p.clientId, account_id: p.accountId, delivery_id: p.deliveryId,
+      payload_hash: p.payloadHash, occurred_at: p.occurredAt?.toISOString() ?? null,
+    })));
+    const inserted = await tx.execute(sql`
+      INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, payload_hash, occurred_at)
+      SELECT * FROM jsonb_to_recordset(${rows}::jsonb)
+        AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, payload_hash text, occurred_at timestamptz)
+      ON CONFLICT DO NOTHING RETURNING event_id`);
     // Another transaction recorded one of these ids for another delivery since we looked.
-    if (inserted.length !== processed.length) throw new ConcurrentDuplicate();
+    if (inserted.rows.length !== processed.length) throw new ConcurrentDuplicate();
   }
 
   const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
@@ -101,7 +111,19 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   const audit = all((ws) => ws.inserts.audit);
   const credits = all((ws) => ws.inserts.credits);
   const payments = all((ws) => ws.inserts.payments);
-  if (audit.length) await tx.insert(scanAudit).values(audit);
+  if (audit.length) {
+    const rows = json(audit.map((a) => ({
+      client_scan_id: a.clientScanId, delivery_id: a.deliveryId, delivery_item_id: a.deliveryItemId, action: a.action,
+      quantity: a.quantity, reason: a.reason, scanned_after: a.scannedQuantityAfter, credited_after: a.creditedQuantityAfter,
+      state_after: a.stateAfter, account_id: a.accountId, author_car_id: a.authorCarId, occurred_at: a.occurredAt.toISOString(),
+    })));
+    await tx.execute(sql`
+      INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason, scanned_quantity_after,
+        credited_quantity_after, state_after, account_id, author_car_id, occurred_at)
+      SELECT * FROM jsonb_to_recordset(${rows}::jsonb)
+        AS r(client_scan_id uuid, delivery_id uuid, delivery_item_id uuid, action text, quantity int, reason text, scanned_after int,
+          credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)`);
+  }
   if (credits.length) await tx.insert(creditEvents).values(credits);
   if (payments.length) await tx.insert(paymentProtocol).values(payments);
 
