@@ -39,15 +39,11 @@ const conflictResult = (event: SyncEvent) => rejection(event, { code: 'conflict'
  */
 export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
   const results: (EngineResult | undefined)[] = new Array(events.length);
-  const ids = events.map((e) => e.eventId);
-  const seen = ids.length ? await db.select().from(processedEvents).where(inArray(processedEvents.eventId, ids)) : [];
-  const seenById = new Map(seen.map((p) => [p.eventId, p]));
-
   // Ids repeated inside one batch: the first copy counts, the others are answered after it.
   const firstIndex = new Map<string, number>();
   events.forEach((e, i) => { if (!firstIndex.has(e.eventId)) firstIndex.set(e.eventId, i); });
 
-  const groups = await groupByDelivery(db, actor, events, seenById, firstIndex, results);
+  const groups = await groupByDelivery(db, actor, events, firstIndex, results);
   const lookups = await loadLookups(db, actor, events);
   await applyBatch(db, actor, [...groups.entries()], lookups, options, results, events);
 
@@ -69,39 +65,41 @@ export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, o
   return result.entity;
 }
 
-/** Finds each event's delivery; answers what can be answered without one (known ids, unknown targets). */
-async function groupByDelivery(
-  db: Db, actor: DriverActor, events: SyncEvent[], seenById: Map<string, typeof processedEvents.$inferSelect>,
-  firstIndex: Map<string, number>, results: (EngineResult | undefined)[],
-) {
+/**
+ * Finds each event's delivery. An event without one is answered here: a known id (a note deleted
+ * by this very event) is a duplicate, anything else not found. Known ids of events that have a
+ * delivery are recognised under that delivery's lock.
+ */
+async function groupByDelivery(db: Db, actor: DriverActor, events: SyncEvent[], firstIndex: Map<string, number>, results: (EngineResult | undefined)[]) {
   const itemIds = events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : []));
   const noteIds = events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : []));
-  const [itemRows, noteRows] = await Promise.all([
-    itemIds.length ? db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inArray(deliveryItems.id, itemIds)) : [],
-    noteIds.length ? db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inArray(notes.id, noteIds)) : [],
-  ]);
+  const itemRows = itemIds.length ? await db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inArray(deliveryItems.id, itemIds)) : [];
+  const noteRows = noteIds.length ? await db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inArray(notes.id, noteIds)) : [];
   const itemDelivery = new Map(itemRows.map((r) => [r.id, r.deliveryId]));
   const noteDelivery = new Map(noteRows.map((r) => [r.id, r.deliveryId]));
   for (const e of events) if (e.type === 'note.create') noteDelivery.set(e.noteId, noteDelivery.get(e.noteId) ?? e.deliveryId);
 
   const groups = new Map<string, number[]>();
+  const orphans: number[] = [];
   events.forEach((event, i) => {
     if (firstIndex.get(event.eventId) !== i) return;
-    const seen = seenById.get(event.eventId);
     const target = event.type === 'scan' ? itemDelivery.get(event.deliveryItemId)
       : event.type === 'note.update' || event.type === 'note.delete' ? noteDelivery.get(event.noteId) ?? event.deliveryId
         : event.deliveryId;
-    if (seen && seen.accountId !== actor.personalnummer) {
-      results[i] = conflictResult(event);
-    } else if (seen && (seen.payloadHash !== payloadHash(event) || !target)) {
-      // Known id without a delivery to read its state from (a deleted note): a duplicate without entity.
-      results[i] = seen.payloadHash !== payloadHash(event) ? conflictResult(event) : { eventId: event.eventId, status: 'duplicate', entity: null };
-    } else if (!target) {
-      results[i] = notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note');
-    } else {
-      groups.set(target, [...(groups.get(target) ?? []), i]);
-    }
+    if (target) groups.set(target, [...(groups.get(target) ?? []), i]);
+    else orphans.push(i);
   });
+  if (orphans.length) {
+    const seen = await db.select().from(processedEvents).where(inArray(processedEvents.eventId, orphans.map((i) => events[i].eventId)));
+    const seenById = new Map(seen.map((p) => [p.eventId, p]));
+    for (const i of orphans) {
+      const event = events[i];
+      const known = seenById.get(event.eventId);
+      results[i] = !known ? notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note')
+        : known.accountId === actor.personalnummer && known.payloadHash === payloadHash(event) ? { eventId: event.eventId, status: 'duplicate', entity: null }
+          : conflictResult(event);
+    }
+  }
   return groups;
 }
 
