@@ -9,7 +9,7 @@ import { addContact, newTour } from '../helpers/factories.js';
 import { benchErp, type ErpSize } from './erpData.js';
 import { request, requestJson } from './http.js';
 import { runFloorWith, type BatchShape, type LoadJob, type Measured } from './jobs.js';
-import { freePort } from './postgres.js';
+import { freePort } from '../helpers/embeddedPostgres.js';
 import { seedDrivers } from './seed.js';
 import { latencies, monotonicMs, round, sleep } from './stats.js';
 import { BENCH_ADMIN_KEY, startBenchServer, type DatabaseKind, type Target } from './target.js';
