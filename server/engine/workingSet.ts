@@ -83,47 +83,47 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
   const changes: ChangeRecord[] = [];
 
-  // The two tables that grow with every event are written from one JSON parameter each: building
-  // a statement with a parameter per value costs more than the database's work for it.
+  // What every scan writes (its id, its line, its audit entry) goes in one statement, each table's
+  // rows from one JSON parameter: building a statement with a parameter per value costs more than
+  // the database's work for it, and each round trip counts.
   const processed = all((ws) => ws.inserts.processed);
-  if (processed.length > 0) {
-    const rows = json(processed.map((p) => ({
+  const parts = [sql`p AS (
+    INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, payload_hash, occurred_at)
+    SELECT * FROM jsonb_to_recordset(${json(processed.map((p) => ({
       event_id: p.eventId, type: p.type, client_id: p.clientId, account_id: p.accountId, delivery_id: p.deliveryId,
       payload_hash: p.payloadHash, occurred_at: p.occurredAt?.toISOString() ?? null,
-    })));
-    const inserted = await tx.execute(sql`
-      INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, payload_hash, occurred_at)
-      SELECT * FROM jsonb_to_recordset(${rows}::jsonb)
-        AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, payload_hash text, occurred_at timestamptz)
-      ON CONFLICT DO NOTHING RETURNING event_id`);
-    // Another transaction recorded one of these ids for another delivery since we looked.
-    if (inserted.rows.length !== processed.length) throw new ConcurrentDuplicate();
-  }
-
+    })))}::jsonb)
+      AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, payload_hash text, occurred_at timestamptz)
+    ON CONFLICT DO NOTHING RETURNING event_id)`];
   const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
   if (dirtyItems.length > 0) {
-    const values = json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state })));
-    await tx.execute(sql`
+    parts.push(sql`i AS (
       UPDATE delivery_items AS i SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
-      FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, s int, c int, st text) WHERE i.id = v.id`);
+      FROM jsonb_to_recordset(${json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state })))}::jsonb)
+        AS v(id uuid, s int, c int, st text)
+      WHERE i.id = v.id RETURNING 1)`);
   }
-
   const audit = all((ws) => ws.inserts.audit);
-  const credits = all((ws) => ws.inserts.credits);
-  const payments = all((ws) => ws.inserts.payments);
   if (audit.length) {
-    const rows = json(audit.map((a) => ({
-      client_scan_id: a.clientScanId, delivery_id: a.deliveryId, delivery_item_id: a.deliveryItemId, action: a.action,
-      quantity: a.quantity, reason: a.reason, scanned_after: a.scannedQuantityAfter, credited_after: a.creditedQuantityAfter,
-      state_after: a.stateAfter, account_id: a.accountId, author_car_id: a.authorCarId, occurred_at: a.occurredAt.toISOString(),
-    })));
-    await tx.execute(sql`
+    parts.push(sql`a AS (
       INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason, scanned_quantity_after,
         credited_quantity_after, state_after, account_id, author_car_id, occurred_at)
-      SELECT * FROM jsonb_to_recordset(${rows}::jsonb)
+      SELECT * FROM jsonb_to_recordset(${json(audit.map((a) => ({
+        client_scan_id: a.clientScanId, delivery_id: a.deliveryId, delivery_item_id: a.deliveryItemId, action: a.action,
+        quantity: a.quantity, reason: a.reason, scanned_after: a.scannedQuantityAfter, credited_after: a.creditedQuantityAfter,
+        state_after: a.stateAfter, account_id: a.accountId, author_car_id: a.authorCarId, occurred_at: a.occurredAt.toISOString(),
+      })))}::jsonb)
         AS r(client_scan_id uuid, delivery_id uuid, delivery_item_id uuid, action text, quantity int, reason text, scanned_after int,
-          credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)`);
+          credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)
+      RETURNING 1)`);
   }
+  // Every part of a WITH that writes runs to completion, read or not.
+  const written = await tx.execute<{ inserted: number }>(sql`WITH ${sql.join(parts, sql`, `)} SELECT (SELECT count(*) FROM p)::int AS inserted`);
+  // Another transaction recorded one of these ids for another delivery since we looked.
+  if (Number(written.rows[0].inserted) !== processed.length) throw new ConcurrentDuplicate();
+
+  const credits = all((ws) => ws.inserts.credits);
+  const payments = all((ws) => ws.inserts.payments);
   if (credits.length) await tx.insert(creditEvents).values(credits);
   if (payments.length) await tx.insert(paymentProtocol).values(payments);
 
