@@ -33,6 +33,5 @@ export class DomainError extends Error {
 export const validation = (message: string, errors?: FieldProblem[]) => new DomainError('validation', message, errors);
 export const notFound = (what: string) => new DomainError('not_found', `${what} not found`);
 export const conflict = (message: string) => new DomainError('conflict', message);
-export const invalidTransition = (message: string) => new DomainError('invalid_state_transition', message);
 export const unauthorized = (message = 'Authentifizierung fehlgeschlagen') => new DomainError('unauthorized', message);
 export const upstream = (message: string) => new DomainError('upstream_unavailable', message);

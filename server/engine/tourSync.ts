@@ -17,8 +17,6 @@ import {
 } from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
-type SyncDelivery = SyncTourRequest['deliveries'][number];
-
 const now = sql`now()`;
 const excluded = (column: PgColumn) => sql.raw(`excluded."${column.name}"`);
 

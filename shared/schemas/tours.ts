@@ -117,7 +117,6 @@ export const ContactSource = z.object({
 }).meta({ id: 'ContactSource' });
 export type ContactSource = z.infer<typeof ContactSource>;
 
-export const TimestampOrNull = Timestamp.nullable();
 
 /** Answer of POST /admin/import-erp (snake_case like every admin answer). */
 export const ImportSummary = z.object({

@@ -17,7 +17,6 @@ export interface DocumentStore {
   close?(): Promise<void>;
 }
 
-export const isDocumentReference = (value: string) => value.startsWith('~');
 
 export function createDocumentStore(config: Config['documents'], dataDir: string | undefined): DocumentStore {
   if (config.mode === 'http') return createHttpDocumentStore({ url: config.url!, token: config.token });
