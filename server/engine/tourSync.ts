@@ -313,7 +313,7 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     if (movedRows.length) {
       // The new owner gets the delivery's local work, which moved with it.
       const written = new Set([...writtenItems.map((i) => i.id), ...insertedSources.map((s) => s.id)]);
-      const bundle = await loadDeliveryDetails(tx, movedRows);
+      const bundle = await loadDeliveryDetails(tx, movedRows.map((d) => d.id));
       for (const d of bundle.deliveries) {
         const owner = ownerOf(d.id);
         for (const p of d.positions) if (!written.has(p.id)) changes.push({ entity: 'position', op: 'upsert', id: p.id, ...owner, data: p });

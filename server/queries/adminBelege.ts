@@ -50,7 +50,7 @@ export function belegDetails(db: Db, belegnummer: string): Promise<DeliveryDetai
     if (rows.length === 0) throw notFound('Belegnummer');
     const ids = rows.map((r) => r.delivery.id);
 
-    const bundle = await loadDeliveryDetails(tx, rows.map((r) => r.delivery));
+    const bundle = await loadDeliveryDetails(tx, ids);
     const serviceIds = [...new Set(bundle.deliveries.flatMap((d) => d.serviceValues.map((v) => v.serviceId)))];
     const serviceRows = serviceIds.length ? await tx.select().from(services).where(inArray(services.id, serviceIds)) : [];
     const completionRows = await tx.select().from(completions).where(inArray(completions.deliveryId, ids));
