@@ -1,5 +1,6 @@
-import { eq } from 'drizzle-orm';
+import { inArray } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
+import { combining, deferred } from '../db/combining.js';
 import { accounts } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { unauthorized } from '../errors.js';
@@ -15,12 +16,34 @@ export function bearerToken(authorization: string | undefined): string | undefin
   return match?.[1];
 }
 
+type AccountRow = typeof accounts.$inferSelect;
+type AccountRequest = { personalnummer: number; answer: ReturnType<typeof deferred<AccountRow | undefined>> };
+
+/** Every request reads its account afresh; those of concurrent requests are read with one statement. */
+function accountReader(db: Db) {
+  const read = combining<AccountRequest>({ concurrency: 1, maxWeight: 500 }, async (requests) => {
+    try {
+      const rows = await db.select().from(accounts).where(inArray(accounts.personalnummer, [...new Set(requests.map((r) => r.personalnummer))]));
+      const byNumber = new Map(rows.map((row) => [row.personalnummer, row]));
+      for (const r of requests) r.answer.resolve(byNumber.get(r.personalnummer));
+    } catch (error) {
+      for (const r of requests) r.answer.reject(error);
+    }
+  });
+  return (personalnummer: number) => {
+    const answer = deferred<AccountRow | undefined>();
+    read({ personalnummer, answer });
+    return answer.promise;
+  };
+}
+
 export function createAuthenticator(deps: {
   db: Db;
   verifyToken: (token: string) => Promise<VerifiedToken>;
   adminKeyMatches: (key: string | undefined) => boolean;
   onFailure?: (reason: string) => void;
 }): Authenticator {
+  const readAccount = accountReader(deps.db);
   return {
     async driver(authorization) {
       const token = bearerToken(authorization);
@@ -32,7 +55,7 @@ export function createAuthenticator(deps: {
         deps.onFailure?.((error as Error).message);
         throw unauthorized();
       }
-      const [account] = await deps.db.select().from(accounts).where(eq(accounts.personalnummer, verified.personalnummer));
+      const account = await readAccount(verified.personalnummer);
       if (!account?.active) throw unauthorized();
       return { kind: 'driver', personalnummer: account.personalnummer, name: account.name, tokenExpiresAt: verified.expiresAt };
     },

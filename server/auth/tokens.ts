@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch, jwtVerify, type JWTPayload } from 'jose';
 import { z } from 'zod';
 import { asymmetricAlgorithms } from '../config.js';
 
@@ -21,6 +21,8 @@ export interface VerifiedToken {
 
 export class TokenError extends Error {}
 
+const VERIFIED_TOKENS_KEPT = 5000;
+
 /**
  * Verifies bearer JWTs against an OIDC issuer: metadata and key set are discovered once and
  * cached; jose fetches the key set again when a token names a `kid` it does not know.
@@ -30,6 +32,9 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
   const algorithms = options.algorithms.filter((a) => asymmetricAlgorithms.has(a));
   if (algorithms.length === 0) throw new Error('OIDC_ALGORITHMS must name at least one asymmetric algorithm');
   let keys: Promise<{ issuer: string; jwks: ReturnType<typeof createRemoteJWKSet> }> | undefined;
+  // Counts fetches of the key set: a token checked against an older set is checked again, so a
+  // key the issuer withdrew stops working as soon as the set is fetched anew.
+  let keySetGeneration = 0;
 
   const discover = async () => {
     const issuer = options.issuer().replace(/\/$/, '');
@@ -39,11 +44,21 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     if (metadata.issuer.replace(/\/$/, '') !== issuer) throw new Error('OIDC discovery names another issuer');
     return {
       issuer: metadata.issuer,
-      jwks: createRemoteJWKSet(new URL(metadata.jwks_uri), { cooldownDuration: options.jwksCooldownMs ?? 30_000 }),
+      jwks: createRemoteJWKSet(new URL(metadata.jwks_uri), {
+        cooldownDuration: options.jwksCooldownMs ?? 30_000,
+        [customFetch]: (...args: Parameters<typeof fetch>) => {
+          keySetGeneration += 1;
+          return fetch(...args);
+        },
+      }),
     };
   };
 
-  return async function verify(token: string): Promise<VerifiedToken> {
+  // A token whose signature and claims checked out stays good until it expires or the key set is
+  // fetched again; checking the signature on every request costs more than the rest of a small push.
+  const verified = new Map<string, VerifiedToken & { generation: number }>();
+
+  const check = async (token: string): Promise<VerifiedToken> => {
     keys ??= discover().catch((error) => { keys = undefined; throw error; });
     const { issuer, jwks } = await keys;
     let payload: JWTPayload;
@@ -60,5 +75,18 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
       throw new TokenError(`claim ${options.personalnummerClaim} is missing or not a number`);
     }
     return { personalnummer, expiresAt: payload.exp! * 1000 };
+  };
+
+  return async function verify(token: string): Promise<VerifiedToken> {
+    const known = verified.get(token);
+    if (known && known.generation === keySetGeneration && known.expiresAt > Date.now()) {
+      return { personalnummer: known.personalnummer, expiresAt: known.expiresAt };
+    }
+    verified.delete(token);
+    const generation = keySetGeneration;
+    const fresh = await check(token);
+    if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value!);
+    verified.set(token, { ...fresh, generation });
+    return fresh;
   };
 }

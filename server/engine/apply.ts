@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { eq, inArray } from 'drizzle-orm';
+import { inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
+import { combining, deferred } from '../db/combining.js';
 import { cars, deliveryItems, notes, paymentMethods, paymentProtocol, processedEvents, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError } from '../errors.js';
@@ -26,36 +27,31 @@ export function payloadHash(event: SyncEvent): string {
   return createHash('sha256').update(canonical).digest('base64url');
 }
 
+/** One event of one request, with whom it comes from and, once decided, its result. */
+interface Entry {
+  event: SyncEvent;
+  actor: DriverActor;
+  options: ApplyOptions;
+  hash: string;
+  result?: EngineResult;
+}
+
 const rejection = (event: SyncEvent, r: Rejection): EngineResult => ({ eventId: event.eventId, status: 'rejected', code: r.code, reason: r.reason, message: r.message });
 const notFound = (event: SyncEvent, what: string) => rejection(event, { code: 'not_found', reason: 'not_found', message: `${what} not found` });
 const conflictResult = (event: SyncEvent) => rejection(event, { code: 'conflict', reason: 'conflict', message: 'This event id was already used for another event' });
+const sameEvent = (entry: Entry, known: { accountId: number; payloadHash: string }) =>
+  known.accountId === entry.actor.personalnummer && known.payloadHash === entry.hash;
 
 /**
  * Applies events of one actor in order: each event all-or-nothing under a row lock on its
  * delivery, recorded once by its id, with audit and change-log records. Events are grouped by
  * delivery (order kept within a delivery), validated one by one in memory with the shared rules,
- * and the whole batch is written with one statement per table. A rejection never stops the
- * events after it.
+ * and written with one statement per table. A rejection never stops the events after it.
  */
 export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
-  const results: (EngineResult | undefined)[] = new Array(events.length);
-  // Ids repeated inside one batch: the first copy counts, the others are answered after it.
-  const firstIndex = new Map<string, number>();
-  events.forEach((e, i) => { if (!firstIndex.has(e.eventId)) firstIndex.set(e.eventId, i); });
-
-  const groups = await groupByDelivery(db, actor, events, firstIndex, results);
-  const lookups = await loadLookups(db, actor, events);
-  await applyBatch(db, actor, [...groups.entries()], lookups, options, results, events);
-
-  for (const [i, event] of events.entries()) {
-    const first = firstIndex.get(event.eventId)!;
-    if (first !== i) {
-      const original = results[first]!;
-      results[i] = payloadHash(events[first]) !== payloadHash(event) ? conflictResult(event)
-        : original.status === 'applied' ? { eventId: event.eventId, status: 'duplicate', entity: original.entity } : original;
-    }
-  }
-  return results as EngineResult[];
+  const entries: Entry[] = events.map((event) => ({ event, actor, options, hash: payloadHash(event) }));
+  await submit(db, entries);
+  return entries.map((e) => e.result!);
 }
 
 /** Applies one event for a REST call: returns the touched entity, or throws the rejection as a DomainError. */
@@ -65,12 +61,75 @@ export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, o
   return result.entity;
 }
 
+interface Request { entries: Entry[]; settle: (error?: unknown) => void }
+
+/**
+ * Requests that arrive while the writers are busy are combined into one transaction: under many
+ * small concurrent pushes a handful of statements carries many requests. A failure of the
+ * combined work leaves each request to fail or succeed on its own.
+ */
+function createWriter(db: Db) {
+  return combining<Request>({ concurrency: 2, maxWeight: 2000, weight: (r) => r.entries.length }, async (requests) => {
+    try {
+      await applyEntries(db, requests.flatMap((r) => r.entries));
+      for (const r of requests) r.settle();
+      return;
+    } catch (error) {
+      if (requests.length === 1) {
+        requests[0].settle(error);
+        return;
+      }
+    }
+    for (const r of requests) {
+      // Entries answered by a transaction that committed keep that answer.
+      await applyEntries(db, r.entries.filter((e) => !e.result)).then(() => r.settle(), (error: unknown) => r.settle(error));
+    }
+  });
+}
+
+const writers = new WeakMap<Db, ReturnType<typeof createWriter>>();
+
+function submit(db: Db, entries: Entry[]): Promise<void> {
+  let write = writers.get(db);
+  if (!write) {
+    write = createWriter(db);
+    writers.set(db, write);
+  }
+  const done = deferred<void>();
+  write({ entries, settle: (error) => (error === undefined ? done.resolve() : done.reject(error)) });
+  return done.promise;
+}
+
+async function applyEntries(db: Db, entries: Entry[]) {
+  if (entries.length === 0) return;
+  // Ids repeated in the work: the first copy counts, the others are answered after it.
+  const firstOf = new Map<string, Entry>();
+  for (const entry of entries) if (!firstOf.has(entry.event.eventId)) firstOf.set(entry.event.eventId, entry);
+  const firsts = [...firstOf.values()];
+
+  const work = await groupByDelivery(db, firsts);
+  const lookups = await loadLookups(db, firsts);
+  await applyBatch(db, work, lookups);
+
+  for (const entry of entries) {
+    const first = firstOf.get(entry.event.eventId)!;
+    if (first === entry) continue;
+    const original = first.result!;
+    entry.result = !sameEvent(entry, { accountId: first.actor.personalnummer, payloadHash: first.hash }) ? conflictResult(entry.event)
+      : original.status === 'applied' ? { eventId: entry.event.eventId, status: 'duplicate', entity: original.entity } : original;
+  }
+}
+
+/** The entries of one delivery for one account, in order. */
+interface Group { deliveryId: string; accountId: number; entries: Entry[] }
+
 /**
  * Finds each event's delivery. An event without one is answered here: a known id (a note deleted
  * by this very event) is a duplicate, anything else not found. Known ids of events that have a
  * delivery are recognised under that delivery's lock.
  */
-async function groupByDelivery(db: Db, actor: DriverActor, events: SyncEvent[], firstIndex: Map<string, number>, results: (EngineResult | undefined)[]) {
+async function groupByDelivery(db: Db, entries: Entry[]): Promise<Group[]> {
+  const events = entries.map((e) => e.event);
   const itemIds = events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : []));
   const noteIds = events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : []));
   const itemRows = itemIds.length ? await db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inArray(deliveryItems.id, itemIds)) : [];
@@ -79,122 +138,129 @@ async function groupByDelivery(db: Db, actor: DriverActor, events: SyncEvent[], 
   const noteDelivery = new Map(noteRows.map((r) => [r.id, r.deliveryId]));
   for (const e of events) if (e.type === 'note.create') noteDelivery.set(e.noteId, noteDelivery.get(e.noteId) ?? e.deliveryId);
 
-  const groups = new Map<string, number[]>();
-  const orphans: number[] = [];
-  events.forEach((event, i) => {
-    if (firstIndex.get(event.eventId) !== i) return;
-    const target = event.type === 'scan' ? itemDelivery.get(event.deliveryItemId)
+  const groups = new Map<string, Group>();
+  const orphans: Entry[] = [];
+  for (const entry of entries) {
+    const { event } = entry;
+    const deliveryId = event.type === 'scan' ? itemDelivery.get(event.deliveryItemId)
       : event.type === 'note.update' || event.type === 'note.delete' ? noteDelivery.get(event.noteId) ?? event.deliveryId
         : event.deliveryId;
-    if (target) groups.set(target, [...(groups.get(target) ?? []), i]);
-    else orphans.push(i);
-  });
+    if (!deliveryId) {
+      orphans.push(entry);
+      continue;
+    }
+    const key = `${entry.actor.personalnummer}/${deliveryId}`;
+    const group = groups.get(key);
+    if (group) group.entries.push(entry);
+    else groups.set(key, { deliveryId, accountId: entry.actor.personalnummer, entries: [entry] });
+  }
   if (orphans.length) {
-    const seen = await db.select().from(processedEvents).where(inArray(processedEvents.eventId, orphans.map((i) => events[i].eventId)));
+    const seen = await db.select().from(processedEvents).where(inArray(processedEvents.eventId, orphans.map((e) => e.event.eventId)));
     const seenById = new Map(seen.map((p) => [p.eventId, p]));
-    for (const i of orphans) {
-      const event = events[i];
+    for (const entry of orphans) {
+      const { event } = entry;
       const known = seenById.get(event.eventId);
-      results[i] = !known ? notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note')
-        : known.accountId === actor.personalnummer && known.payloadHash === payloadHash(event) ? { eventId: event.eventId, status: 'duplicate', entity: null }
-          : conflictResult(event);
+      entry.result = !known ? notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note')
+        : sameEvent(entry, known) ? { eventId: event.eventId, status: 'duplicate', entity: null } : conflictResult(event);
     }
   }
-  return groups;
+  return [...groups.values()];
 }
 
-async function loadLookups(db: Db, actor: DriverActor, events: SyncEvent[]): Promise<Lookups> {
+/** What the operations may look up, per account (cars are an account's own). */
+async function loadLookups(db: Db, entries: Entry[]): Promise<(accountId: number) => Lookups> {
+  const events = entries.map((e) => e.event);
   const serviceIds = events.flatMap((e) => (e.type === 'service.set' || e.type === 'service.clear' ? [e.serviceId] : []));
   const methodIds = events.flatMap((e) => (e.type === 'payment' ? [e.paymentMethodId] : []));
-  const usesCars = events.some((e) => ('authorCarId' in e && e.authorCarId) || (e.type === 'delivery.assignCar' && e.carId));
+  const carOwners = [...new Set(entries
+    .filter(({ event: e }) => ('authorCarId' in e && e.authorCarId) || (e.type === 'delivery.assignCar' && e.carId))
+    .map((e) => e.actor.personalnummer))];
   const [carRows, serviceRows, methodRows] = await Promise.all([
-    usesCars ? db.select().from(cars).where(eq(cars.accountId, actor.personalnummer)) : [],
+    carOwners.length ? db.select().from(cars).where(inArray(cars.accountId, carOwners)) : [],
     serviceIds.length ? db.select().from(services).where(inArray(services.id, serviceIds)) : [],
     methodIds.length ? db.select().from(paymentMethods).where(inArray(paymentMethods.id, methodIds)) : [],
   ]);
-  return {
-    cars: new Map(carRows.map((c) => [c.id, c])),
-    services: new Map(serviceRows.map((s) => [s.id, s])),
-    paymentMethods: new Map(methodRows.map((m) => [m.id, m])),
+  const shared = { services: new Map(serviceRows.map((s) => [s.id, s])), paymentMethods: new Map(methodRows.map((m) => [m.id, m])) };
+  const byAccount = new Map<number, Lookups>();
+  return (accountId) => {
+    let lookups = byAccount.get(accountId);
+    if (!lookups) {
+      lookups = { ...shared, cars: new Map(carRows.filter((c) => c.accountId === accountId).map((c) => [c.id, c])) };
+      byAccount.set(accountId, lookups);
+    }
+    return lookups;
   };
 }
 
-type Work = [deliveryId: string, indexes: number[]][];
-
 /**
- * The whole batch in one transaction. If that transaction fails as a whole (a concurrent copy of
+ * The whole work in one transaction. If that transaction fails as a whole (a concurrent copy of
  * an id on another delivery, a database error), each delivery, and then each event, gets a
  * transaction of its own, so that one bad event cannot take the others with it.
  */
-async function applyBatch(
-  db: Db, actor: DriverActor, work: Work, lookups: Lookups, options: ApplyOptions,
-  results: (EngineResult | undefined)[], events: SyncEvent[],
-) {
+async function applyBatch(db: Db, work: Group[], lookups: (accountId: number) => Lookups) {
   if (work.length === 0) return;
   try {
-    await applyInTransaction(db, actor, work, lookups, options, results, events);
+    await applyInTransaction(db, work, lookups);
     return;
   } catch (error) {
-    const single = work.length === 1 && work[0][1].length === 1;
+    const single = work.length === 1 && work[0].entries.length === 1;
     if (single && !(error instanceof ConcurrentDuplicate)) throw error;
     if (single) {
-      results[work[0][1][0]] = conflictResult(events[work[0][1][0]]);
+      work[0].entries[0].result = conflictResult(work[0].entries[0].event);
       return;
     }
   }
-  const smaller: Work[] = work.length > 1 ? work.map((group) => [group]) : work[0][1].map((i) => [[work[0][0], [i]]]);
-  for (const part of smaller) await applyBatch(db, actor, part, lookups, options, results, events);
+  const smaller: Group[][] = work.length > 1 ? work.map((group) => [group]) : work[0].entries.map((entry) => [{ ...work[0], entries: [entry] }]);
+  for (const part of smaller) await applyBatch(db, part, lookups);
 }
 
-async function applyInTransaction(
-  db: Db, actor: DriverActor, work: Work, lookups: Lookups, options: ApplyOptions,
-  results: (EngineResult | undefined)[], events: SyncEvent[],
-) {
-  const batch = work.flatMap(([, indexes]) => indexes.map((i) => events[i]));
+async function applyInTransaction(db: Db, work: Group[], lookups: (accountId: number) => Lookups) {
+  const batch = work.flatMap((group) => group.entries);
+  const events = batch.map((e) => e.event);
   const needs = {
-    notes: batch.some((e) => e.type.startsWith('note.') || (e.type === 'scan' && e.action === 'unremove')),
-    services: batch.some((e) => e.type.startsWith('service.')),
+    notes: events.some((e) => e.type.startsWith('note.') || (e.type === 'scan' && e.action === 'unremove')),
+    services: events.some((e) => e.type.startsWith('service.')),
   };
   const staged = await db.transaction(async (tx) => {
-    const sets = await loadWorkingSets(tx, work.map(([deliveryId]) => deliveryId), actor.personalnummer, needs);
+    const sets = await loadWorkingSets(tx, work, needs);
     // Read again under the locks: a copy of the same event may have committed since the first look.
-    const processed = await tx.select().from(processedEvents).where(inArray(processedEvents.eventId, batch.map((e) => e.eventId)));
+    const processed = await tx.select().from(processedEvents).where(inArray(processedEvents.eventId, events.map((e) => e.eventId)));
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
-    const duplicatePayments = batch.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
+    const duplicatePayments = events.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
     const paymentRows: PaymentRow[] = duplicatePayments.length
       ? await tx.select().from(paymentProtocol).where(inArray(paymentProtocol.clientEventId, duplicatePayments))
       : [];
-    const out = new Map<number, EngineResult>();
-    for (const [deliveryId, indexes] of work) {
+    const out = new Map<Entry, EngineResult>();
+    for (const { deliveryId, accountId, entries } of work) {
       const ws = sets.get(deliveryId);
-      for (const i of indexes) {
-        const event = events[i];
-        if (!ws) {
-          out.set(i, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
+      for (const entry of entries) {
+        const { event } = entry;
+        if (!ws || ws.accountId !== accountId) {
+          out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
           continue;
         }
         const seen = processedById.get(event.eventId);
         if (seen) {
-          out.set(i, seen.payloadHash === payloadHash(event) && seen.accountId === actor.personalnummer
+          out.set(entry, sameEvent(entry, seen)
             ? { eventId: event.eventId, status: 'duplicate', entity: entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) }
             : conflictResult(event));
           continue;
         }
-        const outcome = applyOperation({ ws, lookups, occurredAt: new Date(event.occurredAt), attachment: options.attachment }, event);
+        const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
         if (!outcome.ok) {
-          out.set(i, rejection(event, outcome.rejection));
+          out.set(entry, rejection(event, outcome.rejection));
           continue;
         }
         ws.inserts.processed.push({
-          eventId: event.eventId, type: event.type, clientId: options.clientId ?? null, accountId: actor.personalnummer,
-          deliveryId, payloadHash: payloadHash(event), occurredAt: new Date(event.occurredAt),
+          eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
+          deliveryId, payloadHash: entry.hash, occurredAt: new Date(event.occurredAt),
         });
-        out.set(i, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
+        out.set(entry, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
       }
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     if (changed.length > 0) await flushWorkingSets(tx, changed);
     return out;
   });
-  for (const [i, result] of staged) results[i] = result;
+  for (const [entry, result] of staged) entry.result = result;
 }

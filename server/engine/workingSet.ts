@@ -33,17 +33,20 @@ export interface WorkingSet {
 }
 
 /**
- * Locks the delivery rows of the actor's tours (in id order, so two batches never wait on each
- * other in a circle) and loads what the events need, one statement per table for all of them.
- * Deliveries that are not the actor's are missing from the answer.
+ * Locks the requested deliveries (in id order, so two batches never wait on each other in a
+ * circle) and loads what the events need, one statement per table for all of them. A delivery
+ * requested for an account whose tour it is not on is missing from the answer.
  */
-export async function loadWorkingSets(tx: Db, deliveryIds: string[], accountId: number, needs: { notes: boolean; services: boolean }): Promise<Map<string, WorkingSet>> {
-  const locked = await tx.select({ delivery: deliveries }).from(deliveries)
+export async function loadWorkingSets(
+  tx: Db, requested: { deliveryId: string; accountId: number }[], needs: { notes: boolean; services: boolean },
+): Promise<Map<string, WorkingSet>> {
+  const wanted = new Set(requested.map((r) => `${r.accountId}/${r.deliveryId}`));
+  const locked = await tx.select({ delivery: deliveries, accountId: tours.accountId }).from(deliveries)
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
-    .where(and(inArray(deliveries.id, deliveryIds), eq(tours.accountId, accountId)))
+    .where(inArray(deliveries.id, [...new Set(requested.map((r) => r.deliveryId))]))
     .orderBy(asc(deliveries.id))
     .for('update', { of: deliveries });
-  const sets = new Map<string, WorkingSet>(locked.map(({ delivery }) => [delivery.id, {
+  const sets = new Map<string, WorkingSet>(locked.filter(({ delivery, accountId }) => wanted.has(`${accountId}/${delivery.id}`)).map(({ delivery, accountId }) => [delivery.id, {
     accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(),
     notes: needs.notes ? new Map() : undefined, serviceValues: needs.services ? new Map() : undefined,
     inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },

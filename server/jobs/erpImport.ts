@@ -73,6 +73,8 @@ function summaryOf(run: typeof erpImportRuns.$inferSelect, counters: Counters, s
   };
 }
 
+const IMPORT_CONCURRENCY = 4;
+
 /**
  * Imports every ERP tour of one day. Each run is logged in erp_import_runs (also when it fails
  * or is skipped because another instance imports the same date). Each tour is written in its own
@@ -96,23 +98,30 @@ export async function runImport(ctx: ImportContext, date: string, trigger: Impor
       if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(db);
       const tours = await ctx.erp.fetchTours(date);
       const failures: string[] = [];
-      for (const tour of tours) {
-        try {
-          const synced = await syncTour(db, tour);
-          counters.tours += 1;
-          counters.tours_created += synced.created ? 1 : 0;
-          counters.deliveries_created += synced.deliveries.created;
-          counters.deliveries_updated += synced.deliveries.updated;
-          counters.deliveries_unchanged += synced.deliveries.unchanged;
-          counters.deliveries_moved += synced.deliveries.moved;
-          counters.positions_created += synced.positions.created;
-          counters.positions_updated += synced.positions.updated;
-          counters.positions_deleted += synced.positions.deleted;
-        } catch (error) {
-          ctx.logger.error({ err: error, driver: tour.driver.personalnummer, tourDate: tour.tourDate }, 'ERP import: a tour could not be written');
-          failures.push(`tour of ${tour.driver.personalnummer} on ${tour.tourDate}: ${(error as Error).message}`);
+      // Tours of different drivers share little but master data, written in key order, so a few
+      // go at once: while one waits for the database, another is being prepared.
+      let next = 0;
+      const worker = async () => {
+        while (next < tours.length) {
+          const tour = tours[next++];
+          try {
+            const synced = await syncTour(db, tour);
+            counters.tours += 1;
+            counters.tours_created += synced.created ? 1 : 0;
+            counters.deliveries_created += synced.deliveries.created;
+            counters.deliveries_updated += synced.deliveries.updated;
+            counters.deliveries_unchanged += synced.deliveries.unchanged;
+            counters.deliveries_moved += synced.deliveries.moved;
+            counters.positions_created += synced.positions.created;
+            counters.positions_updated += synced.positions.updated;
+            counters.positions_deleted += synced.positions.deleted;
+          } catch (error) {
+            ctx.logger.error({ err: error, driver: tour.driver.personalnummer, tourDate: tour.tourDate }, 'ERP import: a tour could not be written');
+            failures.push(`tour of ${tour.driver.personalnummer} on ${tour.tourDate}: ${(error as Error).message}`);
+          }
         }
-      }
+      };
+      await Promise.all(Array.from({ length: IMPORT_CONCURRENCY }, worker));
       return failures;
     });
     if (result === undefined) return await finish(false, 'Skipped: an import of this date is already running', true);

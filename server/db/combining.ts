@@ -1,0 +1,43 @@
+/**
+ * Work of concurrent callers done together. A call that finds fewer than `concurrency` runs in
+ * progress starts one at once, so nobody waits for company; calls arriving meanwhile queue and
+ * go together into the next free run. Under load, one round of statements then serves many
+ * callers instead of each paying its own. `run` answers every item it is given (items carry
+ * their own callbacks); an error it lets through fails nothing else.
+ */
+export function combining<T>(
+  options: { concurrency: number; maxWeight?: number; weight?: (item: T) => number },
+  run: (items: T[]) => Promise<void>,
+): (item: T) => void {
+  const { concurrency, maxWeight = Infinity, weight = () => 1 } = options;
+  const queue: T[] = [];
+  let running = 0;
+  const pump = () => {
+    while (running < concurrency && queue.length > 0) {
+      const taken = [queue.shift()!];
+      let total = weight(taken[0]);
+      while (queue.length > 0 && total + weight(queue[0]) <= maxWeight) {
+        total += weight(queue[0]);
+        taken.push(queue.shift()!);
+      }
+      running += 1;
+      const done = () => {
+        running -= 1;
+        pump();
+      };
+      run(taken).then(done, done);
+    }
+  };
+  return (item) => {
+    queue.push(item);
+    pump();
+  };
+}
+
+/** A promise with its settle functions, for handing to a combined run. */
+export function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej; });
+  return { promise, resolve, reject };
+}
