@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTokenVerifier } from '../../server/auth/tokens.js';
 import { DomainError } from '../../server/errors.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
@@ -201,6 +201,22 @@ describe('the token verifier', () => {
     await expect(verify(token)).rejects.toThrow(/discovery/);
     idp.discoveryDown = false;
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3102 });
+  });
+
+  it('checks a token once while the key set stays, and refuses it once it has expired', async () => {
+    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256'], personalnummerClaim: 'personalnummer' });
+    const token = await idpToken(3103, { expiresAt: now() + 2 });
+    await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3103 });
+    // The issuer stops publishing the key without the set being fetched again: the checked token still counts.
+    idp.keys = [ecKey];
+    try {
+      await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3103 });
+      vi.useFakeTimers({ now: Date.now() + 3000, toFake: ['Date'] });
+      await expect(verify(token)).rejects.toThrow(/exp/);
+    } finally {
+      vi.useRealTimers();
+      idp.keys = [rsaKey, ecKey];
+    }
   });
 
   it('refuses to be built with only symmetric algorithms', () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import type { DriverActor } from '../../server/context.js';
@@ -130,5 +130,31 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const single = await count(one.actor, [one.line.id]);
     const spread = await count(two.actor, [two.line.id, two.other.id]);
     expect(spread).toBe(single);
+  });
+
+  it('combines pushes of several drivers arriving together and answers each as if it had come alone', async () => {
+    const drivers = await Promise.all(Array.from({ length: 8 }, () => setup(100)));
+    const alone = api.ctx.database.queries.count;
+    await applyEvents(api.db, drivers[0].actor, [scanEvent(drivers[0].line.id)]);
+    const statementsAlone = api.ctx.database.queries.count - alone;
+
+    const shared = randomUUID();
+    const before = api.ctx.database.queries.count;
+    const answers = await Promise.all(drivers.map(({ actor, line, other }, n) => applyEvents(api.db, actor, [
+      scanEvent(line.id), scanEvent(other.id),
+      // Another driver's line is not found for this one; one event id is sent by two drivers at once.
+      ...(n === 1 ? [scanEvent(drivers[2].line.id)] : []),
+      ...(n === 3 || n === 4 ? [scanEvent(line.id, 'scan', shared)] : []),
+    ])));
+    const statements = api.ctx.database.queries.count - before;
+
+    for (const [n, results] of answers.entries()) expect(results.slice(0, 2).map((r) => r.status), `driver ${n}`).toEqual(['applied', 'applied']);
+    expect(answers[1][2]).toMatchObject({ status: 'rejected', code: 'not_found' });
+    expect([answers[3][2].status, answers[4][2].status].sort()).toEqual(['applied', 'rejected']);
+    expect([answers[3][2], answers[4][2]].find((r) => r.status === 'rejected')).toMatchObject({ code: 'conflict' });
+    const scanned = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, drivers.flatMap((d) => [d.line.id, d.other.id])));
+    expect(scanned.reduce((sum, item) => sum + item.scannedQuantity, 0)).toBe(1 + 16 + 1);
+    // Two go at once, the other six wait and go together: far fewer statements than eight pushes alone.
+    expect(statements).toBeLessThanOrEqual(4 * statementsAlone);
   });
 });

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest';
+import { combining, deferred } from '../../server/db/combining.js';
+
+/** A run that records what it was given and finishes when told to. */
+function recorder() {
+  const runs: { items: number[]; finish: ReturnType<typeof deferred<void>> }[] = [];
+  const run = (items: number[]) => {
+    const finish = deferred<void>();
+    runs.push({ items, finish });
+    return finish.promise;
+  };
+  return { runs, run };
+}
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('combining', () => {
+  it('starts a call at once when a run is free and combines the calls that arrive meanwhile', async () => {
+    const { runs, run } = recorder();
+    const submit = combining<number>({ concurrency: 1 }, run);
+    submit(1);
+    expect(runs.map((r) => r.items)).toEqual([[1]]);
+    submit(2);
+    submit(3);
+    submit(4);
+    expect(runs).toHaveLength(1);
+    runs[0].finish.resolve();
+    await settle();
+    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3, 4]]);
+  });
+
+  it('keeps up to `concurrency` runs going and no run heavier than `maxWeight`', async () => {
+    const { runs, run } = recorder();
+    const submit = combining<number>({ concurrency: 2, maxWeight: 5, weight: (n) => n }, run);
+    for (const n of [1, 1, 2, 2, 2, 4, 1]) submit(n);
+    expect(runs.map((r) => r.items)).toEqual([[1], [1]]);
+    runs[0].finish.resolve();
+    await settle();
+    expect(runs.map((r) => r.items)).toEqual([[1], [1], [2, 2]]);
+    runs[1].finish.resolve();
+    runs[2].finish.resolve();
+    await settle();
+    // What would make a run too heavy waits for the next one.
+    expect(runs.slice(3).map((r) => r.items)).toEqual([[2], [4, 1]]);
+  });
+
+  it('goes on with the queue after a run failed', async () => {
+    const { runs, run } = recorder();
+    const submit = combining<number>({ concurrency: 1 }, run);
+    submit(1);
+    submit(2);
+    runs[0].finish.reject(new Error('database gone'));
+    await settle();
+    expect(runs.map((r) => r.items)).toEqual([[1], [2]]);
+  });
+});
