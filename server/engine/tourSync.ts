@@ -20,14 +20,39 @@ import { recordChanges, type ChangeRecord } from './changeLog.js';
 const now = sql`now()`;
 const excluded = (column: PgColumn) => sql.raw(`excluded."${column.name}"`);
 
+const columnKeys = new WeakMap<PgColumn[], string[]>();
+
+/** The property names of table columns in drizzle rows. */
+function keysOf(columns: PgColumn[]): string[] {
+  let keys = columnKeys.get(columns);
+  if (!keys) {
+    const keyOf = new Map(Object.entries(getTableColumns(columns[0].table)).map(([key, column]) => [column as PgColumn, key]));
+    keys = columns.map((column) => keyOf.get(column)!);
+    columnKeys.set(columns, keys);
+  }
+  return keys;
+}
+
 /** `set` and `setWhere` of an upsert that writes (and returns) a row only when one of the columns differs. */
 function whenChanged(columns: PgColumn[]): { set: Record<string, SQL>; setWhere: SQL } {
-  const keyOf = new Map(Object.entries(getTableColumns(columns[0].table)).map(([key, column]) => [column as PgColumn, key]));
   const set: Record<string, SQL> = { updatedAt: now };
-  for (const column of columns) set[keyOf.get(column)!] = excluded(column);
+  for (const [i, key] of keysOf(columns).entries()) set[key] = excluded(columns[i]);
   const currentValues = sql.join(columns.map((c) => sql`${c}`), sql`, `);
   const incoming = sql.join(columns.map(excluded), sql`, `);
   return { set, setWhere: sql`(${currentValues}) IS DISTINCT FROM (${incoming})` };
+}
+
+/** Equal as stored: objects (addresses) compared by content, whatever their key order. */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (!a || !b || typeof a !== 'object' || typeof b !== 'object') return (a ?? null) === (b ?? null);
+  const canonical = (v: object) => JSON.stringify(v, Object.keys(v).sort());
+  return canonical(a) === canonical(b);
+}
+
+/** Whether an incoming row needs a write: there is no stored one, or it differs in one of the columns. */
+function differs(stored: object | undefined, incoming: object, columns: PgColumn[]): boolean {
+  return !stored || keysOf(columns).some((key) => !sameValue((stored as Record<string, unknown>)[key], (incoming as Record<string, unknown>)[key]));
 }
 
 /** Several hundred rows per statement keep far below PostgreSQL's limit of 65535 parameters. */
@@ -49,6 +74,36 @@ function byKey<T, K extends string | number>(rows: T[], key: (row: T) => K): T[]
   for (const row of rows) map.set(key(row), row);
   return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
 }
+
+/**
+ * Upserts master data by key, writing only rows that are new or differ in `columns` from what is
+ * stored: an unchanged row is neither written nor locked, so imports of tours sharing a catalogue
+ * do not queue behind each other's row locks. Answers every row and the ones written.
+ */
+async function upsertChanged<In extends object, Row extends In, K extends string | number>(
+  input: In[], keyOf: (row: In) => K, columns: PgColumn[],
+  load: (keys: K[]) => Promise<Row[]>, write: (rows: In[]) => Promise<Row[]>,
+): Promise<{ rows: Row[]; changed: Row[] }> {
+  if (input.length === 0) return { rows: [], changed: [] };
+  const rows = new Map((await load(input.map(keyOf))).map((row) => [keyOf(row), row]));
+  const toWrite = input.filter((incoming) => differs(rows.get(keyOf(incoming)), incoming, columns));
+  const changed = await insertAll(toWrite, write as (chunk: never[]) => Promise<Row[]>);
+  for (const row of changed) rows.set(keyOf(row), row);
+  // A row another import inserted with the same values meanwhile is not returned by our upsert.
+  const missing = input.map(keyOf).filter((key) => !rows.has(key));
+  if (missing.length) for (const row of await load(missing)) rows.set(keyOf(row), row);
+  return { rows: [...rows.values()], changed };
+}
+
+// The columns each upsert mirrors from the ERP; anything else on the row is the driver's or the server's.
+const warehouseMirror = [warehouses.name];
+const articleMirror = [articles.name, articles.scannable, articles.defaultWarehouseId];
+const customerMirror = [customers.name, customers.address];
+const deliveryMirror = [
+  deliveries.tourId, deliveries.customerId, deliveries.sortOrder, deliveries.erpSequence, deliveries.erpOpenAmountCents,
+  deliveries.paymentMethodId, deliveries.erpPaymentMethodCode, deliveries.paymentTerm, deliveries.assignedCarId,
+];
+const itemMirror = [deliveryItems.articleId, deliveryItems.warehouseId, deliveryItems.requiredQuantity, deliveryItems.unit, deliveryItems.unitPriceCents, deliveryItems.state];
 
 const deliveryKey = (d: { belegartId: number; belegnummer: string }) => `${d.belegartId}/${d.belegnummer}`;
 
@@ -102,30 +157,27 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     const warehouseInput = byKey([
       ...positionsIn.map((p) => p.article.defaultWarehouse), ...positionsIn.map((p) => p.warehouse),
     ].filter((w) => !!w), (w) => w.code);
-    const changedWarehouses = await insertAll(warehouseInput, (chunk: { code: string; name: string }[]) =>
-      tx.insert(warehouses).values(chunk).onConflictDoUpdate({ target: warehouses.code, ...whenChanged([warehouses.name]) }).returning());
-    const warehouseRows = warehouseInput.length
-      ? await tx.select().from(warehouses).where(inArray(warehouses.code, warehouseInput.map((w) => w.code))) : [];
+    const { rows: warehouseRows, changed: changedWarehouses } = await upsertChanged(warehouseInput, (w) => w.code, warehouseMirror,
+      (codes) => tx.select().from(warehouses).where(inArray(warehouses.code, codes)),
+      (chunk) => tx.insert(warehouses).values(chunk).onConflictDoUpdate({ target: warehouses.code, ...whenChanged(warehouseMirror) }).returning());
     const warehouseId = new Map(warehouseRows.map((w) => [w.code, w.id]));
 
     const articleInput = byKey(positionsIn.map((p) => p.article), (a) => a.articleNumber).map((a) => ({
       articleNumber: a.articleNumber, name: a.name, scannable: a.scannable,
       defaultWarehouseId: a.defaultWarehouse ? warehouseId.get(a.defaultWarehouse.code)! : null,
     }));
-    const changedArticles = await insertAll(articleInput, (chunk: typeof articleInput) =>
-      tx.insert(articles).values(chunk).onConflictDoUpdate({
-        target: articles.articleNumber, ...whenChanged([articles.name, articles.scannable, articles.defaultWarehouseId]),
+    const { rows: articleRows, changed: changedArticles } = await upsertChanged(articleInput, (a) => a.articleNumber, articleMirror,
+      (numbers) => tx.select().from(articles).where(inArray(articles.articleNumber, numbers)),
+      (chunk) => tx.insert(articles).values(chunk).onConflictDoUpdate({
+        target: articles.articleNumber, ...whenChanged(articleMirror),
       }).returning());
-    const articleRows = articleInput.length
-      ? await tx.select().from(articles).where(inArray(articles.articleNumber, articleInput.map((a) => a.articleNumber))) : [];
     const articleByNumber = new Map(articleRows.map((a) => [a.articleNumber, a]));
     const articleById = new Map(articleRows.map((a) => [a.id, a]));
 
     const customerInput = byKey(request.deliveries.map((d) => d.customer), (c) => c.erpCustomerId);
-    const changedCustomers = await insertAll(customerInput, (chunk: typeof customerInput) =>
-      tx.insert(customers).values(chunk).onConflictDoUpdate({ target: customers.erpCustomerId, ...whenChanged([customers.name, customers.address]) }).returning());
-    const customerRows = customerInput.length
-      ? await tx.select().from(customers).where(inArray(customers.erpCustomerId, customerInput.map((c) => c.erpCustomerId))) : [];
+    const { rows: customerRows, changed: changedCustomers } = await upsertChanged(customerInput, (c) => c.erpCustomerId, customerMirror,
+      (ids) => tx.select().from(customers).where(inArray(customers.erpCustomerId, ids)),
+      (chunk) => tx.insert(customers).values(chunk).onConflictDoUpdate({ target: customers.erpCustomerId, ...whenChanged(customerMirror) }).returning());
     const customerId = new Map(customerRows.map((c) => [c.erpCustomerId, c.id]));
 
     const codes = [...new Set(request.deliveries.map((d) => d.paymentMethodCode).filter((c): c is string => !!c))];
@@ -170,13 +222,11 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
         assignedCarId: sameOwner ? prev!.delivery.assignedCarId : null,
       };
     }).sort((a, b) => deliveryKey(a).localeCompare(deliveryKey(b)));
-    const writtenDeliveries = await insertAll(deliveryValues, (chunk: typeof deliveryValues) =>
+    const deliveriesToWrite = deliveryValues.filter((v) => differs(previous.get(deliveryKey(v))?.delivery, v, deliveryMirror));
+    const writtenDeliveries = await insertAll(deliveriesToWrite, (chunk: typeof deliveryValues) =>
       tx.insert(deliveries).values(chunk).onConflictDoUpdate({
         target: [deliveries.belegartId, deliveries.belegnummer],
-        ...whenChanged([
-          deliveries.tourId, deliveries.customerId, deliveries.sortOrder, deliveries.erpSequence, deliveries.erpOpenAmountCents,
-          deliveries.paymentMethodId, deliveries.erpPaymentMethodCode, deliveries.paymentTerm, deliveries.assignedCarId,
-        ]),
+        ...whenChanged(deliveryMirror),
       }).returning());
     const current = new Map<string, DeliveryRow>([
       ...open.filter((o) => o.prev).map((o) => [deliveryKey(o.input), o.prev!.delivery] as const),
@@ -216,10 +266,11 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
         };
       });
     }).sort((a, b) => a.deliveryId.localeCompare(b.deliveryId) || a.lineNumber - b.lineNumber);
-    const writtenItems = await insertAll(itemValues, (chunk: typeof itemValues) =>
+    const itemsToWrite = itemValues.filter((v) => differs(itemsOf.get(v.deliveryId)?.get(v.lineNumber), v, itemMirror));
+    const writtenItems = await insertAll(itemsToWrite, (chunk: typeof itemValues) =>
       tx.insert(deliveryItems).values(chunk).onConflictDoUpdate({
         target: [deliveryItems.deliveryId, deliveryItems.lineNumber],
-        ...whenChanged([deliveryItems.articleId, deliveryItems.warehouseId, deliveryItems.requiredQuantity, deliveryItems.unit, deliveryItems.unitPriceCents, deliveryItems.state]),
+        ...whenChanged(itemMirror),
       }).returning());
 
     // Lines the ERP no longer sends go only when nothing was done with them; worked lines stay.

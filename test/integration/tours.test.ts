@@ -28,6 +28,22 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
   }
 
   describe('POST /sync/tour', () => {
+    it('lands tours of several drivers sent at the same moment with new master data they share', async () => {
+      const drivers = await Promise.all(Array.from({ length: 4 }, () => driver()));
+      const articleNumber = `T-SHARED-${randomUUID().slice(0, 8)}`;
+      const shared = { articleNumber, name: 'Gemeinsamer Artikel', scannable: true, defaultWarehouse: { code: `W-${articleNumber}`, name: 'Neues Lager' } };
+      const payloads = drivers.map(({ personalnummer }) => {
+        const payload = tourPayload(personalnummer, { deliveries: 2, positions: 2 });
+        for (const d of payload.deliveries) d.positions[0] = position(10, { article: shared, warehouse: shared.defaultWarehouse });
+        return payload;
+      });
+      const responses = await Promise.all(payloads.map((payload, n) => api.post('/sync/tour', payload, { token: drivers[n].token })));
+      expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      const lines = await Promise.all(responses.map(async (r, n) => (await details(r.body.tour.id, drivers[n].token)).deliveries[0].positions[0]));
+      expect(new Set(lines.map((line) => line.articleId)).size).toBe(1);
+      expect(new Set(lines.map((line) => line.warehouseId)).size).toBe(1);
+    });
+
     it('creates the tour with deliveries, positions, merged contacts and master data', async () => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer, { deliveries: 2, positions: 3 });
