@@ -61,7 +61,7 @@ export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, o
   return result.entity;
 }
 
-interface Request { entries: Entry[]; settle: (error?: unknown) => void }
+interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
 
 /**
  * Requests that arrive while the writers are busy are combined into one transaction: under many
@@ -72,17 +72,17 @@ function createWriter(db: Db) {
   return combining<Request>({ concurrency: 2, maxWeight: 2000, weight: (r) => r.entries.length }, async (requests) => {
     try {
       await applyEntries(db, requests.flatMap((r) => r.entries));
-      for (const r of requests) r.settle();
+      for (const r of requests) r.done.resolve();
       return;
     } catch (error) {
       if (requests.length === 1) {
-        requests[0].settle(error);
+        requests[0].done.reject(error);
         return;
       }
     }
     for (const r of requests) {
       // Entries answered by a transaction that committed keep that answer.
-      await applyEntries(db, r.entries.filter((e) => !e.result)).then(() => r.settle(), (error: unknown) => r.settle(error));
+      await applyEntries(db, r.entries.filter((e) => !e.result)).then(r.done.resolve, r.done.reject);
     }
   });
 }
@@ -96,7 +96,7 @@ function submit(db: Db, entries: Entry[]): Promise<void> {
     writers.set(db, write);
   }
   const done = deferred<void>();
-  write({ entries, settle: (error) => (error === undefined ? done.resolve() : done.reject(error)) });
+  write({ entries, done });
   return done.promise;
 }
 
