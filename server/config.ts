@@ -46,6 +46,7 @@ const Env = z.object({
   DOCUMENT_STORE_TOKEN: optionalText,
 
   COMPANY_NAME: z.string().default('Tourline Demo GmbH'),
+  TOUR_CACHE_MB: z.coerce.number().min(0).default(64),
   CHANGE_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
   WS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
@@ -112,6 +113,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     documents: { mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN },
     companyName: e.COMPANY_NAME,
     changeLogRetentionDays: e.CHANGE_LOG_RETENTION_DAYS,
+    tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
   };
 }

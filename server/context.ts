@@ -6,6 +6,7 @@ import type { ChangeNotifier } from './engine/changeNotifier.js';
 import type { ErpGateway } from './integrations/erp/gateway.js';
 import type { DocumentStore } from './integrations/documents/store.js';
 import type { PreviewService } from './integrations/previews/service.js';
+import type { TourReader } from './queries/renderedTours.js';
 
 /** What request handlers and jobs may use. Built once at start, passed in, never global. */
 export interface AppContext {
@@ -18,6 +19,8 @@ export interface AppContext {
   previews: PreviewService;
   /** Wakes live change readers when any instance commits changes. */
   changes: ChangeNotifier;
+  /** `GET /tours/{id}`: renders a tour again only when it changed. */
+  tours: TourReader;
 }
 
 export type Actor =

@@ -20,6 +20,7 @@ import { createPreviewService } from './integrations/previews/service.js';
 import { startErpWriteBackJob } from './jobs/erpWriteBack.js';
 import { startChangeRetention } from './jobs/changeRetention.js';
 import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
+import { createTourReader } from './queries/renderedTours.js';
 
 export interface RunningServer {
   url: string;
@@ -84,6 +85,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     documents,
     previews: createPreviewService(documents),
     changes: await createChangeNotifier(database, logger),
+    tours: createTourReader(config.tourCacheBytes),
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];

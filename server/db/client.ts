@@ -3,8 +3,8 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
-import { sql } from 'drizzle-orm';
-import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { sql, type SQL } from 'drizzle-orm';
+import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -20,6 +20,19 @@ export interface RowsResultHKT extends PgQueryResultHKT {
 }
 /** A database handle or a transaction: both run queries the same way. */
 export type Db = PgDatabase<RowsResultHKT, Schema>;
+
+const dialect = new PgDialect();
+
+/**
+ * `db.execute` as a named prepared statement: PostgreSQL parses and plans it once per connection
+ * rather than on every call (PGlite, in process, runs it unnamed). For statements read often
+ * whose planning is a good part of their cost; `query` must make the same text on every call.
+ */
+export async function executePrepared<T>(db: Db, name: string, query: SQL): Promise<T[]> {
+  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false);
+  const result = await prepared.execute() as Rows<T>;
+  return result.rows;
+}
 
 export const migrationsFolder = fileURLToPath(new URL('../../migrations', import.meta.url));
 

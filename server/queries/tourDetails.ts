@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { DeliveryDetails, TourDetails } from '../../shared/schemas/deliveries.js';
-import type { Db } from '../db/client.js';
+import { executePrepared, type Db } from '../db/client.js';
 import { fromJsonRows } from '../db/jsonRows.js';
 import {
   articles, attachments, contactChannels, contactSources, customers, deliveries, deliveryItems, deliveryServiceValues,
@@ -24,35 +24,67 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
   return groups;
 }
 
+/** A tour as its account sees it: another account's tour is not there. */
+type TourKey = { id: string; accountId: number };
 type JsonRows = Record<string, unknown>[] | null;
+type DetailRows = Record<string, JsonRows> & { version: string; tour: Record<string, unknown> | null };
 
 /**
- * The details of the deliveries that `selection` yields (delivery rows and their order `n`)
- * with everything they reference, and the row `tour` selects, in ONE statement: each table's
- * rows come back as a JSON array, so the read is one round trip and one snapshot whatever the
- * number of deliveries.
+ * The rows of the deliveries that `selection` yields (columns `r`: the delivery row, `v`: its
+ * xmin, `id`, `customer_id`, `n`: the order), of everything they reference and of `tour`, each
+ * table as a CTE of whole rows `r` and their xmin `v`.
+ *
+ * `version` sums a hash of the xmin of every one of these rows: an insert, update or delete of
+ * any of them gives a row a new xmin (or removes it), so an equal version means an equal answer.
+ * It costs a scan of the rows but none of the JSON, which is most of a read; without
+ * `withRows` only the versions are kept.
  */
-async function readDetails(db: Db, selection: SQL, tour: SQL = sql`NULL::json`) {
-  const result = await db.execute<Record<string, JsonRows> & { tour: Record<string, unknown> | null }>(sql`
-    WITH d AS MATERIALIZED (${selection}),
-    li AS MATERIALIZED (SELECT * FROM delivery_items WHERE delivery_id IN (SELECT id FROM d)),
-    ar AS MATERIALIZED (SELECT * FROM articles WHERE id IN (SELECT article_id FROM li)),
-    cs AS MATERIALIZED (SELECT * FROM contact_sources WHERE delivery_id IN (SELECT id FROM d))
-    SELECT ${tour} AS tour,
-      (SELECT json_agg(d ORDER BY d.n) FROM d) AS deliveries,
-      (SELECT json_agg(li ORDER BY li.line_number) FROM li) AS items,
-      (SELECT json_agg(ar) FROM ar) AS articles,
-      (SELECT json_agg(w ORDER BY w.code) FROM warehouses w
-        WHERE w.id IN (SELECT warehouse_id FROM li UNION SELECT default_warehouse_id FROM ar)) AS warehouses,
-      (SELECT json_agg(c ORDER BY c.erp_customer_id) FROM customers c WHERE c.id IN (SELECT customer_id FROM d)) AS customers,
-      (SELECT json_agg(cs ORDER BY cs.position) FROM cs) AS sources,
-      (SELECT json_agg(ch) FROM contact_channels ch WHERE ch.source_id IN (SELECT id FROM cs)) AS channels,
-      (SELECT json_agg(n ORDER BY n.created_at, n.id) FROM notes n WHERE n.delivery_id IN (SELECT id FROM d)) AS notes,
-      (SELECT json_agg(v) FROM delivery_service_values v WHERE v.delivery_id IN (SELECT id FROM d)) AS service_values,
-      (SELECT json_agg(p) FROM (SELECT DISTINCT ON (delivery_id) * FROM payment_protocol WHERE delivery_id IN (SELECT id FROM d)
-        ORDER BY delivery_id, received_at DESC, id DESC) p) AS payments,
-      (SELECT json_agg(a ORDER BY a.created_at) FROM attachments a WHERE a.delivery_id IN (SELECT id FROM d)) AS attachments`);
-  const row = result.rows[0];
+function detailRows(selection: SQL, tour: TourKey | undefined, withRows = true): SQL {
+  const r = withRows ? sql`x AS r, ` : sql``;
+  return sql`
+    WITH tr AS MATERIALIZED (SELECT ${r}x.xmin AS v FROM tours x
+      WHERE ${tour ? sql`x.id = ${tour.id} AND x.account_id = ${tour.accountId}` : sql`false`}),
+    d AS MATERIALIZED (${selection}),
+    li AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.article_id, x.warehouse_id, x.line_number FROM delivery_items x
+      WHERE x.delivery_id IN (SELECT id FROM d)),
+    ar AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.default_warehouse_id FROM articles x WHERE x.id IN (SELECT article_id FROM li)),
+    w AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.code FROM warehouses x
+      WHERE x.id IN (SELECT warehouse_id FROM li UNION SELECT default_warehouse_id FROM ar)),
+    c AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.erp_customer_id FROM customers x WHERE x.id IN (SELECT customer_id FROM d)),
+    cs AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.id, x.position FROM contact_sources x WHERE x.delivery_id IN (SELECT id FROM d)),
+    ch AS MATERIALIZED (SELECT ${r}x.xmin AS v FROM contact_channels x WHERE x.source_id IN (SELECT id FROM cs)),
+    n AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.created_at, x.id FROM notes x WHERE x.delivery_id IN (SELECT id FROM d)),
+    sv AS MATERIALIZED (SELECT ${r}x.xmin AS v FROM delivery_service_values x WHERE x.delivery_id IN (SELECT id FROM d)),
+    p AS MATERIALIZED (SELECT DISTINCT ON (x.delivery_id) ${r}x.xmin AS v FROM payment_protocol x
+      WHERE x.delivery_id IN (SELECT id FROM d) ORDER BY x.delivery_id, x.received_at DESC, x.id DESC),
+    a AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.created_at FROM attachments x WHERE x.delivery_id IN (SELECT id FROM d)),
+    version AS MATERIALIZED (SELECT count(*) || '.' || coalesce(sum(hashtextextended(v::text, tag)), 0) AS v FROM (
+      SELECT v, 1 AS tag FROM tr UNION ALL SELECT v, 2 FROM d UNION ALL SELECT v, 3 FROM li UNION ALL SELECT v, 4 FROM ar
+      UNION ALL SELECT v, 5 FROM w UNION ALL SELECT v, 6 FROM c UNION ALL SELECT v, 7 FROM cs UNION ALL SELECT v, 8 FROM ch
+      UNION ALL SELECT v, 9 FROM n UNION ALL SELECT v, 10 FROM sv UNION ALL SELECT v, 11 FROM p UNION ALL SELECT v, 12 FROM a) rows)`;
+}
+
+/** The version and every table's rows as a JSON array in ONE statement: one round trip and one snapshot whatever the number of deliveries. */
+function detailsJson(selection: SQL, tour?: TourKey): SQL {
+  return sql`${detailRows(selection, tour)}
+    SELECT v AS version,
+      (SELECT row_to_json(r) FROM tr) AS tour,
+      (SELECT json_agg(r ORDER BY n) FROM d) AS deliveries,
+      (SELECT json_agg(r ORDER BY line_number) FROM li) AS items,
+      (SELECT json_agg(r) FROM ar) AS articles,
+      (SELECT json_agg(r ORDER BY code) FROM w) AS warehouses,
+      (SELECT json_agg(r ORDER BY erp_customer_id) FROM c) AS customers,
+      (SELECT json_agg(r ORDER BY position) FROM cs) AS sources,
+      (SELECT json_agg(r) FROM ch) AS channels,
+      (SELECT json_agg(r ORDER BY created_at, id) FROM n) AS notes,
+      (SELECT json_agg(r) FROM sv) AS service_values,
+      (SELECT json_agg(r) FROM p) AS payments,
+      (SELECT json_agg(r ORDER BY created_at) FROM a) AS attachments
+    FROM version`;
+}
+
+/** The tour and the deliveries' details, from the JSON of `detailsJson`. */
+function assemble(row: DetailRows) {
   const itemsOf = groupBy(fromJsonRows(deliveryItems, row.items), (item) => item.deliveryId);
   const articleRows = fromJsonRows(articles, row.articles);
   const scannable = new Map(articleRows.map((a) => [a.id, a.scannable]));
@@ -90,21 +122,36 @@ async function readDetails(db: Db, selection: SQL, tour: SQL = sql`NULL::json`) 
 /** Everything a driver needs of the given deliveries (kept in the given order) and the master data they reference. */
 export async function loadDeliveryDetails(db: Db, ids: string[]): Promise<DeliveryBundle> {
   if (ids.length === 0) return { deliveries: [], customers: [], articles: [], warehouses: [] };
-  const { bundle } = await readDetails(db, sql`
-    SELECT d.*, k.n FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) WITH ORDINALITY AS k(id, n)
-    JOIN deliveries d ON d.id = k.id::uuid`);
-  return bundle;
+  const result = await db.execute<DetailRows>(detailsJson(sql`
+    SELECT d AS r, d.xmin AS v, d.id, d.customer_id, k.n FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) WITH ORDINALITY AS k(id, n)
+    JOIN deliveries d ON d.id = k.id::uuid`));
+  return assemble(result.rows[0]).bundle;
+}
+
+export interface RenderedTour {
+  /** Changes whenever anything in the answer changes (see `detailRows`); the answer's ETag. */
+  version: string;
+  /** The answer as UTF-8 JSON. */
+  body: Buffer;
 }
 
 /**
- * One tour with everything in it, deliveries in the driver's order, read in one statement.
- * A tour of another account is not found, exactly as if it did not exist.
+ * One tour with everything in it, deliveries in the driver's order, as the JSON answer. A tour of
+ * another account is not found, exactly as if it did not exist. When `known` (a version read
+ * before) is still current, the answer is `'unchanged'` and nothing was rendered.
  */
-export async function loadTourDetails(db: Db, tourId: string, accountId: number): Promise<TourDetails> {
-  const { tour, bundle } = await readDetails(db, sql`
-    SELECT d.*, row_number() OVER (ORDER BY d.sort_order, d.belegnummer, d.id) AS n
-    FROM deliveries d JOIN tours t ON t.id = d.tour_id WHERE t.id = ${tourId} AND t.account_id = ${accountId}`,
-  sql`(SELECT row_to_json(t) FROM tours t WHERE t.id = ${tourId} AND t.account_id = ${accountId})`);
-  if (!tour) throw notFound('Tour');
-  return { tour: toTour(tour), ...bundle };
+export async function renderTour(db: Db, tourId: string, accountId: number, known?: string): Promise<RenderedTour | 'unchanged'> {
+  const selection = sql`
+    SELECT d AS r, d.xmin AS v, d.id, d.customer_id, row_number() OVER (ORDER BY d.sort_order, d.belegnummer, d.id) AS n
+    FROM deliveries d JOIN tours t ON t.id = d.tour_id WHERE t.id = ${tourId} AND t.account_id = ${accountId}`;
+  const tour = { id: tourId, accountId };
+  if (known !== undefined) {
+    const [current] = await executePrepared<{ v: string }>(db, 'tour_version', sql`${detailRows(selection, tour, false)} SELECT v FROM version`);
+    if (current.v === known) return 'unchanged';
+  }
+  const [rows] = await executePrepared<DetailRows>(db, 'tour_details', detailsJson(selection, tour));
+  const { tour: row, bundle } = assemble(rows);
+  if (!row) throw notFound('Tour');
+  const details: TourDetails = { tour: toTour(row), ...bundle };
+  return { version: rows.version, body: Buffer.from(JSON.stringify(details)) };
 }

@@ -39,6 +39,8 @@ export interface TourReadJob {
   tourId: string;
   iterations: number;
   warmup: number;
+  /** Then as many reads again, each after a note was added to this delivery of the tour (measured apart). */
+  changeDeliveryId: string;
 }
 
 export interface FanoutJob {
@@ -61,6 +63,8 @@ export interface Measured {
   elapsedMs: number;
   errors: string[];
   extra?: Record<string, number>;
+  /** tour_read: the reads that each followed a change of the tour. */
+  changedLatencies?: number[];
 }
 
 export type ScanEvent = { eventId: string; occurredAt: string; type: 'scan'; deliveryItemId: string; action: 'scan' };
@@ -178,24 +182,28 @@ export async function runFloorWith(job: Omit<FloorJob, 'kind' | 'databaseUrl' | 
 }
 
 async function runTourRead(job: TourReadJob): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
-  const started = monotonicMs();
-  for (let i = 0; i < job.warmup + job.iterations; i++) {
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [], changedLatencies: [] };
+  const read = async () => {
     const t0 = monotonicMs();
     const reply = await request('GET', `${job.url}/tours/${job.tourId}`, { token: job.token });
     const ms = monotonicMs() - t0;
-    if (reply.status !== 200) {
-      if (out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
-      continue;
-    }
-    if (i === 0) out.extra = { bytes: reply.text.length };
-    if (i >= job.warmup) {
-      out.latencies.push(ms);
-      out.count += 1;
-    }
+    if (reply.status !== 200 && out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
+    out.extra ??= { bytes: reply.text.length };
+    return reply.status === 200 ? ms : undefined;
+  };
+  const started = monotonicMs();
+  for (let i = 0; i < job.warmup + job.iterations; i++) {
+    const ms = await read();
+    if (ms !== undefined && i >= job.warmup) out.latencies.push(ms);
   }
-  out.requests = out.count;
+  out.count = out.requests = out.latencies.length;
   out.elapsedMs = monotonicMs() - started;
+  for (let i = 0; i < job.iterations; i++) {
+    const note = await request('POST', `${job.url}/deliveries/${job.changeDeliveryId}/notes`, { token: job.token, body: { text: `Notiz ${i}` } });
+    if (note.status >= 300 && out.errors.length < 5) out.errors.push(`note: ${note.status} ${note.text.slice(0, 200)}`);
+    const ms = await read();
+    if (ms !== undefined) out.changedLatencies!.push(ms);
+  }
   return out;
 }
 

@@ -10,7 +10,7 @@ import { benchErp, type ErpSize } from './erpData.js';
 import { request, requestJson } from './http.js';
 import { runFloorWith, type BatchShape, type LoadJob, type Measured } from './jobs.js';
 import { freePort } from '../helpers/embeddedPostgres.js';
-import { seedDrivers } from './seed.js';
+import { seedDrivers, settle } from './seed.js';
 import { latencies, monotonicMs, round, sleep } from './stats.js';
 import { BENCH_ADMIN_KEY, startBenchServer, type DatabaseKind, type Target } from './target.js';
 
@@ -133,7 +133,10 @@ const pick = (s: BatchShape & { durationMs: number; warmupMs: number }) => ({
 
 const pgliteClient = (server: RunningServer) => (server.ctx.database.db as unknown as { $client: PGlite }).$client;
 
-/** One tour of 40 deliveries × 20 lines, two notes and four contacts (with channels) per delivery, read again and again. */
+/**
+ * One tour of 40 deliveries × 20 lines, two notes and four contacts (with channels) per delivery,
+ * read again and again; then read after each of as many changes (a note added).
+ */
 export async function tourRead(ctx: BenchContext): Promise<Metrics> {
   const size = ctx.sizes.tourRead;
   const target = await ctx.newTarget('tour_read');
@@ -152,13 +155,18 @@ export async function tourRead(ctx: BenchContext): Promise<Metrics> {
       return created;
     });
     const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { body: { personalnummer: 80_001 } });
-    const measured = await runLoad({ kind: 'tour_read', url: server.url, token: accessToken, tourId: tour.tour.id, iterations: size.iterations, warmup: size.warmup });
+    await settle(db);
+    const measured = await runLoad({
+      kind: 'tour_read', url: server.url, token: accessToken, tourId: tour.tour.id, iterations: size.iterations, warmup: size.warmup,
+      changeDeliveryId: tour.deliveries[0].delivery.id,
+    });
     reportErrors(ctx, 'tour_read', measured);
     const before = server.ctx.database.queries.count;
     const reply = await request('GET', `${server.url}/tours/${tour.tour.id}`, { token: accessToken });
     const queries = server.ctx.database.queries.count - before;
     if (reply.status !== 200) problem(ctx, `tour_read: ${reply.status} ${reply.text.slice(0, 200)}`);
-    return { ...latencies(measured.latencies), queries };
+    const changed = latencies(measured.changedLatencies!);
+    return { ...latencies(measured.latencies), changed_p50_ms: changed.p50_ms, changed_p99_ms: changed.p99_ms, queries };
   });
 }
 

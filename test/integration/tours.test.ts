@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { and, count, eq, gt, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { changeLog, deliveries, deliveryItems, paymentMethods, tours } from '../../server/db/schema.js';
+import {
+  articles, changeLog, contactChannels, customers, deliveries, deliveryItems, notes, paymentMethods, tours, warehouses,
+} from '../../server/db/schema.js';
+import { createTourReader } from '../../server/queries/renderedTours.js';
 import { berlinDate } from '../../shared/rules/calendar.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { addContact, newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
 import { copy, delivery, position, tourPayload } from '../helpers/tourPayloads.js';
 
@@ -431,6 +435,69 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       // A logged payment settles the collection duty; the open amount itself only drops by credits.
       expect(after.openAmountCents).toBe(500);
       expect(after.paymentMethodId).toBe(method.id);
+    });
+
+    it('answers an unchanged tour with the same ETag, 304 to If-None-Match, and every change with a new one', async () => {
+      const { personalnummer, token } = await driver();
+      const tour = await newTour(api.db, { accountId: personalnummer, positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }] });
+      const { delivery, items: [item] } = tour.deliveries[0];
+      const source = await addContact(api.db, delivery.id, { role: 'contact_person', channels: [{ kind: 'phone', value: '030 111' }] });
+      const [note] = await api.db.insert(notes).values({ deliveryId: delivery.id, text: 'Hoftor' }).returning();
+      const [warehouse] = await api.db.insert(warehouses).values({ code: `W-${personalnummer}`, name: 'Lager' }).returning();
+      await api.db.update(deliveryItems).set({ warehouseId: warehouse.id }).where(eq(deliveryItems.id, item.id));
+      const path = `/tours/${tour.tour.id}`;
+
+      const first = await api.get(path, { token });
+      const etag = first.headers.get('etag')!;
+      expect(etag).toMatch(/^"[^"]+"$/);
+      const again = await api.get(path, { token });
+      expect(again.text).toBe(first.text);
+      expect(again.headers.get('etag')).toBe(etag);
+      const notModified = await api.get(path, { token, headers: { 'if-none-match': etag } });
+      expect(notModified.status).toBe(304);
+      expect(notModified.text).toBe('');
+
+      // Each change below touches another table the answer is made of (shared master data
+      // included); each must show at once, with a new ETag.
+      const seen = new Set([etag]);
+      const changes: [string, () => Promise<unknown>, (body: any) => unknown, unknown][] = [
+        ['scan', () => api.post('/scans', { scans: [{ clientScanId: randomUUID(), deliveryItemId: item.id, action: 'scan', occurredAt: new Date().toISOString() }] }, { token }),
+          (body) => body.deliveries[0].positions[0].scannedQuantity, 1],
+        ['article', () => api.db.update(articles).set({ name: 'Umbenannt' }).where(eq(articles.id, item.articleId)), (body) => body.articles[0].name, 'Umbenannt'],
+        ['warehouse', () => api.db.update(warehouses).set({ name: 'Neues Lager' }).where(eq(warehouses.id, warehouse.id)), (body) => body.warehouses[0].name, 'Neues Lager'],
+        ['customer', () => api.db.update(customers).set({ name: 'Neuer Kunde' }).where(eq(customers.id, tour.customer.id)), (body) => body.customers[0].name, 'Neuer Kunde'],
+        ['channel', () => api.db.update(contactChannels).set({ value: '030 222' }).where(eq(contactChannels.sourceId, source.id)),
+          (body) => body.deliveries[0].contacts[0].channels[0].value, '030 222'],
+        ['note removed', () => api.db.delete(notes).where(eq(notes.id, note.id)), (body) => body.deliveries[0].notes.length, 0],
+        ['tour', () => api.db.update(tours).set({ name: 'Tour Süd' }).where(eq(tours.id, tour.tour.id)), (body) => body.tour.name, 'Tour Süd'],
+      ];
+      for (const [what, change, read, expected] of changes) {
+        await change();
+        const response = await api.get(path, { token, headers: { 'if-none-match': [...seen].join(', ') } });
+        expect({ what, status: response.status, value: read(response.body) }).toEqual({ what, status: 200, value: expected });
+        const next = response.headers.get('etag')!;
+        expect(seen.has(next), what).toBe(false);
+        seen.add(next);
+      }
+      const other = await driver();
+      expect((await api.get(path, { token: other.token })).status).toBe(404);
+    });
+
+    it('keeps rendered tours within the configured bytes, least recently read dropped first', async () => {
+      const { personalnummer } = await driver();
+      const a = await newTour(api.db, { accountId: personalnummer, deliveries: 2, tourDate: '2026-07-01' });
+      const b = await newTour(api.db, { accountId: personalnummer, deliveries: 2, tourDate: '2026-07-02' });
+      const size = (await createTourReader(1e9)(api.db, a.tour.id, personalnummer)).body.length;
+      const read = createTourReader(size * 1.5);
+      const firstA = await read(api.db, a.tour.id, personalnummer);
+      // Unchanged and kept: the very same rendering comes back.
+      expect(await read(api.db, a.tour.id, personalnummer)).toBe(firstA);
+      await read(api.db, b.tour.id, personalnummer);
+      const secondA = await read(api.db, a.tour.id, personalnummer);
+      expect(secondA).not.toBe(firstA);
+      expect(secondA.body.equals(firstA.body)).toBe(true);
+      expect(secondA.version).toBe(firstA.version);
+      await expect(read(api.db, a.tour.id, personalnummer + 1)).rejects.toMatchObject({ code: 'not_found' });
     });
 
     it('answers 404 for a tour of another account and for an unknown tour, 400 for an invalid id', async () => {

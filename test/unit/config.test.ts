@@ -42,8 +42,8 @@ describe('loadConfig', () => {
   });
 
   it('reads PostgreSQL, flags and numbers from their text form', () => {
-    const config = loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/tourline', ERP_IMPORT_ENABLED: '0', PORT: '8080' });
-    expect(config).toMatchObject({ databaseUrl: 'postgres://u:p@db:5432/tourline', port: 8080, erp: { importEnabled: false } });
+    const config = loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/tourline', ERP_IMPORT_ENABLED: '0', PORT: '8080', TOUR_CACHE_MB: '0.5' });
+    expect(config).toMatchObject({ databaseUrl: 'postgres://u:p@db:5432/tourline', port: 8080, erp: { importEnabled: false }, tourCacheBytes: 512 * 1024 });
   });
 
   it.each([
@@ -57,6 +57,7 @@ describe('loadConfig', () => {
     [{ AUTH_MODE: 'oidc' }, 'OIDC_ISSUER'],
     [{ DOCUMENT_STORE: 'http' }, 'DOCUMENT_STORE_URL'],
     [{ OIDC_JWKS_COOLDOWN_MS: '-1' }, 'OIDC_JWKS_COOLDOWN_MS'],
+    [{ TOUR_CACHE_MB: '-1' }, 'TOUR_CACHE_MB'],
   ])('refuses %j with a message naming %s', (env, variable) => {
     expect(refusal(env)).toContain(variable);
   });
