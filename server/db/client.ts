@@ -2,13 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
 import { sql, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import * as schema from './schema.js';
 
@@ -88,6 +85,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       dataDir = path.join(options.dataDir, 'pglite');
       mkdirSync(dataDir, { recursive: true });
     }
+    // Loaded only here: a service on PostgreSQL should not spend its start loading PGlite.
+    const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+      import('@electric-sql/pglite'), import('drizzle-orm/pglite'), import('drizzle-orm/pglite/migrator'),
+    ]);
     const client = await PGlite.create(dataDir ? { dataDir } : {});
     const db = drizzlePglite({ client, schema, logger });
     await migratePglite(db, { migrationsFolder });

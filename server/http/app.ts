@@ -9,7 +9,8 @@ import { registerRoutes } from './register.js';
 import type { AnyRoute } from './route.js';
 
 const require = createRequire(import.meta.url);
-const swaggerUiDir = (require('swagger-ui-dist') as { getAbsoluteFSPath(): string }).getAbsoluteFSPath();
+// Only the assets' folder: the package's main module loads the whole UI bundle into the server.
+const swaggerUiDir = (require('swagger-ui-dist/absolute-path.js') as () => string)();
 
 const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>Tourline API</title>

@@ -1,10 +1,10 @@
-import sharp from 'sharp';
 import { z } from 'zod';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { CompleteDeliveryAcknowledgements, DeliveryResponse } from '../../../shared/schemas/deliveries.js';
 import type { AppContext } from '../../context.js';
 import { checkCompletion, completeDelivery, type StoredFile } from '../../engine/complete.js';
 import { DomainError, validation } from '../../errors.js';
+import { imageMetadata } from '../../integrations/images.js';
 import { afterCompletion } from '../../jobs/erpWriteBack.js';
 import { readMultipart, type MultipartBody, type UploadedFile } from '../multipart.js';
 import { zodProblems } from '../problem.js';
@@ -18,7 +18,7 @@ async function signaturePng(body: MultipartBody, part: (typeof SIGNATURE_PARTS)[
   const file = body.files.get(part);
   if (!file || file.bytes.length === 0) throw validation(`Missing signature: ${part}`, [{ path: part, message: 'a PNG image is required' }]);
   const decoded = file.bytes.subarray(0, 8).equals(PNG_SIGNATURE)
-    && await sharp(file.bytes).metadata().then((m) => m.format === 'png' && (m.width ?? 0) > 0 && (m.height ?? 0) > 0, () => false);
+    && await imageMetadata(file.bytes).then((m) => m?.format === 'png' && (m.width ?? 0) > 0 && (m.height ?? 0) > 0);
   if (!decoded) throw validation(`The ${part} is not a PNG image`, [{ path: part, message: 'must be a PNG image' }]);
   return file;
 }

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import sharp from 'sharp';
 import { z } from 'zod';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { DeliveryNoteResponse, type Note } from '../../../shared/schemas/deliveries.js';
 import { applyEvent } from '../../engine/apply.js';
 import { loadOwnDelivery } from '../../engine/complete.js';
 import { DomainError, notFound, validation } from '../../errors.js';
+import { imageMetadata } from '../../integrations/images.js';
 import { readMultipart } from '../multipart.js';
 import { zodProblems } from '../problem.js';
 import { route } from '../route.js';
@@ -45,7 +45,7 @@ export const noteImageRoutes = [
       if (!fields.success) throw validation('Invalid form fields', zodProblems(fields.error));
       const file = body.files.get('file');
       if (!file || file.bytes.length === 0) throw validation('No or empty file', [{ path: 'file', message: 'an image file is required' }]);
-      const format = await sharp(file.bytes).metadata().then((m) => m.format, () => undefined);
+      const format = (await imageMetadata(file.bytes))?.format;
       const contentType = format && imageTypes[format];
       if (!contentType) throw validation('The file is not an image', [{ path: 'file', message: 'must be an image (PNG, JPEG, WebP, GIF, TIFF, HEIF, AVIF)' }]);
       // Checked before the upload so that a foreign delivery leaves nothing in the store.

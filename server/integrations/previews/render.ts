@@ -1,5 +1,5 @@
-import sharp from 'sharp';
 import { DomainError, validation } from '../../errors.js';
+import { imageMetadata, loadSharp } from '../images.js';
 import type { PreviewRequest, StoredDocument } from '../documents/store.js';
 
 export const previewContentTypes: Record<PreviewRequest['format'], string> = {
@@ -58,9 +58,8 @@ export async function renderPreview(document: StoredDocument, request: PreviewRe
     input = raster.png;
     largestSide = Math.max(raster.width, raster.height);
   } else {
-    const metadata = await sharp(document.bytes).metadata().catch(() => {
-      throw new DomainError('internal', 'The attachment is not an image that can be previewed', undefined, 500);
-    });
+    const metadata = await imageMetadata(document.bytes);
+    if (!metadata) throw new DomainError('internal', 'The attachment is not an image that can be previewed', undefined, 500);
     const pages = metadata.pages ?? 1;
     if (request.page > pages) throw pageOutOfRange(request.page, pages);
     input = document.bytes;
@@ -71,6 +70,7 @@ export async function renderPreview(document: StoredDocument, request: PreviewRe
   const bound = (side: number) => (side ? Math.min(side, largestSide) : undefined);
   // sharp's encoders take quality 1..100; 0 asks for the smallest file and gets 1. PNG is lossless and ignores it.
   const quality = Math.max(1, request.quality);
+  const sharp = await loadSharp();
   return sharp(input, { page })
     .rotate()
     .resize({ width: bound(request.width), height: bound(request.height), fit: 'inside', withoutEnlargement: true })

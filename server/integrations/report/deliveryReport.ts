@@ -1,4 +1,3 @@
-import PDFDocument from 'pdfkit';
 import type { Address } from '../../../shared/schemas/common.js';
 
 export interface ReportPosition {
@@ -66,7 +65,9 @@ const RULE = '#cbd2d9';
 const ACCENT = '#0b4f8a';
 
 /** Renders the delivery report (Lieferschein / Lieferbericht) of a completed delivery as a PDF. */
-export function renderDeliveryReport(data: DeliveryReportData): Promise<Buffer> {
+export async function renderDeliveryReport(data: DeliveryReportData): Promise<Buffer> {
+  // Loaded on first use, like sharp: only completions need it, and loading it slows every start.
+  const { default: PDFDocument } = await import('pdfkit');
   const doc = new PDFDocument({
     size: 'A4', margin: PAGE_MARGIN, bufferPages: true,
     info: { Title: `Lieferbericht ${data.belegnummer}`, Author: data.companyName, Subject: `Lieferschein ${data.belegnummer}` },
