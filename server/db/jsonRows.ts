@@ -1,4 +1,5 @@
-import { getTableColumns, type Table } from 'drizzle-orm';
+import { getTableColumns, sql, type SQL, type Table } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
 
 type Reader = [key: string, name: string, map: (value: unknown) => unknown][];
 const readers = new WeakMap<Table, Reader>();
@@ -28,4 +29,13 @@ export function fromJsonRows<T extends Table>(table: T, rows: Record<string, unk
     }
     return row as T['$inferSelect'];
   });
+}
+
+/**
+ * `column IN (values)` with the values as ONE JSON parameter. drizzle's `inArray` makes a
+ * parameter per value, and building a statement of thousands of them costs more than running it;
+ * for lists that grow with a batch's events.
+ */
+export function inJsonList(column: PgColumn, values: readonly (string | number)[]): SQL {
+  return sql`${column} IN (SELECT jsonb_array_elements_text(${JSON.stringify([...new Set(values)])}::jsonb)::${sql.raw(column.getSQLType())})`;
 }

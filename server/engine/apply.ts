@@ -3,6 +3,7 @@ import { inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
+import { inJsonList } from '../db/jsonRows.js';
 import { cars, deliveryItems, notes, paymentMethods, paymentProtocol, processedEvents, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError } from '../errors.js';
@@ -132,8 +133,8 @@ async function groupByDelivery(db: Db, entries: Entry[]): Promise<Group[]> {
   const events = entries.map((e) => e.event);
   const itemIds = events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : []));
   const noteIds = events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : []));
-  const itemRows = itemIds.length ? await db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inArray(deliveryItems.id, itemIds)) : [];
-  const noteRows = noteIds.length ? await db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inArray(notes.id, noteIds)) : [];
+  const itemRows = itemIds.length ? await db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inJsonList(deliveryItems.id, itemIds)) : [];
+  const noteRows = noteIds.length ? await db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inJsonList(notes.id, noteIds)) : [];
   const itemDelivery = new Map(itemRows.map((r) => [r.id, r.deliveryId]));
   const noteDelivery = new Map(noteRows.map((r) => [r.id, r.deliveryId]));
   for (const e of events) if (e.type === 'note.create') noteDelivery.set(e.noteId, noteDelivery.get(e.noteId) ?? e.deliveryId);
@@ -155,7 +156,7 @@ async function groupByDelivery(db: Db, entries: Entry[]): Promise<Group[]> {
     else groups.set(key, { deliveryId, accountId: entry.actor.personalnummer, entries: [entry] });
   }
   if (orphans.length) {
-    const seen = await db.select().from(processedEvents).where(inArray(processedEvents.eventId, orphans.map((e) => e.event.eventId)));
+    const seen = await db.select().from(processedEvents).where(inJsonList(processedEvents.eventId, orphans.map((e) => e.event.eventId)));
     const seenById = new Map(seen.map((p) => [p.eventId, p]));
     for (const entry of orphans) {
       const { event } = entry;
@@ -224,7 +225,7 @@ async function applyInTransaction(db: Db, work: Group[], lookups: (accountId: nu
   const staged = await db.transaction(async (tx) => {
     const sets = await loadWorkingSets(tx, work, needs);
     // Read again under the locks: a copy of the same event may have committed since the first look.
-    const processed = await tx.select().from(processedEvents).where(inArray(processedEvents.eventId, events.map((e) => e.eventId)));
+    const processed = await tx.select().from(processedEvents).where(inJsonList(processedEvents.eventId, events.map((e) => e.eventId)));
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const duplicatePayments = events.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
     const paymentRows: PaymentRow[] = duplicatePayments.length

@@ -7,6 +7,7 @@ import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsFolder, openDatabase, type Database, type DatabaseOptions, type Db } from '../../server/db/client.js';
 import { constraintViolation } from '../../server/db/errors.js';
+import { inJsonList } from '../../server/db/jsonRows.js';
 import * as schema from '../../server/db/schema.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 
@@ -183,6 +184,18 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
       }],
     ])('refuses %s by a foreign key', async (_what, insert) => {
       expect(constraintViolation(await failure(insert()))?.kind).toBe('foreign_key');
+    });
+
+    it('finds rows by a list of values sent as one JSON parameter, repeats and numbers included', async () => {
+      const [a, b] = await db().insert(schema.warehouses).values([{ code: randomUUID(), name: 'A' }, { code: randomUUID(), name: 'B' }]).returning();
+      const found = await db().select({ id: schema.warehouses.id }).from(schema.warehouses)
+        .where(inJsonList(schema.warehouses.id, [a.id, randomUUID(), a.id, b.id]));
+      expect(found.map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
+      const personalnummer = 7_700_000 + Math.floor(Math.random() * 1000);
+      await db().insert(schema.accounts).values({ personalnummer, name: 'Liste' });
+      const accounts = await db().select({ n: schema.accounts.personalnummer }).from(schema.accounts)
+        .where(inJsonList(schema.accounts.personalnummer, [personalnummer, personalnummer + 1]));
+      expect(accounts).toEqual([{ n: personalnummer }]);
     });
 
     it('refuses a deletion of a payment method that a delivery references', async () => {
