@@ -223,9 +223,7 @@ async function applyInTransaction(db: Db, work: Group[], lookups: (accountId: nu
     services: events.some((e) => e.type.startsWith('service.')),
   };
   const staged = await db.transaction(async (tx) => {
-    const sets = await loadWorkingSets(tx, work, needs);
-    // Read again under the locks: a copy of the same event may have committed since the first look.
-    const processed = await tx.select().from(processedEvents).where(inJsonList(processedEvents.eventId, events.map((e) => e.eventId)));
+    const { sets, processed } = await loadWorkingSets(tx, work, needs, events.map((e) => e.eventId));
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const duplicatePayments = events.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
     const paymentRows: PaymentRow[] = duplicatePayments.length

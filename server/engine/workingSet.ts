@@ -1,5 +1,7 @@
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { asc, eq, inArray, sql } from 'drizzle-orm';
+import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
+import { fromJsonRows, inJsonList } from '../db/jsonRows.js';
 import {
   articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
   processedEvents, scanAudit, tours,
@@ -14,6 +16,8 @@ import { recordChanges, type ChangeRecord } from './changeLog.js';
  * One delivery loaded under its row lock and changed in memory by a run of events; the batch it
  * belongs to is written back with one statement per table, so events cost no round trip each.
  */
+type ProcessedRow = typeof processedEvents.$inferSelect;
+
 export interface WorkingSet {
   accountId: number;
   delivery: DeliveryRow;
@@ -32,14 +36,19 @@ export interface WorkingSet {
   };
 }
 
+type JsonRows = Record<string, unknown>[] | null;
+
 /**
  * Locks the requested deliveries (in id order, so two batches never wait on each other in a
- * circle) and loads what the events need, one statement per table for all of them. A delivery
- * requested for an account whose tour it is not on is missing from the answer.
+ * circle), then reads in ONE statement what the events need of them, and which of `eventIds`
+ * are already recorded: read under the locks, so a copy of an event that committed meanwhile is
+ * seen. A delivery requested for an account whose tour it is not on is missing from the answer.
+ * The lock is a statement of its own: a read in the same statement would use a snapshot taken
+ * before waiting for the lock.
  */
 export async function loadWorkingSets(
-  tx: Db, requested: { deliveryId: string; accountId: number }[], needs: { notes: boolean; services: boolean },
-): Promise<Map<string, WorkingSet>> {
+  tx: Db, requested: { deliveryId: string; accountId: number }[], needs: { notes: boolean; services: boolean }, eventIds: string[],
+): Promise<{ sets: Map<string, WorkingSet>; processed: ProcessedRow[] }> {
   const wanted = new Set(requested.map((r) => `${r.accountId}/${r.deliveryId}`));
   const locked = await tx.select({ delivery: deliveries, accountId: tours.accountId }).from(deliveries)
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
@@ -52,23 +61,23 @@ export async function loadWorkingSets(
     inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
   }]));
   const ids = [...sets.keys()];
-  if (ids.length === 0) return sets;
-  // One connection runs a transaction: its statements go one after another.
-  const itemRows = await tx.select({ item: deliveryItems, scannable: articles.scannable }).from(deliveryItems)
-    .innerJoin(articles, eq(articles.id, deliveryItems.articleId)).where(inArray(deliveryItems.deliveryId, ids));
-  for (const { item, scannable } of itemRows) sets.get(item.deliveryId)!.items.set(item.id, { row: item, scannable, dirty: false });
-  if (needs.notes) {
-    for (const row of await tx.select().from(notes).where(inArray(notes.deliveryId, ids))) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
-    const images = await tx.select({ id: attachments.id, noteId: attachments.noteId, deliveryId: attachments.deliveryId }).from(attachments)
-      .where(and(inArray(attachments.deliveryId, ids), eq(attachments.kind, 'note_image')));
-    for (const image of images) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image.id);
+  if (ids.length === 0) return { sets, processed: [] };
+  const ofSets = (column: PgColumn) => inJsonList(column, ids);
+  const { rows: [read] } = await tx.execute<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(sql`SELECT
+    (SELECT json_agg(json_build_object('item', ${deliveryItems}, 'scannable', ${articles.scannable}))
+      FROM ${deliveryItems} JOIN ${articles} ON ${articles.id} = ${deliveryItems.articleId} WHERE ${ofSets(deliveryItems.deliveryId)}) AS items,
+    ${needs.notes ? sql`(SELECT json_agg(${notes}) FROM ${notes} WHERE ${ofSets(notes.deliveryId)})` : sql`NULL`} AS notes,
+    ${needs.notes ? sql`(SELECT json_agg(${attachments}) FROM ${attachments} WHERE ${ofSets(attachments.deliveryId)} AND ${attachments.kind} = 'note_image')` : sql`NULL`} AS images,
+    ${needs.services ? sql`(SELECT json_agg(${deliveryServiceValues}) FROM ${deliveryServiceValues} WHERE ${ofSets(deliveryServiceValues.deliveryId)})` : sql`NULL`} AS service_values,
+    (SELECT json_agg(${processedEvents}) FROM ${processedEvents} WHERE ${inJsonList(processedEvents.eventId, eventIds)}) AS processed`);
+  for (const { item, scannable } of (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[]) {
+    const [row] = fromJsonRows(deliveryItems, [item]);
+    sets.get(row.deliveryId)!.items.set(row.id, { row, scannable, dirty: false });
   }
-  if (needs.services) {
-    for (const row of await tx.select().from(deliveryServiceValues).where(inArray(deliveryServiceValues.deliveryId, ids))) {
-      sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
-    }
-  }
-  return sets;
+  for (const row of fromJsonRows(notes, read.notes)) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
+  for (const image of fromJsonRows(attachments, read.images)) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image.id);
+  for (const row of fromJsonRows(deliveryServiceValues, read.service_values)) sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
+  return { sets, processed: fromJsonRows(processedEvents, read.processed) };
 }
 
 export const currentDelivery = (ws: WorkingSet) => toDelivery(ws.delivery, [...ws.items.values()].map((i) => i.row));
