@@ -161,7 +161,7 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
   ws.notes!.set(row.id, { row, state: 'new' });
   if (input.attachment) {
     const id = randomUUID();
-    ws.inserts.attachments.push({ id, deliveryId: ws.delivery.id, noteId: row.id, kind: 'note_image', ...input.attachment });
+    ws.inserts.attachments.push({ id, deliveryId: ws.delivery.id, noteId: row.id, kind: 'note_image', ...input.attachment, createdAt: now });
     ws.noteImages.set(row.id, id);
   }
   return { ok: true, entity: toNote(row, ws.noteImages.get(row.id) ?? null) };

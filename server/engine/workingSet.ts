@@ -10,7 +10,7 @@ import {
   toAttachment, toDelivery, toItem, toNote, toPayment, toServiceValue, type AttachmentRow, type DeliveryRow, type ItemRow, type NoteRow,
   type ServiceValueRow,
 } from '../queries/shapes.js';
-import { recordChanges, type ChangeRecord } from './changeLog.js';
+import { changeLogParts, type ChangeRecord } from './changeLog.js';
 
 /**
  * One delivery loaded under its row lock and changed in memory by a run of events; the batch it
@@ -31,7 +31,7 @@ export interface WorkingSet {
     audit: (typeof scanAudit.$inferInsert)[];
     credits: (typeof creditEvents.$inferInsert)[];
     payments: (typeof paymentProtocol.$inferInsert)[];
-    attachments: (typeof attachments.$inferInsert)[];
+    attachments: AttachmentRow[];
     processed: (typeof processedEvents.$inferInsert)[];
   };
 }
@@ -93,7 +93,10 @@ const json = (rows: unknown[]) => JSON.stringify(rows);
 export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void> {
   const now = new Date();
   const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
-  const changes: ChangeRecord[] = [];
+  // Changed deliveries take the time before the change records are made of them.
+  const dirtyDeliveries = sets.filter((ws) => ws.deliveryDirty).map((ws) => ws.delivery);
+  for (const d of dirtyDeliveries) d.updatedAt = now;
+  const changes = sets.flatMap(changesOf);
 
   // What every scan writes (its id, its line, its audit entry) goes in one statement, each table's
   // rows from one JSON parameter: building a statement with a parameter per value costs more than
@@ -129,8 +132,12 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
           credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)
       RETURNING 1)`);
   }
+  // The change records go in the same statement: one round trip fewer for every batch.
+  const changeLog = changes.length > 0 ? changeLogParts(changes) : undefined;
+  if (changeLog) parts.push(...changeLog.parts);
   // Every part of a WITH that writes runs to completion, read or not.
-  const written = await tx.execute<{ inserted: number }>(sql`WITH ${sql.join(parts, sql`, `)} SELECT (SELECT count(*) FROM p)::int AS inserted`);
+  const written = await tx.execute<{ inserted: number }>(sql`WITH ${sql.join(parts, sql`, `)}
+    SELECT (SELECT count(*) FROM p)::int AS inserted${changeLog ? sql`, ${changeLog.notify}` : sql``}`);
   // Another transaction recorded one of these ids for another delivery since we looked.
   if (Number(written.rows[0].inserted) !== processed.length) throw new ConcurrentDuplicate();
 
@@ -156,7 +163,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
     await tx.delete(notes).where(inArray(notes.id, deleted));
   }
   const newAttachments = all((ws) => ws.inserts.attachments);
-  const attachmentRows = newAttachments.length ? await tx.insert(attachments).values(newAttachments).returning() : [];
+  if (newAttachments.length) await tx.insert(attachments).values(newAttachments);
 
   const valueEntries = all((ws) => [...(ws.serviceValues?.values() ?? [])]);
   const upserts = valueEntries.filter((v) => v.state === 'dirty').map((v) => v.row);
@@ -175,9 +182,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   }
 
   // Only the engine's own fields change; one statement for every delivery of the batch.
-  const dirtyDeliveries = sets.filter((ws) => ws.deliveryDirty).map((ws) => ws.delivery);
   if (dirtyDeliveries.length) {
-    for (const d of dirtyDeliveries) d.updatedAt = now;
     const values = json(dirtyDeliveries.map((d) => ({
       id: d.id, state: d.state, reason: d.stateReason, car: d.assignedCarId, credit: d.creditAmountCents,
       credit_reason: d.creditReason, credit_at: d.creditUpdatedAt?.toISOString() ?? null, at: now.toISOString(),
@@ -189,13 +194,10 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
         AS v(id uuid, state text, reason text, car uuid, credit int, credit_reason text, credit_at timestamptz, at timestamptz)
       WHERE d.id = v.id`);
   }
-
-  for (const ws of sets) changes.push(...changesOf(ws, attachmentRows));
-  await recordChanges(tx, changes);
 }
 
 /** The change records of one delivery: every entity it touched, with the delivery first. */
-function changesOf(ws: WorkingSet, attachmentRows: AttachmentRow[]): ChangeRecord[] {
+function changesOf(ws: WorkingSet): ChangeRecord[] {
   const owner = { tourId: ws.delivery.tourId, accountId: ws.accountId };
   const changes: ChangeRecord[] = [];
   for (const item of ws.items.values()) {
@@ -208,9 +210,7 @@ function changesOf(ws: WorkingSet, attachmentRows: AttachmentRow[]): ChangeRecor
       changes.push({ entity: 'note', op: 'delete', id: note.row.id, ...owner });
     }
   }
-  for (const row of attachmentRows) {
-    if (row.deliveryId === ws.delivery.id) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
-  }
+  for (const row of ws.inserts.attachments) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
   for (const value of ws.serviceValues?.values() ?? []) {
     const id = `${value.row.deliveryId}:${value.row.serviceId}`;
     if (value.state === 'dirty') changes.push({ entity: 'serviceValue', op: 'upsert', id, ...owner, data: toServiceValue(value.row) });
