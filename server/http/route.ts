@@ -39,7 +39,7 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
   query?: Q;
   body?: B;
   rawBody?: RawBody;
-  /** JSON response schema for 200; omitted for 204 and for handlers that write the response. */
+  /** JSON response schema for 200 (also kept, for the docs, by a handler that sends its own JSON); omitted for 204 and byte streams. */
   response?: z.ZodType;
   status?: 200 | 204;
   /** Content types of a binary 200 answer, for handlers that stream bytes themselves. */

@@ -5,9 +5,9 @@ export type TourReader = (db: Db, tourId: string, accountId: number) => Promise<
 
 /**
  * Tours as last rendered, by account and tour, the least recently read dropped beyond
- * `maxBytes`. Each read still asks the database for the tour's version (one statement, the same
- * one that renders it otherwise), so an answer is never older than the database; only the JSON
- * of an unchanged tour is not made again. Each instance keeps its own; none is shared.
+ * `maxBytes`. Each read still asks the database for the tour's version (a statement that reads
+ * the rows' versions only), so an answer is never older than the database; only the JSON of an
+ * unchanged tour is not made again. Each instance keeps its own; none is shared.
  */
 export function createTourReader(maxBytes: number): TourReader {
   const rendered = new Map<string, RenderedTour>();
