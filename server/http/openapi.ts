@@ -87,6 +87,9 @@ function parameters(route: AnyRoute, convert: ReturnType<typeof schemaConverter>
       });
     }
   }
+  if (route.conditional) {
+    list.push({ name: 'If-None-Match', in: 'header', required: false, description: 'An ETag of an earlier answer: 304 while it is still current.', schema: { type: 'string' } });
+  }
   // A path placeholder without a params schema still has to be declared.
   for (const [, name] of route.path.matchAll(/\{(\w+)\}/g)) {
     if (!list.some((p) => p.in === 'path' && p.name === name)) list.push({ name, in: 'path', required: true, schema: { type: 'string' } });
@@ -128,7 +131,9 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
       const content = route.produces
         ? Object.fromEntries(route.produces.map((type) => [type, { schema: type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } }]))
         : { 'application/json': { schema: responseSchemas.get(route) } };
-      responses['200'] = { description: 'OK', headers: { 'X-Request-Id': requestId }, content };
+      const etag = route.conditional ? { ETag: { description: 'The version of the answer; send it back in If-None-Match.', schema: { type: 'string' } } } : {};
+      responses['200'] = { description: 'OK', headers: { 'X-Request-Id': requestId, ...etag }, content };
+      if (route.conditional) responses['304'] = { description: 'Not Modified: unchanged since the ETag named in If-None-Match', headers: { 'X-Request-Id': requestId } };
     }
     for (const status of errorStatuses(route)) {
       const entry = Object.values(errorCatalogue).find((e) => e.status === status);

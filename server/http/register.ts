@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
 import { zodProblems } from './problem.js';
-import type { AnyRoute } from './route.js';
+import type { AnyRoute, Versioned } from './route.js';
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, where: string) {
   if (!schema) return undefined;
@@ -25,6 +25,15 @@ async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Pro
 
 const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
+/**
+ * Whether If-None-Match names `etag`. Checked here rather than left to express, which answers in
+ * full whenever the request also says `Cache-Control: no-cache`, as fetch does with every
+ * If-None-Match.
+ */
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  return !!ifNoneMatch && ifNoneMatch.split(',').some((tag) => [etag, `W/${etag}`, '*'].includes(tag.trim()));
+}
+
 /** Binds route definitions to express: authenticate, parse params, query and body apart, call, answer. */
 export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppContext) {
   for (const route of routes) {
@@ -38,7 +47,13 @@ export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppConte
       const body = parsePart(route.body, req.body, 'body');
       const result = await route.handler({ params, query, body, actor, ctx, req, res });
       if (res.headersSent) return;
-      if (route.status === 204) res.status(204).end();
+      if (route.conditional) {
+        const { version, body: json } = result as Versioned;
+        const etag = `"${version}"`;
+        res.set('ETag', etag);
+        if (matches(req.header('if-none-match'), etag)) res.status(304).end();
+        else res.type('json').send(json);
+      } else if (route.status === 204) res.status(204).end();
       else res.status(200).json(result);
     };
     router[route.method](expressPath(route.path), handler);

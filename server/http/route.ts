@@ -39,14 +39,22 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
   query?: Q;
   body?: B;
   rawBody?: RawBody;
-  /** JSON response schema for 200 (also kept, for the docs, by a handler that sends its own JSON); omitted for 204 and byte streams. */
+  /** JSON response schema for 200; omitted for 204 and for handlers that write the response. */
   response?: z.ZodType;
   status?: 200 | 204;
   /** Content types of a binary 200 answer, for handlers that stream bytes themselves. */
   produces?: string[];
+  /**
+   * The handler answers a `Versioned` JSON body: it goes out with its version as ETag, and a
+   * request whose If-None-Match names that version gets 304 without it.
+   */
+  conditional?: boolean;
   errors?: number[];
   handler: (input: HandlerInput<P, Q, B, A>) => Promise<unknown>;
 }
+
+/** JSON already made, with a version that changes whenever it does. */
+export interface Versioned { version: string; body: Buffer }
 
 export function route<
   A extends AuthKind,
