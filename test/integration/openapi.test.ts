@@ -87,7 +87,7 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
   it('documents the tour read as conditional: ETag, If-None-Match and 304', async () => {
     const { paths } = await document();
     const read = paths['/tours/{tour_id}'].get;
-    expect(read.responses['200'].headers).toHaveProperty('ETag');
+    expect(read.responses['200']).toHaveProperty('headers.ETag');
     expect(read.responses).toHaveProperty('304');
     expect(read.parameters).toContainEqual(expect.objectContaining({ name: 'If-None-Match', in: 'header', required: false }));
     expect(paths['/me/tours'].get.responses).not.toHaveProperty('304');
