@@ -108,8 +108,7 @@ async function applyEntries(db: Db, entries: Entry[]) {
   for (const entry of entries) if (!firstOf.has(entry.event.eventId)) firstOf.set(entry.event.eventId, entry);
   const firsts = [...firstOf.values()];
 
-  const work = await groupByDelivery(db, firsts);
-  const lookups = await loadLookups(db, firsts);
+  const [work, lookups] = await Promise.all([groupByDelivery(db, firsts), loadLookups(db, firsts)]);
   await applyBatch(db, work, lookups);
 
   for (const entry of entries) {
@@ -133,8 +132,10 @@ async function groupByDelivery(db: Db, entries: Entry[]): Promise<Group[]> {
   const events = entries.map((e) => e.event);
   const itemIds = events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : []));
   const noteIds = events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : []));
-  const itemRows = itemIds.length ? await db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inJsonList(deliveryItems.id, itemIds)) : [];
-  const noteRows = noteIds.length ? await db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inJsonList(notes.id, noteIds)) : [];
+  const [itemRows, noteRows] = await Promise.all([
+    itemIds.length ? db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inJsonList(deliveryItems.id, itemIds)) : [],
+    noteIds.length ? db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inJsonList(notes.id, noteIds)) : [],
+  ]);
   const itemDelivery = new Map(itemRows.map((r) => [r.id, r.deliveryId]));
   const noteDelivery = new Map(noteRows.map((r) => [r.id, r.deliveryId]));
   for (const e of events) if (e.type === 'note.create') noteDelivery.set(e.noteId, noteDelivery.get(e.noteId) ?? e.deliveryId);

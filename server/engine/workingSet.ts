@@ -70,10 +70,10 @@ export async function loadWorkingSets(
     ${needs.notes ? sql`(SELECT json_agg(${attachments}) FROM ${attachments} WHERE ${ofSets(attachments.deliveryId)} AND ${attachments.kind} = 'note_image')` : sql`NULL`} AS images,
     ${needs.services ? sql`(SELECT json_agg(${deliveryServiceValues}) FROM ${deliveryServiceValues} WHERE ${ofSets(deliveryServiceValues.deliveryId)})` : sql`NULL`} AS service_values,
     (SELECT json_agg(${processedEvents}) FROM ${processedEvents} WHERE ${inJsonList(processedEvents.eventId, eventIds)}) AS processed`);
-  for (const { item, scannable } of (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[]) {
-    const [row] = fromJsonRows(deliveryItems, [item]);
-    sets.get(row.deliveryId)!.items.set(row.id, { row, scannable, dirty: false });
-  }
+  const lines = (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[];
+  fromJsonRows(deliveryItems, lines.map((l) => l.item)).forEach((row, i) => {
+    sets.get(row.deliveryId)!.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false });
+  });
   for (const row of fromJsonRows(notes, read.notes)) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
   for (const image of fromJsonRows(attachments, read.images)) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image.id);
   for (const row of fromJsonRows(deliveryServiceValues, read.service_values)) sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
