@@ -3,7 +3,7 @@ import { inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
-import { inJsonList } from '../db/jsonRows.js';
+import { inList } from '../db/jsonRows.js';
 import { cars, deliveryItems, notes, paymentMethods, paymentProtocol, processedEvents, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError } from '../errors.js';
@@ -133,8 +133,8 @@ async function groupByDelivery(db: Db, entries: Entry[]): Promise<Group[]> {
   const itemIds = events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : []));
   const noteIds = events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : []));
   const [itemRows, noteRows] = await Promise.all([
-    itemIds.length ? db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inJsonList(deliveryItems.id, itemIds)) : [],
-    noteIds.length ? db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inJsonList(notes.id, noteIds)) : [],
+    itemIds.length ? db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inList(deliveryItems.id, itemIds)) : [],
+    noteIds.length ? db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inList(notes.id, noteIds)) : [],
   ]);
   const itemDelivery = new Map(itemRows.map((r) => [r.id, r.deliveryId]));
   const noteDelivery = new Map(noteRows.map((r) => [r.id, r.deliveryId]));
@@ -157,7 +157,7 @@ async function groupByDelivery(db: Db, entries: Entry[]): Promise<Group[]> {
     else groups.set(key, { deliveryId, accountId: entry.actor.personalnummer, entries: [entry] });
   }
   if (orphans.length) {
-    const seen = await db.select().from(processedEvents).where(inJsonList(processedEvents.eventId, orphans.map((e) => e.event.eventId)));
+    const seen = await db.select().from(processedEvents).where(inList(processedEvents.eventId, orphans.map((e) => e.event.eventId)));
     const seenById = new Map(seen.map((p) => [p.eventId, p]));
     for (const entry of orphans) {
       const { event } = entry;

@@ -1,7 +1,7 @@
 import { asc, eq, inArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
-import { fromJsonRows, inJsonList } from '../db/jsonRows.js';
+import { fromJsonRows, inList } from '../db/jsonRows.js';
 import {
   articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
   processedEvents, scanAudit, tours,
@@ -62,14 +62,14 @@ export async function loadWorkingSets(
   }]));
   const ids = [...sets.keys()];
   if (ids.length === 0) return { sets, processed: [] };
-  const ofSets = (column: PgColumn) => inJsonList(column, ids);
+  const ofSets = (column: PgColumn) => inList(column, ids);
   const { rows: [read] } = await tx.execute<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(sql`SELECT
     (SELECT json_agg(json_build_object('item', ${deliveryItems}, 'scannable', ${articles.scannable}))
       FROM ${deliveryItems} JOIN ${articles} ON ${articles.id} = ${deliveryItems.articleId} WHERE ${ofSets(deliveryItems.deliveryId)}) AS items,
     ${needs.notes ? sql`(SELECT json_agg(${notes}) FROM ${notes} WHERE ${ofSets(notes.deliveryId)})` : sql`NULL`} AS notes,
     ${needs.notes ? sql`(SELECT json_agg(${attachments}) FROM ${attachments} WHERE ${ofSets(attachments.deliveryId)} AND ${attachments.kind} = 'note_image')` : sql`NULL`} AS images,
     ${needs.services ? sql`(SELECT json_agg(${deliveryServiceValues}) FROM ${deliveryServiceValues} WHERE ${ofSets(deliveryServiceValues.deliveryId)})` : sql`NULL`} AS service_values,
-    (SELECT json_agg(${processedEvents}) FROM ${processedEvents} WHERE ${inJsonList(processedEvents.eventId, eventIds)}) AS processed`);
+    (SELECT json_agg(${processedEvents}) FROM ${processedEvents} WHERE ${inList(processedEvents.eventId, eventIds)}) AS processed`);
   const lines = (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[];
   fromJsonRows(deliveryItems, lines.map((l) => l.item)).forEach((row, i) => {
     sets.get(row.deliveryId)!.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false });

@@ -7,7 +7,7 @@ import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsFolder, openDatabase, type Database, type DatabaseOptions, type Db } from '../../server/db/client.js';
 import { constraintViolation } from '../../server/db/errors.js';
-import { inJsonList } from '../../server/db/jsonRows.js';
+import { inList } from '../../server/db/jsonRows.js';
 import * as schema from '../../server/db/schema.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 
@@ -186,16 +186,26 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
       expect(constraintViolation(await failure(insert()))?.kind).toBe('foreign_key');
     });
 
-    it('finds rows by a list of values sent as one JSON parameter, repeats and numbers included', async () => {
+    it('finds rows by a list of values sent as one array parameter, repeats, numbers and no values included', async () => {
       const [a, b] = await db().insert(schema.warehouses).values([{ code: randomUUID(), name: 'A' }, { code: randomUUID(), name: 'B' }]).returning();
       const found = await db().select({ id: schema.warehouses.id }).from(schema.warehouses)
-        .where(inJsonList(schema.warehouses.id, [a.id, randomUUID(), a.id, b.id]));
+        .where(inList(schema.warehouses.id, [a.id, randomUUID(), a.id, b.id]));
       expect(found.map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
       const personalnummer = 7_700_000 + Math.floor(Math.random() * 1000);
       await db().insert(schema.accounts).values({ personalnummer, name: 'Liste' });
       const accounts = await db().select({ n: schema.accounts.personalnummer }).from(schema.accounts)
-        .where(inJsonList(schema.accounts.personalnummer, [personalnummer, personalnummer + 1]));
+        .where(inList(schema.accounts.personalnummer, [personalnummer, personalnummer + 1]));
       expect(accounts).toEqual([{ n: personalnummer }]);
+      expect(await db().select().from(schema.accounts).where(inList(schema.accounts.personalnummer, []))).toEqual([]);
+    });
+
+    it('finds text values that array syntax would otherwise read as quotes, separators or NULL', async () => {
+      const tag = randomUUID().slice(0, 8);
+      const codes = [`${tag} "quoted"`, `${tag} back\\slash\\`, `${tag} {a,b}`, 'NULL', `${tag} 'single'`];
+      await db().insert(schema.warehouses).values(codes.map((code) => ({ code, name: 'W' })));
+      const found = await db().select({ code: schema.warehouses.code }).from(schema.warehouses)
+        .where(inList(schema.warehouses.code, [...codes, `${tag} other`]));
+      expect(found.map((r) => r.code).sort()).toEqual([...codes].sort());
     });
 
     it('refuses a deletion of a payment method that a delivery references', async () => {
