@@ -32,12 +32,15 @@ export function fromJsonRows<T extends Table>(table: T, rows: Record<string, unk
 }
 
 /**
- * `column = ANY(values)` with the values as ONE array parameter. drizzle's `inArray` makes a
- * parameter per value, and building a statement of thousands of them costs more than running it;
- * for lists that grow with a batch's events. An array (unlike a set-returning function over a
- * JSON list) tells the planner how many values there are, so it looks them up by index.
+ * The values as ONE array parameter of the given SQL type. drizzle's `inArray` makes a parameter
+ * per value, and building a statement of thousands of them costs more than running it; for lists
+ * that grow with a batch's events. An array (unlike a set-returning function over a JSON list)
+ * tells the planner how many values there are, so it looks them up by index.
  */
-export function inList(column: PgColumn, values: readonly (string | number)[]): SQL {
+export function arrayOf(values: readonly (string | number)[], type: string): SQL {
   const literal = `{${[...new Set(values)].map((v) => `"${String(v).replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
-  return sql`${column} = ANY(${literal}::${sql.raw(column.getSQLType())}[])`;
+  return sql`${literal}::${sql.raw(type)}[]`;
 }
+
+/** `column = ANY(values)`, the values as one array parameter (see `arrayOf`). */
+export const inList = (column: PgColumn, values: readonly (string | number)[]): SQL => sql`${column} = ANY(${arrayOf(values, column.getSQLType())})`;

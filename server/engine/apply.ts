@@ -3,13 +3,12 @@ import { inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
-import { inList } from '../db/jsonRows.js';
-import { cars, deliveryItems, notes, paymentMethods, paymentProtocol, processedEvents, services } from '../db/schema.js';
+import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError } from '../errors.js';
 import type { PaymentRow } from '../queries/shapes.js';
 import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Rejection } from './operations.js';
-import { ConcurrentDuplicate, flushWorkingSets, loadWorkingSets } from './workingSet.js';
+import { ConcurrentDuplicate, flushWorkingSets, loadWorkingSets, type WorkingSet } from './workingSet.js';
 
 /** One result per event; `reason` carries the specific rejection (scan codes such as `quantity_exceeded`). */
 export type EngineResult = EventResult & { reason?: string };
@@ -108,8 +107,7 @@ async function applyEntries(db: Db, entries: Entry[]) {
   for (const entry of entries) if (!firstOf.has(entry.event.eventId)) firstOf.set(entry.event.eventId, entry);
   const firsts = [...firstOf.values()];
 
-  const [work, lookups] = await Promise.all([groupByDelivery(db, firsts), loadLookups(db, firsts)]);
-  await applyBatch(db, work, lookups);
+  await applyBatch(db, firsts, await loadLookups(db, firsts));
 
   for (const entry of entries) {
     const first = firstOf.get(entry.event.eventId)!;
@@ -118,55 +116,6 @@ async function applyEntries(db: Db, entries: Entry[]) {
     entry.result = !sameEvent(entry, { accountId: first.actor.personalnummer, payloadHash: first.hash }) ? conflictResult(entry.event)
       : original.status === 'applied' ? { eventId: entry.event.eventId, status: 'duplicate', entity: original.entity } : original;
   }
-}
-
-/** The entries of one delivery for one account, in order. */
-interface Group { deliveryId: string; accountId: number; entries: Entry[] }
-
-/**
- * Finds each event's delivery. An event without one is answered here: a known id (a note deleted
- * by this very event) is a duplicate, anything else not found. Known ids of events that have a
- * delivery are recognised under that delivery's lock.
- */
-async function groupByDelivery(db: Db, entries: Entry[]): Promise<Group[]> {
-  const events = entries.map((e) => e.event);
-  const itemIds = events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : []));
-  const noteIds = events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : []));
-  const [itemRows, noteRows] = await Promise.all([
-    itemIds.length ? db.select({ id: deliveryItems.id, deliveryId: deliveryItems.deliveryId }).from(deliveryItems).where(inList(deliveryItems.id, itemIds)) : [],
-    noteIds.length ? db.select({ id: notes.id, deliveryId: notes.deliveryId }).from(notes).where(inList(notes.id, noteIds)) : [],
-  ]);
-  const itemDelivery = new Map(itemRows.map((r) => [r.id, r.deliveryId]));
-  const noteDelivery = new Map(noteRows.map((r) => [r.id, r.deliveryId]));
-  for (const e of events) if (e.type === 'note.create') noteDelivery.set(e.noteId, noteDelivery.get(e.noteId) ?? e.deliveryId);
-
-  const groups = new Map<string, Group>();
-  const orphans: Entry[] = [];
-  for (const entry of entries) {
-    const { event } = entry;
-    const deliveryId = event.type === 'scan' ? itemDelivery.get(event.deliveryItemId)
-      : event.type === 'note.update' || event.type === 'note.delete' ? noteDelivery.get(event.noteId) ?? event.deliveryId
-        : event.deliveryId;
-    if (!deliveryId) {
-      orphans.push(entry);
-      continue;
-    }
-    const key = `${entry.actor.personalnummer}/${deliveryId}`;
-    const group = groups.get(key);
-    if (group) group.entries.push(entry);
-    else groups.set(key, { deliveryId, accountId: entry.actor.personalnummer, entries: [entry] });
-  }
-  if (orphans.length) {
-    const seen = await db.select().from(processedEvents).where(inList(processedEvents.eventId, orphans.map((e) => e.event.eventId)));
-    const seenById = new Map(seen.map((p) => [p.eventId, p]));
-    for (const entry of orphans) {
-      const { event } = entry;
-      const known = seenById.get(event.eventId);
-      entry.result = !known ? notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note')
-        : sameEvent(entry, known) ? { eventId: event.eventId, status: 'duplicate', entity: null } : conflictResult(event);
-    }
-  }
-  return [...groups.values()];
 }
 
 /** What the operations may look up, per account (cars are an account's own). */
@@ -196,67 +145,96 @@ async function loadLookups(db: Db, entries: Entry[]): Promise<(accountId: number
 
 /**
  * The whole work in one transaction. If that transaction fails as a whole (a concurrent copy of
- * an id on another delivery, a database error), each delivery, and then each event, gets a
- * transaction of its own, so that one bad event cannot take the others with it.
+ * an id on another delivery, a database error), each half of the events, in order, gets a
+ * transaction of its own, and so on down to single events, so that one bad event cannot take the
+ * others with it.
  */
-async function applyBatch(db: Db, work: Group[], lookups: (accountId: number) => Lookups) {
-  if (work.length === 0) return;
+async function applyBatch(db: Db, entries: Entry[], lookups: (accountId: number) => Lookups) {
   try {
-    await applyInTransaction(db, work, lookups);
+    await applyInTransaction(db, entries, lookups);
     return;
   } catch (error) {
-    const single = work.length === 1 && work[0].entries.length === 1;
-    if (single && !(error instanceof ConcurrentDuplicate)) throw error;
-    if (single) {
-      work[0].entries[0].result = conflictResult(work[0].entries[0].event);
-      return;
+    if (entries.length > 1) {
+      const half = Math.ceil(entries.length / 2);
+      await applyBatch(db, entries.slice(0, half), lookups);
+      await applyBatch(db, entries.slice(half), lookups);
+    } else if (error instanceof ConcurrentDuplicate) {
+      entries[0].result = conflictResult(entries[0].event);
+    } else {
+      throw error;
     }
   }
-  const smaller: Group[][] = work.length > 1 ? work.map((group) => [group]) : work[0].entries.map((entry) => [{ ...work[0], entries: [entry] }]);
-  for (const part of smaller) await applyBatch(db, part, lookups);
 }
 
-async function applyInTransaction(db: Db, work: Group[], lookups: (accountId: number) => Lookups) {
-  const batch = work.flatMap((group) => group.entries);
-  const events = batch.map((e) => e.event);
+/**
+ * The delivery each event is about: a line's or a note's as found under the locks, a note's that
+ * an earlier event of the batch creates, else the one the event names.
+ */
+function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (event: SyncEvent) => string | undefined {
+  const lineDelivery = new Map<string, string>();
+  const noteDelivery = new Map<string, string>();
+  for (const [deliveryId, ws] of sets) {
+    for (const itemId of ws.items.keys()) lineDelivery.set(itemId, deliveryId);
+    for (const noteId of ws.notes?.keys() ?? []) noteDelivery.set(noteId, deliveryId);
+  }
+  for (const e of events) if (e.type === 'note.create' && !noteDelivery.has(e.noteId)) noteDelivery.set(e.noteId, e.deliveryId);
+  return (event) => (event.type === 'scan' ? lineDelivery.get(event.deliveryItemId)
+    : event.type === 'note.update' || event.type === 'note.delete' ? noteDelivery.get(event.noteId) ?? event.deliveryId
+      : event.deliveryId);
+}
+
+async function applyInTransaction(db: Db, entries: Entry[], lookups: (accountId: number) => Lookups) {
+  const events = entries.map((e) => e.event);
   const needs = {
     notes: events.some((e) => e.type.startsWith('note.') || (e.type === 'scan' && e.action === 'unremove')),
     services: events.some((e) => e.type.startsWith('service.')),
   };
+  const targets = {
+    deliveryIds: events.flatMap((e) => (e.type !== 'scan' && e.deliveryId ? [e.deliveryId] : [])),
+    itemIds: events.flatMap((e) => (e.type === 'scan' ? [e.deliveryItemId] : [])),
+    noteIds: events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : [])),
+  };
   const staged = await db.transaction(async (tx) => {
-    const { sets, processed } = await loadWorkingSets(tx, work, needs, events.map((e) => e.eventId));
+    const { sets, processed } = await loadWorkingSets(tx, targets, needs, events.map((e) => e.eventId));
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
+    const deliveryOf = deliveryFinder(sets, events);
     const duplicatePayments = events.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
     const paymentRows: PaymentRow[] = duplicatePayments.length
       ? await tx.select().from(paymentProtocol).where(inArray(paymentProtocol.clientEventId, duplicatePayments))
       : [];
     const out = new Map<Entry, EngineResult>();
-    for (const { deliveryId, accountId, entries } of work) {
-      const ws = sets.get(deliveryId);
-      for (const entry of entries) {
-        const { event } = entry;
-        if (!ws || ws.accountId !== accountId) {
-          out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
-          continue;
-        }
-        const seen = processedById.get(event.eventId);
-        if (seen) {
-          out.set(entry, sameEvent(entry, seen)
-            ? { eventId: event.eventId, status: 'duplicate', entity: entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) }
-            : conflictResult(event));
-          continue;
-        }
-        const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
-        if (!outcome.ok) {
-          out.set(entry, rejection(event, outcome.rejection));
-          continue;
-        }
-        ws.inserts.processed.push({
-          eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
-          deliveryId, payloadHash: entry.hash, occurredAt: new Date(event.occurredAt),
-        });
-        out.set(entry, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
+    for (const entry of entries) {
+      const { event } = entry;
+      const accountId = entry.actor.personalnummer;
+      const seen = processedById.get(event.eventId);
+      const deliveryId = deliveryOf(event);
+      if (!deliveryId) {
+        // Nothing left to find it by: a known id (a note deleted by this very event) is a duplicate.
+        out.set(entry, !seen ? notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note')
+          : sameEvent(entry, seen) ? { eventId: event.eventId, status: 'duplicate', entity: null } : conflictResult(event));
+        continue;
       }
+      const ws = sets.get(deliveryId);
+      if (!ws || ws.accountId !== accountId) {
+        out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
+        continue;
+      }
+      if (seen) {
+        out.set(entry, sameEvent(entry, seen)
+          ? { eventId: event.eventId, status: 'duplicate', entity: entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) }
+          : conflictResult(event));
+        continue;
+      }
+      const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
+      if (!outcome.ok) {
+        out.set(entry, rejection(event, outcome.rejection));
+        continue;
+      }
+      ws.inserts.processed.push({
+        eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
+        deliveryId, payloadHash: entry.hash, occurredAt: new Date(event.occurredAt),
+      });
+      out.set(entry, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     if (changed.length > 0) await flushWorkingSets(tx, changed);

@@ -1,7 +1,7 @@
 import { asc, eq, inArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../db/client.js';
-import { fromJsonRows, inList } from '../db/jsonRows.js';
+import { arrayOf, fromJsonRows, inList } from '../db/jsonRows.js';
 import {
   articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
   processedEvents, scanAudit, tours,
@@ -38,30 +38,36 @@ export interface WorkingSet {
 
 type JsonRows = Record<string, unknown>[] | null;
 
+/** What a batch's events name: deliveries, and the lines and notes that lead to theirs. */
+export interface Targets { deliveryIds: string[]; itemIds: string[]; noteIds: string[] }
+
 /**
- * Locks the requested deliveries (in id order, so two batches never wait on each other in a
- * circle), then reads in ONE statement what the events need of them, and which of `eventIds`
- * are already recorded: read under the locks, so a copy of an event that committed meanwhile is
- * seen. A delivery requested for an account whose tour it is not on is missing from the answer.
+ * Locks the deliveries the events name, directly or through a line or a note (in id order, so
+ * two batches never wait on each other in a circle), then reads in ONE statement what the events
+ * need of them, and which of `eventIds` are already recorded: read under the locks, so a copy of
+ * an event that committed meanwhile is seen. Every locked delivery gets a working set, whoever's
+ * tour it is on; the caller matches them with the events' accounts.
  * The lock is a statement of its own: a read in the same statement would use a snapshot taken
- * before waiting for the lock.
+ * before waiting for the lock. Lines and notes never move to another delivery, so finding their
+ * deliveries in that snapshot is safe.
  */
 export async function loadWorkingSets(
-  tx: Db, requested: { deliveryId: string; accountId: number }[], needs: { notes: boolean; services: boolean }, eventIds: string[],
+  tx: Db, targets: Targets, needs: { notes: boolean; services: boolean }, eventIds: string[],
 ): Promise<{ sets: Map<string, WorkingSet>; processed: ProcessedRow[] }> {
-  const wanted = new Set(requested.map((r) => `${r.accountId}/${r.deliveryId}`));
+  const named = [sql`SELECT unnest(${arrayOf(targets.deliveryIds, 'uuid')})`];
+  if (targets.itemIds.length) named.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inList(deliveryItems.id, targets.itemIds)}`);
+  if (targets.noteIds.length) named.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inList(notes.id, targets.noteIds)}`);
   const locked = await tx.select({ delivery: deliveries, accountId: tours.accountId }).from(deliveries)
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
-    .where(inArray(deliveries.id, [...new Set(requested.map((r) => r.deliveryId))]))
+    .where(sql`${deliveries.id} IN (${sql.join(named, sql` UNION ALL `)})`)
     .orderBy(asc(deliveries.id))
     .for('update', { of: deliveries });
-  const sets = new Map<string, WorkingSet>(locked.filter(({ delivery, accountId }) => wanted.has(`${accountId}/${delivery.id}`)).map(({ delivery, accountId }) => [delivery.id, {
+  const sets = new Map<string, WorkingSet>(locked.map(({ delivery, accountId }) => [delivery.id, {
     accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(),
     notes: needs.notes ? new Map() : undefined, serviceValues: needs.services ? new Map() : undefined,
     inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
   }]));
   const ids = [...sets.keys()];
-  if (ids.length === 0) return { sets, processed: [] };
   const ofSets = (column: PgColumn) => inList(column, ids);
   const { rows: [read] } = await tx.execute<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(sql`SELECT
     (SELECT json_agg(json_build_object('item', ${deliveryItems}, 'scannable', ${articles.scannable}))
