@@ -1,7 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { DeliveryDetails, TourDetails } from '../../shared/schemas/deliveries.js';
 import { executePrepared, type Db } from '../db/client.js';
-import { fromJsonRows } from '../db/jsonRows.js';
+import { arrayOf, fromJsonRows } from '../db/jsonRows.js';
 import {
   articles, attachments, contactChannels, contactSources, customers, deliveries, deliveryItems, deliveryServiceValues,
   notes, paymentProtocol, tours, warehouses,
@@ -123,8 +123,8 @@ function assemble(row: DetailRows) {
 export async function loadDeliveryDetails(db: Db, ids: string[]): Promise<DeliveryBundle> {
   if (ids.length === 0) return { deliveries: [], customers: [], articles: [], warehouses: [] };
   const result = await db.execute<DetailRows>(detailsJson(sql`
-    SELECT d AS r, d.xmin AS v, d.id, d.customer_id, k.n FROM jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) WITH ORDINALITY AS k(id, n)
-    JOIN deliveries d ON d.id = k.id::uuid`));
+    SELECT d AS r, d.xmin AS v, d.id, d.customer_id, k.n FROM unnest(${arrayOf(ids, 'uuid')}) WITH ORDINALITY AS k(id, n)
+    JOIN deliveries d ON d.id = k.id`));
   return assemble(result.rows[0]).bundle;
 }
 
