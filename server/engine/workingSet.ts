@@ -12,12 +12,12 @@ import {
 } from '../queries/shapes.js';
 import { changeLogParts, type ChangeRecord } from './changeLog.js';
 
+type ProcessedRow = typeof processedEvents.$inferSelect;
+
 /**
  * One delivery loaded under its row lock and changed in memory by a run of events; the batch it
  * belongs to is written back with one statement per table, so events cost no round trip each.
  */
-type ProcessedRow = typeof processedEvents.$inferSelect;
-
 export interface WorkingSet {
   accountId: number;
   delivery: DeliveryRow;
