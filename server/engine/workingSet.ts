@@ -118,11 +118,14 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
     ON CONFLICT DO NOTHING RETURNING event_id)`];
   const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
   if (dirtyItems.length > 0) {
+    // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
+    // planner takes any record set for 100 rows and would join it to the whole table by a scan,
+    // at a cost that grows with the table; with the array it looks the rows up by key.
     parts.push(sql`i AS (
-      UPDATE delivery_items AS i SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
+      UPDATE ${deliveryItems} SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
       FROM jsonb_to_recordset(${json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state })))}::jsonb)
         AS v(id uuid, s int, c int, st text)
-      WHERE i.id = v.id RETURNING 1)`);
+      WHERE ${deliveryItems.id} = v.id AND ${inList(deliveryItems.id, dirtyItems.map(({ row }) => row.id))} RETURNING 1)`);
   }
   const audit = all((ws) => ws.inserts.audit);
   if (audit.length) {
@@ -161,8 +164,9 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
     // The time set in memory is the one published in the change record, so it is the one stored.
     const values = json(updated.map((n) => ({ id: n.id, text: n.text, image: n.imageAttachment, at: n.updatedAt.toISOString() })));
     await tx.execute(sql`
-      UPDATE notes AS n SET text = v.text, image_attachment = v.image, updated_at = v.at
-      FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz) WHERE n.id = v.id`);
+      UPDATE ${notes} SET text = v.text, image_attachment = v.image, updated_at = v.at
+      FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz)
+      WHERE ${notes.id} = v.id AND ${inList(notes.id, updated.map((n) => n.id))}`);
   }
   if (deleted.length) {
     await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.noteId, deleted));
@@ -183,8 +187,9 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   if (removed.length) {
     const keys = json(removed.map((v) => ({ d: v.deliveryId, s: v.serviceId })));
     await tx.execute(sql`
-      DELETE FROM delivery_service_values AS v USING jsonb_to_recordset(${keys}::jsonb) AS k(d uuid, s uuid)
-      WHERE v.delivery_id = k.d AND v.service_id = k.s`);
+      DELETE FROM ${deliveryServiceValues} USING jsonb_to_recordset(${keys}::jsonb) AS k(d uuid, s uuid)
+      WHERE ${deliveryServiceValues.deliveryId} = k.d AND ${deliveryServiceValues.serviceId} = k.s
+        AND ${inList(deliveryServiceValues.deliveryId, removed.map((v) => v.deliveryId))}`);
   }
 
   // Only the engine's own fields change; one statement for every delivery of the batch.
@@ -194,11 +199,11 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
       credit_reason: d.creditReason, credit_at: d.creditUpdatedAt?.toISOString() ?? null, at: now.toISOString(),
     })));
     await tx.execute(sql`
-      UPDATE deliveries AS d SET state = v.state, state_reason = v.reason, assigned_car_id = v.car, credit_amount_cents = v.credit,
+      UPDATE ${deliveries} SET state = v.state, state_reason = v.reason, assigned_car_id = v.car, credit_amount_cents = v.credit,
         credit_reason = v.credit_reason, credit_updated_at = v.credit_at, updated_at = v.at
       FROM jsonb_to_recordset(${values}::jsonb)
         AS v(id uuid, state text, reason text, car uuid, credit int, credit_reason text, credit_at timestamptz, at timestamptz)
-      WHERE d.id = v.id`);
+      WHERE ${deliveries.id} = v.id AND ${inList(deliveries.id, dirtyDeliveries.map((d) => d.id))}`);
   }
 }
 
