@@ -119,8 +119,8 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
   if (dirtyItems.length > 0) {
     // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
-    // planner takes any record set for 100 rows and would join it to the whole table by a scan,
-    // at a cost that grows with the table; with the array it looks the rows up by key.
+    // planner takes any record set for 100 rows, and for a table of some thousand rows it then
+    // scans the whole table to join them; with the array it looks the few rows up by key.
     parts.push(sql`i AS (
       UPDATE ${deliveryItems} SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
       FROM jsonb_to_recordset(${json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state })))}::jsonb)
