@@ -3,8 +3,8 @@ import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
 import { accounts } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
-import { unauthorized } from '../errors.js';
-import type { VerifiedToken } from './tokens.js';
+import { unauthorized, upstream } from '../errors.js';
+import { IssuerUnreachable, type VerifiedToken } from './tokens.js';
 
 export interface Authenticator {
   driver(authorization: string | undefined): Promise<DriverActor>;
@@ -52,6 +52,7 @@ export function createAuthenticator(deps: {
       try {
         verified = await deps.verifyToken(token);
       } catch (error) {
+        if (error instanceof IssuerUnreachable) throw upstream(`The identity provider cannot be reached: ${error.message}`);
         deps.onFailure?.((error as Error).message);
         throw unauthorized();
       }

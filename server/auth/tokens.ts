@@ -21,6 +21,12 @@ export interface VerifiedToken {
 
 export class TokenError extends Error {}
 
+/**
+ * The issuer could not be asked (down, timing out, answering errors): the token may well be
+ * good, so this is no reason to send the driver back to the login.
+ */
+export class IssuerUnreachable extends Error {}
+
 const VERIFIED_TOKENS_KEPT = 5000;
 
 /**
@@ -32,41 +38,53 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
   const algorithms = options.algorithms.filter((a) => asymmetricAlgorithms.has(a));
   if (algorithms.length === 0) throw new Error('OIDC_ALGORITHMS must name at least one asymmetric algorithm');
   let keys: Promise<{ issuer: string; jwks: ReturnType<typeof createRemoteJWKSet> }> | undefined;
-  // Counts fetches of the key set: a token checked against an older set is checked again, so a
-  // key the issuer withdrew stops working as soon as the set is fetched anew.
+  // Counts key sets fetched: a token checked against an older set is checked again, so a key the
+  // issuer withdrew stops working as soon as the set is fetched anew. A fetch that failed leaves
+  // the checked tokens as they were, so an outage of the issuer does not log drivers out.
   let keySetGeneration = 0;
+
+  const fetchFromIssuer = async (what: string, ...args: Parameters<typeof fetch>) => {
+    const response = await fetch(...args).catch((error: Error) => {
+      throw new IssuerUnreachable(`OIDC ${what}: ${error.message}`);
+    });
+    if (!response.ok) throw new IssuerUnreachable(`OIDC ${what} answered ${response.status}`);
+    return response;
+  };
 
   const discover = async () => {
     const issuer = options.issuer().replace(/\/$/, '');
-    const response = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
-    if (!response.ok) throw new Error(`OIDC discovery answered ${response.status}`);
-    const metadata = Discovery.parse(await response.json());
-    if (metadata.issuer.replace(/\/$/, '') !== issuer) throw new Error('OIDC discovery names another issuer');
-    return {
-      issuer: metadata.issuer,
-      jwks: createRemoteJWKSet(new URL(metadata.jwks_uri), {
-        cooldownDuration: options.jwksCooldownMs ?? 30_000,
-        [customFetch]: (...args: Parameters<typeof fetch>) => {
-          keySetGeneration += 1;
-          return fetch(...args);
-        },
-      }),
-    };
+    const response = await fetchFromIssuer('discovery', `${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
+    const metadata = Discovery.safeParse(await response.json().catch(() => undefined));
+    if (!metadata.success) throw new IssuerUnreachable('OIDC discovery answered no valid metadata');
+    if (metadata.data.issuer.replace(/\/$/, '') !== issuer) throw new IssuerUnreachable('OIDC discovery names another issuer');
+    const jwks = createRemoteJWKSet(new URL(metadata.data.jwks_uri), {
+      cooldownDuration: options.jwksCooldownMs ?? 30_000,
+      [customFetch]: async (...args: Parameters<typeof fetch>) => {
+        const response = await fetchFromIssuer('key set', ...args);
+        keySetGeneration += 1;
+        return response;
+      },
+    });
+    // Fetched with the metadata, so that the first tokens are checked against a set of a known generation.
+    await jwks.reload();
+    return { issuer: metadata.data.issuer, jwks };
   };
 
   // A token whose signature and claims checked out stays good until it expires or the key set is
   // fetched again; checking the signature on every request costs more than the rest of a small push.
   const verified = new Map<string, VerifiedToken & { generation: number }>();
 
-  const check = async (token: string): Promise<VerifiedToken> => {
+  const check = async (token: string): Promise<VerifiedToken & { generation: number }> => {
     keys ??= discover().catch((error) => { keys = undefined; throw error; });
     const { issuer, jwks } = await keys;
+    const generation = keySetGeneration;
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(token, jwks, {
         issuer, audience: options.audience, algorithms, requiredClaims: ['exp'],
       }));
     } catch (error) {
+      if (error instanceof IssuerUnreachable) throw error;
       throw new TokenError((error as Error).message);
     }
     const raw = payload[options.personalnummerClaim];
@@ -74,7 +92,7 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     if (typeof personalnummer !== 'number' || !Number.isSafeInteger(personalnummer) || personalnummer <= 0) {
       throw new TokenError(`claim ${options.personalnummerClaim} is missing or not a number`);
     }
-    return { personalnummer, expiresAt: payload.exp! * 1000 };
+    return { personalnummer, expiresAt: payload.exp! * 1000, generation };
   };
 
   return async function verify(token: string): Promise<VerifiedToken> {
@@ -83,10 +101,9 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
       return { personalnummer: known.personalnummer, expiresAt: known.expiresAt };
     }
     verified.delete(token);
-    const generation = keySetGeneration;
     const fresh = await check(token);
     if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value!);
-    verified.set(token, { ...fresh, generation });
-    return fresh;
+    verified.set(token, fresh);
+    return { personalnummer: fresh.personalnummer, expiresAt: fresh.expiresAt };
   };
 }

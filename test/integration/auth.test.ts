@@ -3,7 +3,7 @@ import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type J
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createTokenVerifier } from '../../server/auth/tokens.js';
+import { createTokenVerifier, IssuerUnreachable } from '../../server/auth/tokens.js';
 import { DomainError } from '../../server/errors.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
@@ -26,6 +26,8 @@ const idp = {
   keys: [] as SigningKey[],
   hits: { discovery: 0, jwks: 0 },
   discoveryDown: false,
+  /** The key set's address fails at the network level, as when the issuer is unreachable. */
+  jwksDown: false,
 };
 
 const mockServer = setupServer(
@@ -36,6 +38,7 @@ const mockServer = setupServer(
   }),
   http.get(`${ISSUER}/protocol/jwks`, () => {
     idp.hits.jwks += 1;
+    if (idp.jwksDown) return HttpResponse.error();
     return HttpResponse.json({ keys: idp.keys.map((k) => k.jwk) });
   }),
 );
@@ -49,7 +52,7 @@ beforeAll(async () => {
   idp.keys = [rsaKey, ecKey];
   mockServer.listen({ onUnhandledRequest: 'bypass' });
 });
-afterEach(() => { idp.discoveryDown = false; });
+afterEach(() => { idp.discoveryDown = false; idp.jwksDown = false; });
 afterAll(() => { mockServer.close(); });
 
 const now = () => Math.floor(Date.now() / 1000);
@@ -175,6 +178,46 @@ describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s',
 });
 
 describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
+  function expectUpstream(response: ApiResponse) {
+    expect(response.status).toBe(502);
+    expect(response.headers.get('content-type')).toContain('application/problem+json');
+    expect(response.body).toMatchObject({ status: 502, code: 'upstream_unavailable' });
+  }
+
+  it('answers 502 upstream_unavailable, not 401, while the issuer cannot be asked, and 200 once it is back', async () => {
+    const api = await startTestServer(kind, oidcEnv);
+    try {
+      await api.seedAccount(3104);
+      const token = await idpToken(3104);
+      idp.discoveryDown = true;
+      expectUpstream(await api.get('/me/cars', { token }));
+      idp.discoveryDown = false;
+      idp.jwksDown = true;
+      expectUpstream(await api.get('/me/cars', { token }));
+      idp.jwksDown = false;
+      expect((await api.get('/me/cars', { token })).status).toBe(200);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('keeps accepting tokens of known keys while the key set cannot be fetched again', async () => {
+    const api = await startTestServer(kind, oidcEnv);
+    try {
+      await api.seedAccount(3105);
+      const token = await idpToken(3105);
+      expect((await api.get('/me/cars', { token })).status).toBe(200);
+      idp.jwksDown = true;
+      // An unknown kid makes the verifier fetch the key set again, which fails.
+      expectUpstream(await api.get('/me/cars', { token: await idpToken(3105, { key: await newKey('ES256') }) }));
+      expect((await api.get('/me/cars', { token })).status).toBe(200);
+      // So is a new token of a key in the set fetched before: it is checked without the issuer.
+      expect((await api.get('/me/cars', { token: await idpToken(3105, { key: ecKey }) })).status).toBe(200);
+    } finally {
+      await api.close();
+    }
+  });
+
   it('fetches the discovery document and key set once for many requests', async () => {
     const api = await startTestServer(kind, oidcEnv);
     try {
@@ -198,9 +241,25 @@ describe('the token verifier', () => {
     const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256'], personalnummerClaim: 'personalnummer' });
     const token = await idpToken(3102);
     idp.discoveryDown = true;
-    await expect(verify(token)).rejects.toThrow(/discovery/);
+    await expect(verify(token)).rejects.toThrow(IssuerUnreachable);
+    await expect(verify(token)).rejects.toThrow(/discovery answered 503/);
     idp.discoveryDown = false;
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3102 });
+  });
+
+  it('keeps checked tokens while a stale key set cannot be fetched again', async () => {
+    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], personalnummerClaim: 'personalnummer' });
+    const token = await idpToken(3106, { expiresAt: now() + 3600 });
+    await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3106 });
+    idp.jwksDown = true;
+    // Past the key set's maximum age every check fetches it again.
+    vi.useFakeTimers({ now: Date.now() + 11 * 60_000, toFake: ['Date'] });
+    try {
+      await expect(verify(await idpToken(3106, { key: ecKey, expiresAt: now() + 3600 }))).rejects.toThrow(IssuerUnreachable);
+      await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3106 });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('checks a token once while the key set stays, and refuses it once it has expired', async () => {
