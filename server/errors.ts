@@ -12,7 +12,7 @@ export const errorCatalogue: Record<ErrorCode, { status: number; title: string; 
   conflict: { status: 409, title: 'Conflict', cause: 'The resource is still referenced, the key exists, or an event id was reused with another payload.' },
   payload_too_large: { status: 413, title: 'Payload too large', cause: 'The body or an uploaded part exceeds its size limit.' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', cause: 'The body is not of a content type the endpoint accepts.' },
-  upstream_unavailable: { status: 502, title: 'Upstream unavailable', cause: 'The ERP (or another system we call) is unreachable or answered with an error.' },
+  upstream_unavailable: { status: 502, title: 'Upstream unavailable', cause: 'The ERP, the document store or the identity provider is unreachable or answered with an error.' },
   internal: { status: 500, title: 'Internal error', cause: 'Something failed on our side; the log has the details under the request id.' },
 };
 

@@ -108,6 +108,8 @@ const operationId = (route: AnyRoute) => route.method + route.path
 function errorStatuses(route: AnyRoute): number[] {
   const statuses = new Set(route.errors ?? []);
   if (route.auth !== 'none') statuses.add(401);
+  // A bearer token may need the identity provider, which can be unreachable.
+  if (route.auth === 'bearer') statuses.add(502);
   if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
   if (route.body || route.rawBody) {
     statuses.add(413);

@@ -53,6 +53,7 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
       if (r.auth !== 'none') {
         expect(operation.responses['401']?.content?.['application/problem+json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
       }
+      expect(operation.responses['502'] !== undefined, `${r.method.toUpperCase()} ${r.path}`).toBe(r.auth === 'bearer' || (r.errors ?? []).includes(502));
       const declared = operation.parameters.filter((p) => p.in === 'path').map((p) => p.name).sort();
       expect(declared, `${r.method.toUpperCase()} ${r.path}`).toEqual(placeholders(r.path).sort());
       if (r.body) expect(operation.requestBody?.content['application/json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
