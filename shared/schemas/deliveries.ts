@@ -118,7 +118,7 @@ export const CancelDeliveryRequest = z.object({ reason: RequiredText.max(2000) }
 export const DeliveryCreditEventRequest = z.object({
   clientEventId: Uuid,
   action: CreditAction,
-  amountCents: z.number().int().optional(),
+  amountCents: z.int32().optional(),
   reason: z.string().max(2000).optional(),
   authorCarId: Uuid.nullable().optional(),
 }).meta({ id: 'DeliveryCreditEventRequest' });
@@ -126,7 +126,7 @@ export const DeliveryCreditResponse = z.object({ credit: Credit.nullable(), open
 
 export const RecordDeliveryPaymentRequest = z.object({
   clientEventId: Uuid,
-  expectedAmountCents: z.number().int(),
+  expectedAmountCents: z.int32(),
   paymentMethodId: Uuid,
   authorCarId: Uuid.nullable().optional(),
 }).meta({ id: 'RecordDeliveryPaymentRequest' });
@@ -134,7 +134,7 @@ export const DeliveryPaymentResponse = z.object({ payment: Payment, openAmountCe
 
 export const SetDeliveryServiceRequest = z.object({
   boolValue: z.boolean().nullable().optional(),
-  numericValue: z.number().int().nullable().optional(),
+  numericValue: z.int32().nullable().optional(),
 }).meta({ id: 'SetDeliveryServiceRequest' });
 export const DeliveryServiceResponse = z.object({ serviceValue: ServiceValue }).meta({ id: 'DeliveryServiceResponse' });
 
@@ -143,7 +143,7 @@ export const ScanEvent = z.object({
   deliveryItemId: Uuid,
   action: AuditAction,
   occurredAt: Timestamp,
-  quantity: z.number().int().min(1).optional(),
+  quantity: z.int32().min(1).optional(),
   reason: z.string().max(2000).optional(),
   authorCarId: Uuid.nullable().optional(),
 }).meta({ id: 'ScanEvent' });

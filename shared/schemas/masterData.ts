@@ -48,16 +48,14 @@ export const PaymentMethodsList = z.object({ paymentMethods: z.array(PaymentMeth
 export const ServiceKind = z.enum(['boolean', 'numeric']);
 export type ServiceKind = z.infer<typeof ServiceKind>;
 
-const Int32 = z.number().int().min(-2147483648).max(2147483647);
-
 export const Service = z.object({
   id: Uuid,
   key: z.string(),
   name: z.string(),
   kind: ServiceKind,
-  minValue: Int32.nullable(),
-  maxValue: Int32.nullable(),
-  sortOrder: Int32.nullable(),
+  minValue: z.int32().nullable(),
+  maxValue: z.int32().nullable(),
+  sortOrder: z.int32().nullable(),
   active: z.boolean(),
 }).meta({ id: 'Service' });
 export type Service = z.infer<typeof Service>;
@@ -66,16 +64,16 @@ export const CreateServiceRequest = z.object({
   key: RequiredText.max(100),
   name: RequiredText.max(200),
   kind: ServiceKind,
-  minValue: Int32.nullable().optional(),
-  maxValue: Int32.nullable().optional(),
-  sortOrder: Int32.nullable().optional(),
+  minValue: z.int32().nullable().optional(),
+  maxValue: z.int32().nullable().optional(),
+  sortOrder: z.int32().nullable().optional(),
 }).meta({ id: 'CreateServiceRequest' });
 export const UpdateServiceRequest = z.strictObject({
   name: RequiredText.max(200).optional(),
-  minValue: Int32.nullable().optional(),
-  maxValue: Int32.nullable().optional(),
+  minValue: z.int32().nullable().optional(),
+  maxValue: z.int32().nullable().optional(),
   active: z.boolean().optional(),
-  sortOrder: Int32.nullable().optional(),
+  sortOrder: z.int32().nullable().optional(),
 }).meta({ id: 'UpdateServiceRequest' });
 export const ServiceResponse = z.object({ service: Service }).meta({ id: 'ServiceResponse' });
 export const ServicesList = z.object({ services: z.array(Service) }).meta({ id: 'ServicesList' });

@@ -5,10 +5,10 @@ const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const Code = z.object({ code: z.string().trim().min(1), name: z.string() });
 
 export const SyncPosition = z.object({
-  lineNumber: z.number().int().min(0),
-  quantity: z.number().int().min(1),
+  lineNumber: z.int32().min(0),
+  quantity: z.int32().min(1),
   unit: z.string().optional(),
-  unitPriceCents: z.number().int().min(0).nullable().optional(),
+  unitPriceCents: z.int32().min(0).nullable().optional(),
   article: z.object({
     articleNumber: z.string().trim().min(1),
     name: z.string(),
@@ -25,18 +25,18 @@ export const SyncContact = z.object({
   anrede: OptionalName, titel: OptionalName, name1: OptionalName, name2: OptionalName, name3: OptionalName,
   abteilung: OptionalName, funktion: OptionalName,
   address: Address.nullable().optional(),
-  channels: z.array(z.object({ kind: ContactKind, position: z.number().int().min(1), value: z.string().trim().min(1) })).default([]),
+  channels: z.array(z.object({ kind: ContactKind, position: z.int32().min(1), value: z.string().trim().min(1) })).default([]),
 });
 
 export const SyncDelivery = z.object({
-  belegartId: z.number().int(),
+  belegartId: z.int32(),
   belegnummer: z.string().trim().min(1),
-  sequence: z.number().int().optional(),
+  sequence: z.int32().optional(),
   customer: z.object({ erpCustomerId: Int64, name: z.string(), address: Address }),
   deliveryAddress: Address,
   paymentMethodCode: z.string().nullable().optional(),
   paymentTerm: z.string().nullable().optional(),
-  openAmountCents: z.number().int().min(0),
+  openAmountCents: z.int32().min(0),
   positions: z.array(SyncPosition),
   contacts: z.array(SyncContact).default([]),
 });

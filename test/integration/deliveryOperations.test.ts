@@ -269,6 +269,26 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect((await api.delete(`${path}/services/${flag.id}`, { token })).status).toBe(400);
     });
 
+    it('answers 400 validation, not 500, for numbers beyond the 32-bit integers the database keeps, and stores nothing', async () => {
+      const { token, path, items, delivery } = await setup();
+      const pallets = await service(token, { kind: 'numeric' });
+      const tooBig = 2 ** 31;
+      const refused = [
+        await api.put(`${path}/services/${pallets.id}`, { numericValue: tooBig }, { token }),
+        await api.put(`${path}/services/${pallets.id}`, { numericValue: -tooBig - 1 }, { token }),
+        await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: tooBig, reason: 'x' }, { token }),
+        await api.post(`${path}/payment`, { clientEventId: randomUUID(), expectedAmountCents: tooBig, paymentMethodId: randomUUID() }, { token }),
+        await api.post('/scans', { scans: [scan(items[0].id, 'remove', { quantity: tooBig, reason: 'x' })] }, { token }),
+        await api.post('/sync/push', { clientId: 'c', events: [
+          { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'note.create', deliveryId: delivery.id, noteId: randomUUID(), text: 'vorher' },
+          { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'service.set', deliveryId: delivery.id, serviceId: pallets.id, numericValue: tooBig },
+        ] }, { token }),
+      ];
+      for (const response of refused) expect(response).toMatchObject({ status: 400, body: { code: 'validation' } });
+      expect(await api.db.select().from(notes).where(eq(notes.deliveryId, delivery.id))).toEqual([]);
+      expect((await api.put(`${path}/services/${pallets.id}`, { numericValue: tooBig - 1 }, { token })).body.serviceValue.numericValue).toBe(tooBig - 1);
+    });
+
     it('answers 409 when deleting a service that a delivery still references', async () => {
       const { token, path } = await setup();
       const flag = await service(token, { kind: 'boolean' });

@@ -298,6 +298,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       ['a quantity of 0', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].quantity = 0; }],
       ['a negative open amount', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].openAmountCents = -1; }],
       ['an unknown contact role', (p: ReturnType<typeof tourPayload>) => { (p.deliveries[0].contacts![0] as { role: string }).role = 'fax'; }],
+      ['a quantity beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].quantity = 2 ** 31; }],
+      ['an open amount beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].openAmountCents = 2 ** 31; }],
+      ['a unit price beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].unitPriceCents = 2 ** 31; }],
     ])('refuses a tour with %s with 400 and writes nothing', async (_what, spoil) => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer);
