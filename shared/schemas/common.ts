@@ -1,6 +1,10 @@
 import { z } from 'zod';
 
-export const Uuid = z.uuid();
+/**
+ * Any 8-4-4-4-12 hex id, as PostgreSQL's uuid type takes it: an id of no RFC version is not
+ * malformed, just unknown (404). Lower case, as the database answers it, so ids compare as strings.
+ */
+export const Uuid = z.guid().overwrite((id) => id.toLowerCase());
 
 /** A real calendar date `YYYY-MM-DD` (2026-02-30 is refused). */
 export const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD').refine(isRealDate, 'not a calendar date');

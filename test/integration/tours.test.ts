@@ -511,6 +511,10 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(foreign.status).toBe(404);
       expect(foreign.body.code).toBe('not_found');
       expect((await api.get(`/tours/${randomUUID()}`, { token: b.token })).status).toBe(404);
+      // Ids of no RFC version or variant are well-formed ids of nothing.
+      expect((await api.get('/tours/11111111-1111-1111-1111-111111111111', { token: b.token })).status).toBe(404);
+      expect((await api.get('/tours/00000000-0000-0000-0000-000000000001', { token: b.token })).status).toBe(404);
+      expect((await api.get(`/tours/${tourId.toUpperCase()}`, { token: a.token })).body.tour.id).toBe(tourId);
       expect((await api.get('/tours/not-a-uuid', { token: b.token })).status).toBe(400);
       expect((await api.get(`/tours/${tourId}`)).status).toBe(401);
     });
