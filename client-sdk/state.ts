@@ -4,7 +4,7 @@ import { completionProblem } from '../shared/rules/completion.js';
 import { creditProblems, paymentProblem } from '../shared/rules/money.js';
 import { noteHasContent } from '../shared/rules/notes.js';
 import { openAmountCents } from '../shared/rules/openAmount.js';
-import { serviceValueProblem } from '../shared/rules/services.js';
+import { serviceValueChangeId, serviceValueProblem } from '../shared/rules/services.js';
 import type { Car, PaymentMethod, Service } from '../shared/schemas/masterData.js';
 import type { Delivery, DeliveryDetails, Note, TourDetails } from '../shared/schemas/deliveries.js';
 import type { Change, SyncEvent } from '../shared/schemas/sync.js';
@@ -185,7 +185,7 @@ export class LocalState {
       case 'serviceValue': {
         for (const tour of this.tours.values()) {
           for (const d of tour.deliveries) {
-            const index = d.serviceValues.findIndex((v) => change.id === `${v.deliveryId}:${v.serviceId}`);
+            const index = d.serviceValues.findIndex((v) => change.id === serviceValueChangeId(v));
             if (change.op === 'delete') {
               if (index >= 0) { d.serviceValues.splice(index, 1); touched(tour); }
             } else if (d.id === data!.deliveryId) {

@@ -3,6 +3,7 @@ import { and, asc, eq, getTableColumns, inArray, notExists, or, sql, type SQL } 
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import { mergeContacts, type MergedContact } from '../../shared/rules/contacts.js';
 import { settledState } from '../../shared/rules/items.js';
+import { serviceValueChangeId } from '../../shared/rules/services.js';
 import type { Address } from '../../shared/schemas/common.js';
 import type { SyncTourRequest, SyncTourResponse } from '../../shared/schemas/tours.js';
 import type { Db } from '../db/client.js';
@@ -370,7 +371,7 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
         for (const p of d.positions) if (!written.has(p.id)) changes.push({ entity: 'position', op: 'upsert', id: p.id, ...owner, data: p });
         for (const c of d.contacts) if (!written.has(c.id)) changes.push({ entity: 'contact', op: 'upsert', id: c.id, ...owner, data: c });
         for (const n of d.notes) changes.push({ entity: 'note', op: 'upsert', id: n.id, ...owner, data: n });
-        for (const v of d.serviceValues) changes.push({ entity: 'serviceValue', op: 'upsert', id: `${v.deliveryId}/${v.serviceId}`, ...owner, data: v });
+        for (const v of d.serviceValues) changes.push({ entity: 'serviceValue', op: 'upsert', id: serviceValueChangeId(v), ...owner, data: v });
         for (const a of d.attachments) changes.push({ entity: 'attachment', op: 'upsert', id: a.id, ...owner, data: a });
         if (d.latestPayment) changes.push({ entity: 'payment', op: 'upsert', id: d.latestPayment.id, ...owner, data: d.latestPayment });
       }

@@ -1,5 +1,6 @@
 import { asc, eq, inArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
+import { serviceValueChangeId } from '../../shared/rules/services.js';
 import type { Db } from '../db/client.js';
 import { arrayOf, fromJsonRows, inList } from '../db/jsonRows.js';
 import {
@@ -223,7 +224,7 @@ function changesOf(ws: WorkingSet): ChangeRecord[] {
   }
   for (const row of ws.inserts.attachments) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
   for (const value of ws.serviceValues?.values() ?? []) {
-    const id = `${value.row.deliveryId}:${value.row.serviceId}`;
+    const id = serviceValueChangeId(value.row);
     if (value.state === 'dirty') changes.push({ entity: 'serviceValue', op: 'upsert', id, ...owner, data: toServiceValue(value.row) });
     else if (value.state === 'deleted') changes.push({ entity: 'serviceValue', op: 'delete', id, ...owner });
   }

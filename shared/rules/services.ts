@@ -17,3 +17,6 @@ export function serviceValueProblem(
   if (service.maxValue !== null && n > service.maxValue) return { path: 'numericValue', message: `must be <= ${service.maxValue}` };
   return null;
 }
+
+/** A service value has no id of its own; its changes in the feed go under this one. */
+export const serviceValueChangeId = (value: { deliveryId: string; serviceId: string }) => `${value.deliveryId}:${value.serviceId}`;

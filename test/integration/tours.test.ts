@@ -206,6 +206,8 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       await api.post('/scans', { scans: [{ clientScanId: randomUUID(), deliveryItemId: moving.positions[0].id, action: 'scan', occurredAt: new Date().toISOString() }] }, { token: a.token });
       const note = await api.post(`/deliveries/${moving.id}/notes`, { text: 'Hintereingang benutzen' }, { token: a.token });
       expect(note.status).toBe(200);
+      const flag = (await api.post('/services', { key: `mv-${nextDriver}`, name: 'Leergut', kind: 'boolean' }, { token: a.token })).body.service;
+      expect((await api.put(`/deliveries/${moving.id}/services/${flag.id}`, { boolValue: true }, { token: a.token })).status).toBe(200);
       const seq = await maxSeq();
 
       const payloadB = tourPayload(b.personalnummer, { deliveries: 1 });
@@ -229,6 +231,14 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(forB.filter((c) => c.entity === 'note').map((c) => c.entityId)).toEqual([note.body.note.id]);
       expect(forB.filter((c) => c.entity === 'position').length).toBe(4);
       expect(forB.some((c) => c.entity === 'customer' && (c.data as { erpCustomerId: number }).erpCustomerId === payloadA.deliveries[1].customer.erpCustomerId)).toBe(true);
+
+      // The new owner clears the service value: the delete names the value as the move's upsert did.
+      const afterMove = await maxSeq();
+      expect((await api.delete(`/deliveries/${moving.id}/services/${flag.id}`, { token: b.token })).status).toBe(204);
+      const upserted = forB.filter((c) => c.entity === 'serviceValue').map((c) => c.entityId);
+      const deleted = (await changesSince(afterMove)).filter((c) => c.entity === 'serviceValue').map((c) => [c.op, c.entityId]);
+      expect(upserted).toHaveLength(1);
+      expect(deleted).toEqual([['delete', upserted[0]]]);
     });
 
     it('leaves completed and canceled deliveries as they are', async () => {
