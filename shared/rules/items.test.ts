@@ -46,12 +46,14 @@ describe('item scan state machine', () => {
   it('credits pieces with a quantity and removes the line when nothing is left', () => {
     expect(describeOutcome(applyItemAction(line('InProgress', 1), 'remove', 1))).toBe('InProgress:1:1');
     expect(describeOutcome(applyItemAction(line('InProgress', 1), 'remove', 2))).toBe('Done:1:2');
-    expect(describeOutcome(applyItemAction(line('InProgress', 1), 'remove', 3))).toBe('Removed:0:3');
+    expect(describeOutcome(applyItemAction(line('InProgress', 1), 'remove', 3))).toBe('Removed:1:3');
     expect(describeOutcome(applyItemAction(line('InProgress', 1), 'remove', 4))).toBe('quantity_exceeded');
   });
 
-  it('keeps scanned pieces within the effective quantity after a piece credit', () => {
-    expect(describeOutcome(applyItemAction(line('Done', 3), 'remove', 1))).toBe('Done:2:1');
+  it('keeps the scanned pieces when pieces are credited, so that an unremove returns the line to them', () => {
+    const credited = applyItemAction(line('Done', 3), 'remove', 1);
+    expect(describeOutcome(credited)).toBe('Done:3:1');
+    expect(describeOutcome(applyItemAction((credited as { item: ItemSnapshot }).item, 'unremove'))).toBe('Done:3:0');
   });
 
   it('scans only up to the effective quantity', () => {

@@ -50,9 +50,8 @@ export function applyItemAction(item: ItemSnapshot, action: AuditAction, quantit
       if (item.state === 'Removed') return reject('item_removed', 'The line is already removed');
       if (quantity === undefined) return { ok: true, item: { ...item, state: 'Removed' } };
       if (quantity > effective) return reject('quantity_exceeded', `Only ${effective} pieces are left to credit`);
-      const creditedQuantity = item.creditedQuantity + quantity;
-      const scannedQuantity = Math.min(item.scannedQuantity, item.requiredQuantity - creditedQuantity);
-      const next = { ...item, creditedQuantity, scannedQuantity };
+      // The scans stay as they were: an unremove returns the line to what was scanned.
+      const next = { ...item, creditedQuantity: item.creditedQuantity + quantity };
       const settled = settledState(next);
       return { ok: true, item: { ...next, state: item.state === 'Held' && settled !== 'Removed' ? 'Held' : settled } };
     }

@@ -105,7 +105,7 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(details.contacts.map((c: { role: string }) => c.role)).toEqual(['contact_person', 'delivery']);
       expect(details.contacts[1].address).toMatchObject({ street: 'Lieferweg', house_number: '12a' });
       expect(details.positions).toEqual([
-        expect.objectContaining({ id: items[0].id, line_number: 10, required_quantity: 2, scanned_quantity: 1, credited_quantity: 1, scannable: true, modified: true }),
+        expect.objectContaining({ id: items[0].id, line_number: 10, required_quantity: 2, scanned_quantity: 2, credited_quantity: 1, scannable: true, modified: true }),
         expect.objectContaining({ id: items[1].id, line_number: 20, required_quantity: 1, credited_quantity: 0, scannable: false, modified: false }),
       ]);
       expect(details.articles.map((a: { id: string }) => a.id).sort()).toEqual([items[0].articleId, items[1].articleId].sort());
