@@ -102,20 +102,7 @@ function submit(db: Db, entries: Entry[]): Promise<void> {
 
 async function applyEntries(db: Db, entries: Entry[]) {
   if (entries.length === 0) return;
-  // Ids repeated in the work: the first copy counts, the others are answered after it.
-  const firstOf = new Map<string, Entry>();
-  for (const entry of entries) if (!firstOf.has(entry.event.eventId)) firstOf.set(entry.event.eventId, entry);
-  const firsts = [...firstOf.values()];
-
-  await applyBatch(db, firsts, await loadLookups(db, firsts));
-
-  for (const entry of entries) {
-    const first = firstOf.get(entry.event.eventId)!;
-    if (first === entry) continue;
-    const original = first.result!;
-    entry.result = !sameEvent(entry, { accountId: first.actor.personalnummer, payloadHash: first.hash }) ? conflictResult(entry.event)
-      : original.status === 'applied' ? { eventId: entry.event.eventId, status: 'duplicate', entity: original.entity } : original;
-  }
+  await applyBatch(db, entries, await loadLookups(db, entries));
 }
 
 /** What the operations may look up, per account (cars are an account's own). */
@@ -183,7 +170,12 @@ function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (ev
       : event.deliveryId);
 }
 
-async function applyInTransaction(db: Db, entries: Entry[], lookups: (accountId: number) => Lookups) {
+async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: number) => Lookups) {
+  // Ids repeated in the work: the first copy counts, the others are answered after the work with
+  // the state it left, as a copy arriving later would be.
+  const firstOf = new Map<string, Entry>();
+  for (const entry of work) if (!firstOf.has(entry.event.eventId)) firstOf.set(entry.event.eventId, entry);
+  const entries = [...firstOf.values()];
   const events = entries.map((e) => e.event);
   const needs = {
     notes: events.some((e) => e.type.startsWith('note.') || (e.type === 'scan' && e.action === 'unremove')),
@@ -235,6 +227,17 @@ async function applyInTransaction(db: Db, entries: Entry[], lookups: (accountId:
         deliveryId, payloadHash: entry.hash, occurredAt: new Date(event.occurredAt),
       });
       out.set(entry, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
+    }
+    for (const entry of work) {
+      const first = firstOf.get(entry.event.eventId)!;
+      if (first === entry) continue;
+      const original = out.get(first)!;
+      const ws = sets.get(deliveryOf(first.event) ?? '');
+      const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
+        ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
+      out.set(entry, !sameEvent(entry, { accountId: first.actor.personalnummer, payloadHash: first.hash }) ? conflictResult(entry.event)
+        : original.status === 'rejected' ? original
+          : { eventId: entry.event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, first.event, payment) : original.entity });
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     if (changed.length > 0) await flushWorkingSets(tx, changed);

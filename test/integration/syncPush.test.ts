@@ -72,6 +72,20 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(item.scannedQuantity).toBe(1);
   });
 
+  it('answers a copy within the batch with the state after the batch, not the state its first copy left', async () => {
+    const { token, delivery, line } = await setup();
+    const scanned = scan(line.id);
+    const held = onDelivery(delivery.id, 'delivery.hold', { reason: 'Kunde nicht da' });
+    const response = await push(token, [scanned, scan(line.id), { ...scanned }, held, onDelivery(delivery.id, 'delivery.resume'), { ...held }]);
+    expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied', 'duplicate', 'applied', 'applied', 'duplicate']);
+    expect(response.body.results[0].entity).toMatchObject({ scannedQuantity: 1 });
+    expect(response.body.results[2].entity).toMatchObject({ id: line.id, scannedQuantity: 2, state: 'Done' });
+    expect(response.body.results[3].entity).toMatchObject({ state: 'held' });
+    expect(response.body.results[5].entity).toMatchObject({ id: delivery.id, state: 'active' });
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item.scannedQuantity).toBe(2);
+  });
+
   it('applies a batch pushed twice at the same moment exactly once', async () => {
     const { token, line } = await setup();
     const events = [scan(line.id), scan(line.id)];
