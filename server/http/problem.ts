@@ -28,6 +28,26 @@ export function zodProblems(error: z.ZodError, prefix?: string): FieldProblem[] 
   }));
 }
 
+/** Where in `value` a string holds a NUL character, which PostgreSQL cannot store in text. */
+function nulCharacterAt(value: unknown, path: string[]): string[] | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? path : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const found = nulCharacterAt(item, [...path, key]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Request input checked against its schema: a misfit is 400 `validation` naming the fields (under `prefix`). */
+export function parseInput<T extends z.ZodType>(schema: T, value: unknown, detail: string, prefix?: string): z.output<T> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new DomainError('validation', detail, zodProblems(result.error, prefix));
+  const nul = nulCharacterAt(result.data, prefix ? [prefix] : []);
+  if (nul) throw new DomainError('validation', detail, [{ path: nul.join('.'), message: 'must not contain NUL characters' }]);
+  return result.data;
+}
+
 const clientErrorCodes: Partial<Record<number, ErrorCode>> = {
   401: 'unauthorized', 404: 'not_found', 413: 'payload_too_large', 415: 'unsupported_media_type',
 };

@@ -2,16 +2,11 @@ import type { Request, RequestHandler, Router } from 'express';
 import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
-import { zodProblems } from './problem.js';
+import { parseInput } from './problem.js';
 import type { AnyRoute, Versioned } from './route.js';
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, where: string) {
-  if (!schema) return undefined;
-  const result = schema.safeParse(value ?? {});
-  if (!result.success) {
-    throw new DomainError('validation', `Invalid ${where}`, zodProblems(result.error, where === 'body' ? undefined : where));
-  }
-  return result.data;
+  return schema && parseInput(schema, value ?? {}, `Invalid ${where}`, where === 'body' ? undefined : where);
 }
 
 async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Promise<Actor | undefined> {

@@ -306,6 +306,14 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: ` ${'x'.repeat(2000)} ` } })).status).toBe(200);
     });
 
+    it('refuses an internal note with a NUL character with 400 and completes nothing', async () => {
+      const { token, delivery } = await setup(api);
+      const refused = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: 'Hof\u0000tor' } });
+      expectProblem(refused, 400, 'validation');
+      expect(refused.body.errors).toEqual([{ path: 'acknowledgements.internalNote', message: 'must not contain NUL characters' }]);
+      expect(await completionOf(api, delivery.id)).toBeUndefined();
+    });
+
     it('refuses a car of another account with 400 and stores an own car', async () => {
       const { token, delivery } = await setup(api);
       const other = await setup(api);

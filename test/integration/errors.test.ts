@@ -61,6 +61,20 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     expect(response.body.errors).toEqual([{ path: 'plate', message: expect.any(String) }]);
   });
 
+  it('answers 400 validation naming the field for text with a NUL character, in a body, a path, a query or an event, and stores nothing', async () => {
+    const car = await api.post('/me/cars', { plate: 'B-\u0000X' }, { token });
+    expectProblem(car, 400, 'validation');
+    expect(car.body.errors).toEqual([{ path: 'plate', message: 'must not contain NUL characters' }]);
+    expect((await api.get('/me/cars', { token })).body.cars).toEqual([]);
+    expectProblem(await api.get('/admin/belege/a%00b', { admin: true }), 400, 'validation');
+    expectProblem(await api.get('/sync/changes?since=%00', { token }), 400, 'validation');
+    const push = await api.post('/sync/push', { clientId: 'c', events: [
+      { eventId: crypto.randomUUID(), occurredAt: new Date().toISOString(), type: 'note.create', deliveryId: crypto.randomUUID(), noteId: crypto.randomUUID(), text: '\u0000' },
+    ] }, { token });
+    expectProblem(push, 400, 'validation');
+    expect(push.body.errors[0].path).toBe('events.0.text');
+  });
+
   it('answers 400 for a path segment that is not valid percent-encoding', async () => {
     expectProblem(await api.get('/accounts/%E0%A4%A', { token }), 400, 'validation');
   });

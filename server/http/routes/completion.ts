@@ -7,7 +7,7 @@ import { DomainError, validation } from '../../errors.js';
 import { imageMetadata } from '../../integrations/images.js';
 import { afterCompletion } from '../../jobs/erpWriteBack.js';
 import { readMultipart, type MultipartBody, type UploadedFile } from '../multipart.js';
-import { zodProblems } from '../problem.js';
+import { parseInput } from '../problem.js';
 import { route } from '../route.js';
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -33,9 +33,7 @@ function acknowledgements(body: MultipartBody): CompleteDeliveryAcknowledgements
   } catch {
     throw validation('The acknowledgements are not valid JSON', [{ path: 'acknowledgements', message: 'not valid JSON' }]);
   }
-  const parsed = CompleteDeliveryAcknowledgements.safeParse(json);
-  if (!parsed.success) throw validation('Invalid acknowledgements', zodProblems(parsed.error, 'acknowledgements'));
-  return parsed.data;
+  return parseInput(CompleteDeliveryAcknowledgements, json, 'Invalid acknowledgements', 'acknowledgements');
 }
 
 async function store(ctx: AppContext, file: UploadedFile, name: string): Promise<StoredFile> {

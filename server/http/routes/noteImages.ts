@@ -7,7 +7,7 @@ import { loadOwnDelivery } from '../../engine/complete.js';
 import { DomainError, notFound, validation } from '../../errors.js';
 import { imageMetadata } from '../../integrations/images.js';
 import { readMultipart } from '../multipart.js';
-import { zodProblems } from '../problem.js';
+import { parseInput } from '../problem.js';
 import { route } from '../route.js';
 
 // Optional form fields: an outbox sends its own ids so that a resend after a lost answer is a duplicate, not a second note.
@@ -41,8 +41,7 @@ export const noteImageRoutes = [
     response: DeliveryNoteResponse, errors: [404, 413, 415, 500],
     handler: async ({ ctx, actor, params, req }) => {
       const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
-      const fields = NoteImageFields.safeParse(Object.fromEntries(body.fields));
-      if (!fields.success) throw validation('Invalid form fields', zodProblems(fields.error));
+      const fields = parseInput(NoteImageFields, Object.fromEntries(body.fields), 'Invalid form fields');
       const file = body.files.get('file');
       if (!file || file.bytes.length === 0) throw validation('No or empty file', [{ path: 'file', message: 'an image file is required' }]);
       const format = (await imageMetadata(file.bytes))?.format;
@@ -59,9 +58,9 @@ export const noteImageRoutes = [
         throw new DomainError('internal', 'Uploading the image to the document store failed', undefined, 500);
       }
       const note = await applyEvent(ctx.database.db, actor, {
-        type: 'note.create', eventId: fields.data.clientEventId ?? randomUUID(), occurredAt: new Date().toISOString(),
-        deliveryId: params.delivery_id, noteId: fields.data.noteId ?? randomUUID(), imageAttachment: reference,
-        text: fields.data.text, authorCarId: fields.data.authorCarId,
+        type: 'note.create', eventId: fields.clientEventId ?? randomUUID(), occurredAt: new Date().toISOString(),
+        deliveryId: params.delivery_id, noteId: fields.noteId ?? randomUUID(), imageAttachment: reference,
+        text: fields.text, authorCarId: fields.authorCarId,
       }, { attachment: { reference, contentType, sizeBytes: file.bytes.length } });
       return { note: note as Note };
     },
