@@ -199,7 +199,9 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
         driverSignatureId: driverSignature.id,
         completedAt,
       }).returning();
-      const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: completedAt })
+      // A method chosen at completion replaces the document's; none keeps it.
+      const method = ack.paymentMethodId ? { paymentMethodId: ack.paymentMethodId } : {};
+      const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: completedAt, ...method })
         .where(eq(deliveries.id, request.deliveryId)).returning();
       if (ack.clientEventId) {
         await tx.insert(processedEvents).values({

@@ -273,8 +273,12 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       await api.db.update(deliveries).set({ paymentMethodId: invoice }).where(eq(deliveries.id, delivery.id));
       const refused = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, paymentMethodId: cash } });
       expect(refused.body.errors[0].path).toBe('acknowledgements.paymentCollected');
-      expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, paymentMethodId: cash, paymentCollected: true } })).status).toBe(200);
+      const completed = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, paymentMethodId: cash, paymentCollected: true } });
+      expect(completed.status).toBe(200);
+      expect(completed.body.delivery.paymentMethodId).toBe(cash);
       expect((await completionOf(api, delivery.id)).paymentMethodId).toBe(cash);
+      const [stored] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
+      expect(stored.paymentMethodId).toBe(cash);
     });
 
     it('refuses an unknown or inactive paymentMethodId with 400', async () => {
