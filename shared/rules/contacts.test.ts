@@ -41,6 +41,12 @@ describe('mergeContacts', () => {
     expect(merged.map((c) => c.roles)).toEqual([['contact_person', 'customer_master'], ['delivery']]);
   });
 
+  it('takes an address with neither street nor city as none, as the spec asks', () => {
+    const blank = { ...shop, street: ' ', city: '', houseNumber: '', postalCode: '10115' };
+    const merged = mergeContacts([contact({ role: 'contact_person', address: blank }), contact({ role: 'billing', address: null }), contact({ role: 'header', address: { ...shop, street: '' } })]);
+    expect(merged.map((c) => [c.roles, c.address?.city ?? null])).toEqual([[['billing', 'contact_person'], null], [['header'], 'Berlin']]);
+  });
+
   it('ignores outer spaces and treats empty names like missing ones', () => {
     const merged = mergeContacts([
       contact({ role: 'header', name2: '' }),

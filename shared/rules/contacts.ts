@@ -27,8 +27,9 @@ const kindOrder: ContactKind[] = ['phone', 'mobile', 'email', 'web'];
 
 const text = (value: string | null | undefined) => (value?.trim() ? value.trim() : null);
 
+/** Trimmed; none when the record holds neither street nor city (a pure contact person). */
 function normalAddress(address: Address | null | undefined): Address | null {
-  if (!address) return null;
+  if (!address || (!address.street.trim() && !address.city.trim())) return null;
   return {
     street: address.street.trim(), houseNumber: address.houseNumber.trim(), postalCode: address.postalCode.trim(),
     city: address.city.trim(), country: address.country.trim(), addition: text(address.addition),
