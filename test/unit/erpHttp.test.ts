@@ -72,9 +72,13 @@ describe('ERP over HTTP', () => {
     ['an answer that is not JSON', () => new HttpResponse('<html>', { status: 200, headers: { 'content-type': 'text/html' } })],
     ['tours that do not fit the contract', () => HttpResponse.json({ tours: [{ driver: { personalnummer: 'x' } }] })],
     ['an answer without tours', () => HttpResponse.json({ data: [] })],
+    ['a redirect, even to an answer that would fit', () => HttpResponse.redirect(`${ERP}/moved`, 307)],
   ])('fails without retry on %s', async (_what, answer) => {
     let calls = 0;
-    msw.use(http.get(`${ERP}/tours`, () => { calls += 1; return answer(); }));
+    msw.use(
+      http.get(`${ERP}/tours`, () => { calls += 1; return answer(); }),
+      http.get(`${ERP}/moved`, () => HttpResponse.json({ tours: [] })),
+    );
     await upstreamError(erp().fetchTours('2026-03-10'));
     expect(calls).toBe(1);
   });
@@ -88,6 +92,16 @@ describe('ERP over HTTP', () => {
     const writeBack = { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed' as const, paymentTerm: 'Sofort', creditAmountCents: 2000 };
     await erp().pushCompletion({ belegartId: 20, belegnummer: 'LS 4711/A' }, writeBack);
     expect(received).toEqual([{ path: '20/LS 4711/A', body: writeBack }]);
+  });
+
+  it('fails a completion write-back that the ERP redirects, without following it', async () => {
+    let followed = 0;
+    msw.use(
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => HttpResponse.redirect(`${ERP}/elsewhere`, 307)),
+      http.post(`${ERP}/elsewhere`, () => { followed += 1; return new HttpResponse(null, { status: 204 }); }),
+    );
+    await upstreamError(erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 }));
+    expect(followed).toBe(0);
   });
 
   it('fails a completion write-back the ERP refuses with upstream_unavailable', async () => {

@@ -27,7 +27,8 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
       try {
         let response: Response;
         try {
-          response = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(config.timeoutMs) });
+          // A redirect is an answer other than the contract's 2xx, not a way to another server.
+          response = await fetch(`${base}${path}`, { ...init, redirect: 'manual', signal: AbortSignal.timeout(config.timeoutMs) });
         } catch (error) {
           const timedOut = (error as Error).name === 'TimeoutError';
           throw new Retryable(timedOut ? `no answer within ${config.timeoutMs} ms` : `unreachable (${(error as Error).message})`);
