@@ -94,16 +94,6 @@ describe('ERP over HTTP', () => {
     expect(received).toEqual([{ path: '20/LS 4711/A', body: writeBack }]);
   });
 
-  it('fails a completion write-back that the ERP redirects, without following it', async () => {
-    let followed = 0;
-    msw.use(
-      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => HttpResponse.redirect(`${ERP}/elsewhere`, 307)),
-      http.post(`${ERP}/elsewhere`, () => { followed += 1; return new HttpResponse(null, { status: 204 }); }),
-    );
-    await upstreamError(erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 }));
-    expect(followed).toBe(0);
-  });
-
   it('fails a completion write-back the ERP refuses with upstream_unavailable', async () => {
     msw.use(http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => new HttpResponse(null, { status: 422 })));
     await upstreamError(erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 }));
