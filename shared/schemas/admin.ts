@@ -243,7 +243,7 @@ export const DeliveredBelegnummernResponse = z.object({
 }).meta({ id: 'DeliveredBelegnummernResponse' });
 
 export const MarkMailSentRequest = z.object({
-  belegnummern: z.array(Belegnummer).min(1).max(1000),
+  belegnummern: z.array(Belegnummer).max(1000),
 }).meta({ id: 'MarkMailSentRequest' });
 
 export const MarkMailSentResponse = z.object({

@@ -148,7 +148,7 @@ export const ScanEvent = z.object({
   authorCarId: Uuid.nullable().optional(),
 }).meta({ id: 'ScanEvent' });
 export type ScanEvent = z.infer<typeof ScanEvent>;
-export const ApplyScansRequest = z.object({ scans: z.array(ScanEvent).min(1).max(500) }).meta({ id: 'ApplyScansRequest' });
+export const ApplyScansRequest = z.object({ scans: z.array(ScanEvent).max(500) }).meta({ id: 'ApplyScansRequest' });
 
 export const ScanResultItem = z.object({
   id: Uuid, state: ItemState, scannedQuantity: z.number().int(), requiredQuantity: z.number().int(), creditedQuantity: z.number().int(),

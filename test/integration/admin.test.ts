@@ -353,9 +353,13 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(response.body.code).toBe('validation');
     });
 
+    it('answers mark-mail-sent with an empty list by marking nothing', async () => {
+      expect(await api.post('/admin/mark-mail-sent', { belegnummern: [] }, admin))
+        .toMatchObject({ status: 200, body: { marked: [], already_sent: [], not_completed: [], unknown: [] } });
+    });
+
     it.each([
       ['no list', {}],
-      ['an empty list', { belegnummern: [] }],
       ['an empty number', { belegnummern: [''] }],
       ['a blank number', { belegnummern: ['   '] }],
       ['a number that is not a string', { belegnummern: [4711] }],
