@@ -42,16 +42,16 @@ export const attachmentRoutes = [
         width: query.w, height: query.h, quality: query.q, format: query.ext === 'jpg' ? 'jpeg' : query.ext, page: query.page,
       };
       const etag = ctx.previews.etag(attachment.id, request);
-      // Attachments never change, so a matching ETag is always still valid.
-      res.setHeader('ETag', etag);
-      res.setHeader('Cache-Control', 'private, max-age=86400');
+      // Attachments never change, so a matching ETag is always still valid. Only a rendered
+      // preview carries it: a page that does not exist must not be cached.
+      const validators = { ETag: etag, 'Cache-Control': 'private, max-age=86400' };
       const ifNoneMatch = req.header('if-none-match');
       if (ifNoneMatch && (ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag))) {
-        res.status(304).end();
+        res.set(validators).status(304).end();
         return;
       }
       const preview = await ctx.previews.render(attachment, request);
-      res.status(200).type(preview.contentType).send(preview.bytes);
+      res.set(validators).status(200).type(preview.contentType).send(preview.bytes);
     },
   }),
 ];
