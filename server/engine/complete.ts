@@ -51,7 +51,8 @@ export function toCompletion(row: CompletionRow) {
 export function normalizeInternalNote(value: string | null | undefined): string | null {
   const trimmed = value?.trim() ?? '';
   if (!trimmed) return null;
-  if (trimmed.length > INTERNAL_NOTE_MAX) {
+  // Characters as people count them: an emoji is one, not two UTF-16 units.
+  if ([...trimmed].length > INTERNAL_NOTE_MAX) {
     throw validation(`The internal note has more than ${INTERNAL_NOTE_MAX} characters`, [
       { path: 'acknowledgements.internalNote', message: `at most ${INTERNAL_NOTE_MAX} characters` },
     ]);

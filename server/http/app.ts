@@ -35,7 +35,6 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
     customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     serializers: { req: (req) => ({ id: req.id, method: req.method, url: req.url }), res: (res) => ({ statusCode: res.statusCode }) },
   }));
-  app.use(express.json({ limit: ctx.config.bodyLimitBytes }));
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });
   app.get('/openapi.json', (_req, res) => { res.json(openApi); });

@@ -310,6 +310,12 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: ` ${'x'.repeat(2000)} ` } })).status).toBe(200);
     });
 
+    it('counts the internal note in characters, not UTF-16 units', async () => {
+      const { token, delivery } = await setup(api);
+      expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: '📦'.repeat(2000) } })).status).toBe(200);
+      expect((await completionOf(api, delivery.id)).internalNote).toBe('📦'.repeat(2000));
+    });
+
     it('refuses an internal note with a NUL character with 400 and completes nothing', async () => {
       const { token, delivery } = await setup(api);
       const refused = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: 'Hof\u0000tor' } });

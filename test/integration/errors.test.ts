@@ -96,6 +96,9 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
 
   it('answers 401 before looking at the body of a protected endpoint', async () => {
     expectProblem(await api.post('/me/cars', '{"plate": ', { headers: { 'content-type': 'text/plain' } }), 401, 'unauthorized');
+    expectProblem(await api.post('/me/cars', '{"plate": ', { headers: { 'content-type': 'application/json' } }), 401, 'unauthorized');
+    expectProblem(await api.post('/me/cars', { plate: 'X'.repeat(BODY_LIMIT * 2) }), 401, 'unauthorized');
+    expectProblem(await api.post('/admin/mark-mail-sent', '{"belegnummern": ', { headers: { 'content-type': 'application/json' } }), 401, 'unauthorized');
   });
 
   describe('thrown errors', () => {
