@@ -206,15 +206,18 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
           : sameEvent(entry, seen) ? { eventId: event.eventId, status: 'duplicate', entity: null } : conflictResult(event));
         continue;
       }
-      const ws = sets.get(deliveryId);
-      if (!ws || ws.accountId !== accountId) {
-        out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
+      const found = sets.get(deliveryId);
+      const ws = found?.accountId === accountId ? found : undefined;
+      if (seen) {
+        // Also when the delivery has moved to another driver since: the event was applied, and
+        // the sender's outbox must not take it for refused. What it touched is no longer theirs to see.
+        out.set(entry, sameEvent(entry, seen)
+          ? { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) : null }
+          : conflictResult(event));
         continue;
       }
-      if (seen) {
-        out.set(entry, sameEvent(entry, seen)
-          ? { eventId: event.eventId, status: 'duplicate', entity: entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) }
-          : conflictResult(event));
+      if (!ws) {
+        out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
         continue;
       }
       const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
@@ -232,7 +235,8 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       const first = firstOf.get(entry.event.eventId)!;
       if (first === entry) continue;
       const original = out.get(first)!;
-      const ws = sets.get(deliveryOf(first.event) ?? '');
+      const found = sets.get(deliveryOf(first.event) ?? '');
+      const ws = found?.accountId === first.actor.personalnummer ? found : undefined;
       const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
         ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
       out.set(entry, !sameEvent(entry, { accountId: first.actor.personalnummer, payloadHash: first.hash }) ? conflictResult(entry.event)

@@ -203,7 +203,8 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const moving = (await details(tourA.id, a.token)).deliveries[1];
       const car = (await api.post('/me/cars', { plate: `B-MV ${nextDriver}` }, { token: a.token })).body.car;
       await api.put(`/deliveries/${moving.id}/assigned-car`, { carId: car.id }, { token: a.token });
-      await api.post('/scans', { scans: [{ clientScanId: randomUUID(), deliveryItemId: moving.positions[0].id, action: 'scan', occurredAt: new Date().toISOString() }] }, { token: a.token });
+      const scanned = { clientScanId: randomUUID(), deliveryItemId: moving.positions[0].id, action: 'scan', occurredAt: new Date().toISOString() };
+      await api.post('/scans', { scans: [scanned] }, { token: a.token });
       const note = await api.post(`/deliveries/${moving.id}/notes`, { text: 'Hintereingang benutzen' }, { token: a.token });
       expect(note.status).toBe(200);
       const flag = (await api.post('/services', { key: `mv-${nextDriver}`, name: 'Leergut', kind: 'boolean' }, { token: a.token })).body.service;
@@ -223,6 +224,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const leftWithA = (await details(tourA.id, a.token)).deliveries.map((d: { belegnummer: string }) => d.belegnummer);
       expect(leftWithA).toEqual([payloadA.deliveries[0].belegnummer]);
       expect((await api.post(`/deliveries/${moving.id}/hold`, { reason: 'nicht mehr meine' }, { token: a.token })).status).toBe(404);
+      // The old owner's outbox resends its scan: it was applied, so it is a duplicate, showing nothing of the new owner's line.
+      const resent = await api.post('/scans', { scans: [scanned] }, { token: a.token });
+      expect(resent.body.results).toEqual([{ clientScanId: scanned.clientScanId, status: 'duplicate', item: null }]);
 
       const changes = await changesSince(seq);
       expect(changes.find((c) => c.entity === 'delivery' && c.op === 'delete')).toMatchObject({ entityId: moving.id, accountId: a.personalnummer, tourId: tourA.id });
