@@ -28,6 +28,7 @@ export function setDeliveryOrder(db: Db, accountId: number, tourId: string, deli
     const missing = current.filter((d) => !seen.has(d.id)).map((d) => d.id);
     if (missing.length) problems.push({ path: 'deliveryIds', message: `missing deliveries of the tour: ${missing.join(', ')}` });
     if (problems.length) throw validation('deliveryIds must name every delivery of the tour exactly once', problems);
+    if (deliveryIds.length === 0) return { tourId, deliveryIds };
 
     const position = sql`CASE ${deliveries.id} ${sql.join(deliveryIds.map((id, i) => sql`WHEN ${id}::uuid THEN ${i}::integer`), sql` `)} END`;
     const changed = await tx.update(deliveries).set({ sortOrder: position, updatedAt: sql`now()` })

@@ -92,7 +92,7 @@ export type TourSummary = z.infer<typeof TourSummary>;
 export const TourSummaryList = z.object({ tours: z.array(TourSummary) }).meta({ id: 'TourSummaryList' });
 export type TourSummaryList = z.infer<typeof TourSummaryList>;
 
-export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid).min(1) }).meta({ id: 'SetDeliveryOrderRequest' });
+export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderRequest' });
 export const SetDeliveryOrderResponse = z.object({ tourId: Uuid, deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderResponse' });
 export type SetDeliveryOrderResponse = z.infer<typeof SetDeliveryOrderResponse>;
 

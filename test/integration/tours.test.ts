@@ -573,6 +573,12 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(await api.db.select({ id: deliveries.id, sortOrder: deliveries.sortOrder }).from(deliveries).where(eq(deliveries.tourId, tourId))).toEqual(before);
     });
 
+    it('takes the empty order of a tour without deliveries', async () => {
+      const { token, tourId, ids, path } = await tourOf(0);
+      expect(ids).toEqual([]);
+      expect(await api.put(path, { deliveryIds: [] }, { token })).toMatchObject({ status: 200, body: { tourId, deliveryIds: [] } });
+    });
+
     it('answers 404 for a tour of another account, even with its correct ids', async () => {
       const { ids, path } = await tourOf(2);
       const other = await driver();
