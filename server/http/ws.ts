@@ -77,7 +77,8 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     try {
       actor = await ctx.auth.driver(token ? `Bearer ${token}` : undefined);
     } catch (error) {
-      if (error instanceof DomainError && error.code === 'unauthorized') return refuse(socket, 'unauthorized', error.message);
+      // Refused credentials (401) or an identity provider that cannot be asked (502).
+      if (error instanceof DomainError) return refuse(socket, error.code, error.message);
       ctx.logger.error({ err: error }, 'WebSocket authentication failed');
       return refuse(socket, 'internal', 'An internal error occurred');
     }

@@ -8,6 +8,7 @@ import { DomainError } from '../../server/errors.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, TEST_ADMIN_KEY, useTestServer, type ApiResponse } from '../helpers/server.js';
+import { SyncSocket } from '../helpers/wsClient.js';
 
 const ISSUER = 'https://idp.example.test';
 const AUDIENCE = 'tourline';
@@ -191,6 +192,7 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
       const token = await idpToken(3104);
       idp.discoveryDown = true;
       expectUpstream(await api.get('/me/cars', { token }));
+      await expect(SyncSocket.open(api.url, { token })).rejects.toMatchObject({ status: 502 });
       idp.discoveryDown = false;
       idp.jwksDown = true;
       expectUpstream(await api.get('/me/cars', { token }));
