@@ -13,3 +13,20 @@ export async function imageMetadata(bytes: Buffer) {
   const sharp = await loadSharp();
   return sharp(bytes).metadata().catch(() => undefined);
 }
+
+/** Larger signatures are refused: a decode costs four bytes a pixel, and a pen stroke needs no more. */
+export const SIGNATURE_MAX_PIXELS = 4096 * 4096;
+
+/**
+ * A PNG decoded whole and encoded again as a plain 8-bit PNG, or undefined when the bytes are no
+ * PNG that decodes (a valid header over broken pixel data passes `imageMetadata`, not this) or
+ * have more than `maxPixels`. pdfkit reads only plain PNGs and throws out of a callback, which
+ * ends the process, on anything it cannot read.
+ */
+export async function plainPng(bytes: Buffer, maxPixels = SIGNATURE_MAX_PIXELS): Promise<Buffer | undefined> {
+  const sharp = await loadSharp();
+  const image = sharp(bytes, { limitInputPixels: maxPixels });
+  return image.metadata()
+    .then((metadata) => (metadata.format === 'png' ? image.png().toBuffer() : undefined))
+    .catch(() => undefined);
+}

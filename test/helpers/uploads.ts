@@ -1,3 +1,4 @@
+import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 
 /** A real PNG with a drawn stroke, like a signature pad exports. */
@@ -11,6 +12,43 @@ export function noisyPng(width: number, height: number): Promise<Buffer> {
   const pixels = Buffer.alloc(width * height * 3);
   for (let i = 0; i < pixels.length; i++) pixels[i] = Math.floor(Math.random() * 256);
   return sharp(pixels, { raw: { width, height, channels: 3 } }).png().toBuffer();
+}
+
+/**
+ * An RGB PNG whose header says `width` × `height` and whose chunks are valid, with `rows` rows of
+ * pixels (fewer than the height is broken pixel data) naming the row filter `filter` (0–4 are
+ * real; anything else is broken pixel data too).
+ */
+export function rawPng(width: number, height: number, options: { filter?: number; rows?: number } = {}): Buffer {
+  const { filter = 0, rows: rowCount = height } = options;
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (bytes: Buffer) => {
+    let c = 0xffffffff;
+    for (const b of bytes) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+    return (c ^ 0xffffffff) >>> 0;
+  };
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const frame = Buffer.alloc(8 + body.length);
+    frame.writeUInt32BE(data.length, 0);
+    body.copy(frame, 4);
+    frame.writeUInt32BE(crc(body), 4 + body.length);
+    return frame;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bits per channel
+  header[9] = 2; // RGB
+  const rows = Buffer.concat(Array.from({ length: rowCount }, () => Buffer.concat([Buffer.from([filter]), Buffer.alloc(width * 3, 0x80)])));
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 export const blob = (bytes: Buffer | string, type: string) => new Blob([typeof bytes === 'string' ? bytes : new Uint8Array(bytes)], { type });

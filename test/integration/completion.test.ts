@@ -11,7 +11,8 @@ import { backoffMs } from '../../server/jobs/erpWriteBack.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour, type NewTourOptions } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
-import { completionForm, noisyPng, signaturePng, type CompletionParts } from '../helpers/uploads.js';
+import { completionForm, noisyPng, rawPng, signaturePng, type CompletionParts } from '../helpers/uploads.js';
+import sharp from 'sharp';
 
 let nextAccount = 61_000;
 
@@ -129,6 +130,20 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const fake = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('not really an image')]);
       expectProblem(await complete(api, token, delivery.id, { driver: fake }), 400, 'validation');
       expect((await stateOf(api, delivery.id)).state).toBe('active');
+    });
+
+    it.each([
+      ['a valid header over broken pixel data', () => rawPng(40, 20, { filter: 7 })],
+      ['fewer rows than the header says', () => rawPng(400, 400, { rows: 3 })],
+      ['more than 4096 × 4096 pixels', () => rawPng(5000, 5000, { rows: 1 })],
+    ])('refuses a signature PNG with %s with 400, and the server lives on', async (_what, png) => {
+      const { token, delivery } = await setup(api);
+      expect((await sharp(rawPng(40, 20)).metadata()).format).toBe('png');
+      const response = await complete(api, token, delivery.id, { customer: png() });
+      expectProblem(response, 400, 'validation');
+      expect(response.body.errors[0].path).toBe('customer_signature');
+      expect((await stateOf(api, delivery.id)).state).toBe('active');
+      expect((await api.get('/health')).status).toBe(200);
     });
 
     it.each([

@@ -6,7 +6,7 @@ import { renderDeliveryReport, type DeliveryReportData } from '../../server/inte
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour, sampleAddress } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
-import { completionForm, signaturePng } from '../helpers/uploads.js';
+import { completionForm, rawPng, signaturePng } from '../helpers/uploads.js';
 
 /** The text of every page and the number of images drawn, read back with mupdf. */
 async function readPdf(pdf: Buffer) {
@@ -95,6 +95,13 @@ describe('delivery report PDF', () => {
     expect(images).toBe(2);
     expect(text).toContain('Unterschrift Kunde');
     expect(text).toContain('Unterschrift Fahrer');
+  });
+
+  it('says so for a stored signature it cannot read, instead of failing the report', async () => {
+    const data = await sampleData();
+    const { images, text } = await readPdf(await renderDeliveryReport({ ...data, signatures: { ...data.signatures, customer: rawPng(40, 20, { filter: 7 }) } }));
+    expect(images).toBe(1);
+    expect(text).toContain('(Bild nicht lesbar)');
   });
 
   it('leaves out the internal note section when there is none and says so for empty lists', async () => {

@@ -4,7 +4,7 @@ import { CompleteDeliveryAcknowledgements, DeliveryResponse } from '../../../sha
 import type { AppContext } from '../../context.js';
 import { checkCompletion, completeDelivery, type StoredFile } from '../../engine/complete.js';
 import { DomainError, validation } from '../../errors.js';
-import { imageMetadata } from '../../integrations/images.js';
+import { plainPng } from '../../integrations/images.js';
 import { afterCompletion } from '../../jobs/erpWriteBack.js';
 import { readMultipart, type MultipartBody, type UploadedFile } from '../multipart.js';
 import { parseInput } from '../problem.js';
@@ -17,9 +17,8 @@ const SIGNATURE_PARTS = ['customer_signature', 'driver_signature'] as const;
 async function signaturePng(body: MultipartBody, part: (typeof SIGNATURE_PARTS)[number]): Promise<UploadedFile> {
   const file = body.files.get(part);
   if (!file || file.bytes.length === 0) throw validation(`Missing signature: ${part}`, [{ path: part, message: 'a PNG image is required' }]);
-  const decoded = file.bytes.subarray(0, 8).equals(PNG_SIGNATURE)
-    && await imageMetadata(file.bytes).then((m) => m?.format === 'png' && (m.width ?? 0) > 0 && (m.height ?? 0) > 0);
-  if (!decoded) throw validation(`The ${part} is not a PNG image`, [{ path: part, message: 'must be a PNG image' }]);
+  const decoded = file.bytes.subarray(0, 8).equals(PNG_SIGNATURE) && await plainPng(file.bytes) !== undefined;
+  if (!decoded) throw validation(`The ${part} is not a PNG image that decodes`, [{ path: part, message: 'must be a PNG image of at most 4096 × 4096 pixels' }]);
   return file;
 }
 

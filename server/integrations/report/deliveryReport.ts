@@ -1,4 +1,5 @@
 import type { Address } from '../../../shared/schemas/common.js';
+import { plainPng } from '../images.js';
 
 export interface ReportPosition {
   lineNumber: number;
@@ -68,6 +69,7 @@ const ACCENT = '#0b4f8a';
 export async function renderDeliveryReport(data: DeliveryReportData): Promise<Buffer> {
   // Loaded on first use, like sharp: only completions need it, and loading it slows every start.
   const { default: PDFDocument } = await import('pdfkit');
+  const [customerSignature, driverSignature] = await Promise.all([plainPng(data.signatures.customer), plainPng(data.signatures.driver)]);
   const doc = new PDFDocument({
     size: 'A4', margin: PAGE_MARGIN, bufferPages: true,
     info: { Title: `Lieferbericht ${data.belegnummer}`, Author: data.companyName, Subject: `Lieferschein ${data.belegnummer}` },
@@ -216,10 +218,11 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   const boxHeight = 75;
   section('Unterschriften', boxHeight + 55);
   const boxTop = doc.y + 4;
-  const signatures: [string, Buffer][] = [['Unterschrift Kunde', data.signatures.customer], ['Unterschrift Fahrer', data.signatures.driver]];
+  const signatures: [string, Buffer | undefined][] = [['Unterschrift Kunde', customerSignature], ['Unterschrift Fahrer', driverSignature]];
   signatures.forEach(([label, image], i) => {
     const x = left + i * (columnWidth + 20);
-    doc.image(image, x + 4, boxTop, { fit: [columnWidth - 8, boxHeight], align: 'center', valign: 'bottom' });
+    if (image) doc.image(image, x + 4, boxTop, { fit: [columnWidth - 8, boxHeight], align: 'center', valign: 'bottom' });
+    else doc.font('Helvetica').fontSize(8.5).fillColor(MUTED).text('(Bild nicht lesbar)', x + 4, boxTop + boxHeight - 12, { width: columnWidth - 8 });
     doc.moveTo(x, boxTop + boxHeight + 4).lineTo(x + columnWidth, boxTop + boxHeight + 4).lineWidth(0.8).strokeColor(INK).stroke();
     doc.font('Helvetica').fontSize(8.5).fillColor(MUTED)
       .text(`${label}, ${formatBerlin(data.completedAt)}`, x, boxTop + boxHeight + 8, { width: columnWidth });
