@@ -9,12 +9,16 @@ export const Uuid = z.guid().overwrite((id) => id.toLowerCase());
 /** A real calendar date `YYYY-MM-DD` (2026-02-30 is refused). */
 export const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD').refine(isRealDate, 'not a calendar date');
 
-export const Timestamp = z.iso.datetime({ offset: true });
+/** ISO 8601 with a time zone; year 0 (which PostgreSQL does not know) is refused. */
+export const Timestamp = z.iso.datetime({ offset: true }).refine((value) => !value.startsWith('0000'), 'the year must be 0001 or later');
 
+/** A calendar day `YYYY-MM-DD` that exists, from year 0001 on. */
 export function isRealDate(value: string): boolean {
   const [y, m, d] = value.split('-').map(Number);
-  const date = new Date(Date.UTC(y, m - 1, d));
-  return date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
+  const date = new Date(0);
+  // setUTCFullYear, unlike Date.UTC, takes years below 100 as they are.
+  date.setUTCFullYear(y, m - 1, d);
+  return y >= 1 && date.getUTCFullYear() === y && date.getUTCMonth() === m - 1 && date.getUTCDate() === d;
 }
 
 /** Text that must carry content: trimmed, at least one character. */

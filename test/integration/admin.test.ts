@@ -347,7 +347,11 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(rows.every((r) => r.mailSentAt !== null)).toBe(true);
     });
 
-    it.each(['14.05.2030', '31-04-2030', '2030-05-14', 'heute'])('answers 400 for the day %s', async (day) => {
+    it('takes a day of the first century as it is', async () => {
+      expect(await delivered('?day=01-01-0050')).toEqual({ belegnummern: [], count: 0, day: '0050-01-01' });
+    });
+
+    it.each(['14.05.2030', '31-04-2030', '2030-05-14', 'heute', '01-01-0000'])('answers 400 for the day %s', async (day) => {
       const response = await api.get(`/admin/delivered-belegnummern?day=${day}`, admin);
       expect(response.status).toBe(400);
       expect(response.body.code).toBe('validation');

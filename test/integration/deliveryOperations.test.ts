@@ -84,6 +84,7 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       [{ scans: [{ deliveryItemId: randomUUID(), action: 'scan', occurredAt: new Date().toISOString() }] }, 'a scan without clientScanId'],
       [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'jump', occurredAt: new Date().toISOString() }] }, 'an unknown action'],
       [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: 'yesterday' }] }, 'a bad timestamp'],
+      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '0000-01-01T00:00:00Z' }] }, 'a timestamp in year 0'],
       [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'remove', quantity: 0, occurredAt: new Date().toISOString() }] }, 'a zero quantity'],
     ])('answers 400 for %j (%s)', async (body, _why) => {
       const { token } = await setup();
