@@ -3,6 +3,7 @@ import { inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
+import { constraintViolation } from '../db/errors.js';
 import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError } from '../errors.js';
@@ -147,6 +148,9 @@ async function applyBatch(db: Db, entries: Entry[], lookups: (accountId: number)
       await applyBatch(db, entries.slice(half), lookups);
     } else if (error instanceof ConcurrentDuplicate) {
       entries[0].result = conflictResult(entries[0].event);
+    } else if (constraintViolation(error)?.kind === 'unique') {
+      // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
+      entries[0].result = rejection(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
     } else {
       throw error;
     }

@@ -28,12 +28,15 @@ export function zodProblems(error: z.ZodError, prefix?: string): FieldProblem[] 
   }));
 }
 
-/** Where in `value` a string holds a NUL character, which PostgreSQL cannot store in text. */
-function nulCharacterAt(value: unknown, path: string[]): string[] | undefined {
-  if (typeof value === 'string') return value.includes('\0') ? path : undefined;
+/**
+ * Where in `value` a string holds what PostgreSQL cannot store as text or JSON: a NUL character,
+ * or half of a surrogate pair (no character at all).
+ */
+function unstorableTextAt(value: unknown, path: string[]): string[] | undefined {
+  if (typeof value === 'string') return value.includes('\0') || !value.isWellFormed() ? path : undefined;
   if (value === null || typeof value !== 'object') return undefined;
   for (const [key, item] of Object.entries(value)) {
-    const found = nulCharacterAt(item, [...path, key]);
+    const found = unstorableTextAt(item, [...path, key]);
     if (found) return found;
   }
   return undefined;
@@ -43,8 +46,8 @@ function nulCharacterAt(value: unknown, path: string[]): string[] | undefined {
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown, detail: string, prefix?: string): z.output<T> {
   const result = schema.safeParse(value);
   if (!result.success) throw new DomainError('validation', detail, zodProblems(result.error, prefix));
-  const nul = nulCharacterAt(result.data, prefix ? [prefix] : []);
-  if (nul) throw new DomainError('validation', detail, [{ path: nul.join('.'), message: 'must not contain NUL characters' }]);
+  const unstorable = unstorableTextAt(result.data, prefix ? [prefix] : []);
+  if (unstorable) throw new DomainError('validation', detail, [{ path: unstorable.join('.'), message: 'must not contain NUL characters or unpaired surrogates' }]);
   return result.data;
 }
 

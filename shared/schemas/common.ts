@@ -9,8 +9,12 @@ export const Uuid = z.guid().overwrite((id) => id.toLowerCase());
 /** A real calendar date `YYYY-MM-DD` (2026-02-30 is refused). */
 export const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD').refine(isRealDate, 'not a calendar date');
 
-/** ISO 8601 with a time zone; year 0 (which PostgreSQL does not know) is refused. */
-export const Timestamp = z.iso.datetime({ offset: true }).refine((value) => !value.startsWith('0000'), 'the year must be 0001 or later');
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** ISO 8601 with a time zone, an instant of the years 0001 to 9999 in UTC (PostgreSQL knows no year 0). */
+export const Timestamp = z.iso.datetime({ offset: true })
+  .refine((value) => Date.parse(value) >= EARLIEST && Date.parse(value) <= LATEST, 'must lie in the years 0001 to 9999 (UTC)');
 
 /** A calendar day `YYYY-MM-DD` that exists, from year 0001 on. */
 export function isRealDate(value: string): boolean {

@@ -335,7 +335,7 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const { token, delivery } = await setup(api);
       const refused = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: 'Hof\u0000tor' } });
       expectProblem(refused, 400, 'validation');
-      expect(refused.body.errors).toEqual([{ path: 'acknowledgements.internalNote', message: 'must not contain NUL characters' }]);
+      expect(refused.body.errors).toEqual([{ path: 'acknowledgements.internalNote', message: 'must not contain NUL characters or unpaired surrogates' }]);
       expect(await completionOf(api, delivery.id)).toBeUndefined();
     });
 

@@ -85,6 +85,8 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'jump', occurredAt: new Date().toISOString() }] }, 'an unknown action'],
       [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: 'yesterday' }] }, 'a bad timestamp'],
       [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '0000-01-01T00:00:00Z' }] }, 'a timestamp in year 0'],
+      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '0001-01-01T00:00:00+01:00' }] }, 'a timestamp in year 0 in UTC'],
+      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '9999-12-31T23:00:00-02:00' }] }, 'a timestamp in year 10000 in UTC'],
       [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'remove', quantity: 0, occurredAt: new Date().toISOString() }] }, 'a zero quantity'],
     ])('answers 400 for %j (%s)', async (body, _why) => {
       const { token } = await setup();

@@ -64,7 +64,7 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
   it('answers 400 validation naming the field for text with a NUL character, in a body, a path, a query or an event, and stores nothing', async () => {
     const car = await api.post('/me/cars', { plate: 'B-\u0000X' }, { token });
     expectProblem(car, 400, 'validation');
-    expect(car.body.errors).toEqual([{ path: 'plate', message: 'must not contain NUL characters' }]);
+    expect(car.body.errors).toEqual([{ path: 'plate', message: 'must not contain NUL characters or unpaired surrogates' }]);
     expect((await api.get('/me/cars', { token })).body.cars).toEqual([]);
     expectProblem(await api.get('/admin/belege/a%00b', { admin: true }), 400, 'validation');
     expectProblem(await api.get('/sync/changes?since=%00', { token }), 400, 'validation');
@@ -73,6 +73,16 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     ] }, { token });
     expectProblem(push, 400, 'validation');
     expect(push.body.errors[0].path).toBe('events.0.text');
+  });
+
+  it('answers 400 validation for text with half a surrogate pair, which is no character', async () => {
+    const car = await api.post('/me/cars', '{"plate": "B-\\ud800"}', { token, headers: { 'content-type': 'application/json' } });
+    expectProblem(car, 400, 'validation');
+    expect(car.body.errors).toEqual([{ path: 'plate', message: 'must not contain NUL characters or unpaired surrogates' }]);
+    const push = await api.post('/sync/push', '{"clientId": "\\udc00", "events": []}', { token, headers: { 'content-type': 'application/json' } });
+    expectProblem(push, 400, 'validation');
+    // A whole pair is a character like any other.
+    expect((await api.post('/me/cars', { plate: 'B-📦 1' }, { token: await api.token(4002) })).status).toBe(200);
   });
 
   it('answers 400 for a path segment that is not valid percent-encoding', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { deliveries, deliveryItems, processedEvents } from '../../server/db/schema.js';
+import { deliveries, deliveryItems, notes, processedEvents } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
@@ -84,6 +84,22 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(response.body.results[5].entity).toMatchObject({ id: delivery.id, state: 'active' });
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
     expect(item.scannedQuantity).toBe(2);
+  });
+
+  it('rejects a note.create whose noteId another delivery holds with conflict, and applies the events around it', async () => {
+    const mine = await setup();
+    const other = await setup();
+    const takenId = randomUUID();
+    const taken = onDelivery(other.delivery.id, 'note.create', { noteId: takenId, text: 'fremd' });
+    expect((await push(other.token, [taken])).body.results[0].status).toBe('applied');
+    const before = scan(mine.line.id);
+    const after = onDelivery(mine.delivery.id, 'note.create', { noteId: randomUUID(), text: 'danach' });
+    const response = await push(mine.token, [before, onDelivery(mine.delivery.id, 'note.create', { noteId: takenId, text: 'meins' }), after]);
+    expect(response.status).toBe(200);
+    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code ?? null])).toEqual([['applied', null], ['rejected', 'conflict'], ['applied', null]]);
+    const [note] = await api.db.select().from(notes).where(eq(notes.id, takenId));
+    expect(note).toMatchObject({ deliveryId: other.delivery.id, text: 'fremd' });
+    expect((await push(mine.token, [before])).body.results[0].status).toBe('duplicate');
   });
 
   it('applies a batch pushed twice at the same moment exactly once', async () => {
