@@ -14,6 +14,18 @@ export async function imageMetadata(bytes: Buffer) {
   return sharp(bytes).metadata().catch(() => undefined);
 }
 
+/**
+ * What sharp reads of an image whose pixels decode too, or undefined: a valid header over broken
+ * pixel data passes `imageMetadata` and would fail every preview later.
+ */
+export async function decodableImage(bytes: Buffer) {
+  const metadata = await imageMetadata(bytes);
+  if (!metadata) return undefined;
+  const sharp = await loadSharp();
+  // A thumbnail reads every pixel (a JPEG only at the scale it needs) at a fraction of a preview's cost.
+  return sharp(bytes).resize(64, 64, { fit: 'inside' }).toBuffer().then(() => metadata, () => undefined);
+}
+
 /** Larger signatures are refused: a decode costs four bytes a pixel, and a pen stroke needs no more. */
 export const SIGNATURE_MAX_PIXELS = 4096 * 4096;
 

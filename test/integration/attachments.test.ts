@@ -7,7 +7,7 @@ import type { DocumentStore } from '../../server/integrations/documents/store.js
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
-import { blob, completionForm, signaturePng } from '../helpers/uploads.js';
+import { blob, completionForm, rawPng, signaturePng } from '../helpers/uploads.js';
 
 let nextAccount = 62_000;
 
@@ -235,6 +235,8 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     ['an empty file', Buffer.alloc(0), 'file'],
     ['the image under another field name', Buffer.from('x'), 'image'],
     ['a file that is not an image', Buffer.from('just text, no pixels'), 'file'],
+    ['an image whose pixel data is broken', rawPng(40, 20, { filter: 7 }), 'file'],
+    ['an image with fewer rows than its header says', rawPng(16000, 16000, { rows: 1 }), 'file'],
   ])('refuses %s with 400', async (_what, bytes, field) => {
     const { token, delivery: d } = await activeDelivery(api);
     const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(bytes, field), { token });

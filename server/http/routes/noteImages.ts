@@ -5,7 +5,7 @@ import { DeliveryNoteResponse, type Note } from '../../../shared/schemas/deliver
 import { applyEvent } from '../../engine/apply.js';
 import { loadOwnDelivery } from '../../engine/complete.js';
 import { DomainError, notFound, validation } from '../../errors.js';
-import { imageMetadata } from '../../integrations/images.js';
+import { decodableImage } from '../../integrations/images.js';
 import { readMultipart } from '../multipart.js';
 import { parseInput } from '../problem.js';
 import { route } from '../route.js';
@@ -44,7 +44,7 @@ export const noteImageRoutes = [
       const fields = parseInput(NoteImageFields, Object.fromEntries(body.fields), 'Invalid form fields');
       const file = body.files.get('file');
       if (!file || file.bytes.length === 0) throw validation('No or empty file', [{ path: 'file', message: 'an image file is required' }]);
-      const format = (await imageMetadata(file.bytes))?.format;
+      const format = (await decodableImage(file.bytes))?.format;
       const contentType = format && imageTypes[format];
       if (!contentType) throw validation('The file is not an image', [{ path: 'file', message: 'must be an image (PNG, JPEG, WebP, GIF, TIFF, HEIF, AVIF)' }]);
       // Checked before the upload so that a foreign delivery leaves nothing in the store.
