@@ -6,15 +6,15 @@ import {
   accounts, articles, cars, creditEvents, customers, deliveries, deliveryItems, notes, reviewResolutions, scanAudit, tours,
 } from '../db/schema.js';
 import { notFound } from '../errors.js';
-import { deliveryModifiedSql, iso, isoOrNull, micros } from './adminShapes.js';
+import { deliveryModifiedSql, iso, isoOrNull, micros, outerDeliveryId } from './adminShapes.js';
 
 // Correlated on the outer `deliveries` row: the latest deviation-relevant change and confirmation.
 const lastChangeAt = sql`GREATEST(
-  (SELECT max(${scanAudit.receivedAt}) FROM ${scanAudit} WHERE ${scanAudit.deliveryId} = ${deliveries.id} AND ${scanAudit.action} IN ('remove', 'unremove')),
-  (SELECT max(${creditEvents.receivedAt}) FROM ${creditEvents} WHERE ${creditEvents.deliveryId} = ${deliveries.id}))`;
-const lastResolvedAt = sql`(SELECT max(${reviewResolutions.resolvedAt}) FROM ${reviewResolutions} WHERE ${reviewResolutions.deliveryId} = ${deliveries.id})`;
+  (SELECT max(${scanAudit.receivedAt}) FROM ${scanAudit} WHERE ${scanAudit.deliveryId} = ${outerDeliveryId} AND ${scanAudit.action} IN ('remove', 'unremove')),
+  (SELECT max(${creditEvents.receivedAt}) FROM ${creditEvents} WHERE ${creditEvents.deliveryId} = ${outerDeliveryId}))`;
+const lastResolvedAt = sql`(SELECT max(${reviewResolutions.resolvedAt}) FROM ${reviewResolutions} WHERE ${reviewResolutions.deliveryId} = ${outerDeliveryId})`;
 const lastProcessor = sql<string | null>`(SELECT ${reviewResolutions.processor} FROM ${reviewResolutions}
-  WHERE ${reviewResolutions.deliveryId} = ${deliveries.id} ORDER BY ${reviewResolutions.resolvedAt} DESC LIMIT 1)`;
+  WHERE ${reviewResolutions.deliveryId} = ${outerDeliveryId} ORDER BY ${reviewResolutions.resolvedAt} DESC LIMIT 1)`;
 
 const reviewTimes = {
   lastChangeUs: micros(lastChangeAt),

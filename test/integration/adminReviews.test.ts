@@ -48,8 +48,13 @@ describe.each(databaseKinds)('four-eyes review on %s', (kind) => {
     });
     expect(first.changes).toEqual([expect.objectContaining({ kind: 'line_removed', delivery_item_id: line.id, quantity: 2, after_last_resolution: true })]);
 
+    const belegReview = async () => (await api.get(`/admin/belege/${delivery.belegnummer}`, admin)).body.deliveries[0].review;
+    expect(await belegReview()).toMatchObject({ pending: true, last_change_at: expect.any(String), last_resolution: null });
+
     await resolve(delivery.id);
     expect(await reviewOf(delivery.id)).toBeUndefined();
+    // The document's full package tells the same, with who confirmed it.
+    expect(await belegReview()).toMatchObject({ pending: false, last_resolution: { processor: 'Frau Weber', resolved_at: expect.any(String) } });
 
     await driver.scan(line.id, 'unremove');
     expect(await reviewOf(delivery.id)).toBeUndefined();
