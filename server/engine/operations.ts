@@ -8,7 +8,7 @@ import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import type { SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
 import type { cars, paymentMethods, services } from '../db/schema.js';
-import { toCredit, toItem, toNote, toPayment, toServiceValue, type PaymentRow } from '../queries/shapes.js';
+import { toCredit, toItem, toNote, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../queries/shapes.js';
 import { currentDelivery, type WorkingSet } from './workingSet.js';
 
 export interface Rejection { code: ErrorCode; reason: string; message: string }
@@ -97,12 +97,17 @@ function scan(input: OperationInput, event: SyncEventOf<'scan'>, eventId: string
   return { ok: true, entity: toItem(item.row, item.scannable) };
 }
 
+/** Changes the delivery in memory, stamped with the time of the change: it is written so, and its answer shows it. */
+function changeDelivery(ws: WorkingSet, changes: Partial<DeliveryRow>) {
+  ws.delivery = { ...ws.delivery, ...changes, updatedAt: new Date() };
+  ws.deliveryDirty = true;
+}
+
 function transition(input: OperationInput, operation: DeliveryOperation, reason: string | null): Outcome {
   const { ws } = input;
   const next = nextDeliveryState(ws.delivery.state, operation);
   if (!next) return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
-  ws.delivery = { ...ws.delivery, state: next, stateReason: reason };
-  ws.deliveryDirty = true;
+  changeDelivery(ws, { state: next, stateReason: reason });
   return { ok: true, entity: currentDelivery(ws) };
 }
 
@@ -114,12 +119,11 @@ function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: st
   if (event.action === 'set') {
     const problems = creditProblems(event.amountCents, event.reason);
     if (problems.length) return invalid(problems.map((p) => `${p.path} ${p.message}`).join('; '), 'invalid_credit');
-    ws.delivery = { ...ws.delivery, creditAmountCents: event.amountCents!, creditReason: event.reason!.trim(), creditUpdatedAt: input.occurredAt };
+    changeDelivery(ws, { creditAmountCents: event.amountCents!, creditReason: event.reason!.trim(), creditUpdatedAt: input.occurredAt });
   } else {
     if (ws.delivery.creditAmountCents === null) return invalid('There is no money credit to remove', 'no_credit');
-    ws.delivery = { ...ws.delivery, creditAmountCents: null, creditReason: null, creditUpdatedAt: input.occurredAt };
+    changeDelivery(ws, { creditAmountCents: null, creditReason: null, creditUpdatedAt: input.occurredAt });
   }
-  ws.deliveryDirty = true;
   ws.inserts.credits.push({
     clientEventId: eventId, deliveryId: ws.delivery.id, action: event.action, amountCents: event.action === 'set' ? event.amountCents! : null,
     reason: event.action === 'set' ? event.reason!.trim() : null, accountId: ws.accountId, authorCarId: event.authorCarId ?? null,
@@ -221,8 +225,7 @@ function assignCar(input: OperationInput, event: SyncEventOf<'delivery.assignCar
     if (!car) return invalid('The car does not belong to your account', 'car_not_of_account');
     if (!car.active) return invalid('The car is inactive', 'car_inactive');
   }
-  ws.delivery = { ...ws.delivery, assignedCarId: event.carId };
-  ws.deliveryDirty = true;
+  changeDelivery(ws, { assignedCarId: event.carId });
   return { ok: true, entity: currentDelivery(ws) };
 }
 

@@ -98,11 +98,8 @@ const json = (rows: unknown[]) => JSON.stringify(rows);
  * number of deliveries and events, then their change records.
  */
 export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void> {
-  const now = new Date();
   const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
-  // Changed deliveries take the time before the change records are made of them.
   const dirtyDeliveries = sets.filter((ws) => ws.deliveryDirty).map((ws) => ws.delivery);
-  for (const d of dirtyDeliveries) d.updatedAt = now;
   const changes = sets.flatMap(changesOf);
 
   // What every scan writes (its id, its line, its audit entry) goes in one statement, each table's
@@ -197,7 +194,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   if (dirtyDeliveries.length) {
     const values = json(dirtyDeliveries.map((d) => ({
       id: d.id, state: d.state, reason: d.stateReason, car: d.assignedCarId, credit: d.creditAmountCents,
-      credit_reason: d.creditReason, credit_at: d.creditUpdatedAt?.toISOString() ?? null, at: now.toISOString(),
+      credit_reason: d.creditReason, credit_at: d.creditUpdatedAt?.toISOString() ?? null, at: d.updatedAt.toISOString(),
     })));
     await tx.execute(sql`
       UPDATE ${deliveries} SET state = v.state, state_reason = v.reason, assigned_car_id = v.car, credit_amount_cents = v.credit,

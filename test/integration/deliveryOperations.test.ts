@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { changeLog, creditEvents, notes, paymentProtocol, scanAudit } from '../../server/db/schema.js';
+import { changeLog, creditEvents, deliveries, notes, paymentProtocol, scanAudit } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
@@ -99,9 +99,14 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
   describe('lifecycle', () => {
     it('holds with a reason, resumes, cancels, and refuses invalid transitions with 400', async () => {
       const { token, path } = await setup();
+      const before = Date.now();
       const held = await api.post(`${path}/hold`, { reason: ' Kunde nicht angetroffen ' }, { token });
       expect(held.status).toBe(200);
       expect(held.body.delivery).toMatchObject({ state: 'held', stateReason: 'Kunde nicht angetroffen' });
+      // The answer carries the time the change was stored with.
+      const [stored] = await api.db.select().from(deliveries).where(eq(deliveries.id, held.body.delivery.id));
+      expect(held.body.delivery.updatedAt).toBe(stored.updatedAt.toISOString());
+      expect(Date.parse(held.body.delivery.updatedAt)).toBeGreaterThanOrEqual(before);
       const again = await api.post(`${path}/hold`, { reason: 'x' }, { token });
       expect(again.status).toBe(400);
       expect(again.body.code).toBe('invalid_state_transition');
