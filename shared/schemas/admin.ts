@@ -31,7 +31,7 @@ export const Belegnummer = z.string().trim().min(1).max(100);
 // ---------- value objects ----------
 
 const Int = z.number().int();
-const IsoDay = z.string().meta({ description: 'ISO date YYYY-MM-DD' });
+const IsoDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/).meta({ description: 'ISO date YYYY-MM-DD' });
 
 export const AdminAddress = z.object({
   street: z.string(),
@@ -169,6 +169,7 @@ export const AdminReviewStatus = z.object({
 
 export const AdminDeliveryDetails = z.object({
   id: Uuid,
+  tour_id: Uuid,
   tour: z.object({ id: Uuid, tour_date: IsoDay, name: z.string().nullable(), driver_personalnummer: Int, driver_name: z.string() }),
   belegart_id: Int,
   belegnummer: z.string(),

@@ -34,7 +34,7 @@ export const Address = z.object({
   postalCode: z.string(),
   city: z.string(),
   country: z.string(),
-  addition: z.string().nullable().optional().transform((v) => (v?.trim() ? v : null)),
+  addition: z.string().nullable().default(null).overwrite((v) => (v?.trim() ? v : null)),
 }).meta({ id: 'Address' });
 export type Address = z.output<typeof Address>;
 

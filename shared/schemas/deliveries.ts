@@ -150,15 +150,12 @@ export const ScanEvent = z.object({
 export type ScanEvent = z.infer<typeof ScanEvent>;
 export const ApplyScansRequest = z.object({ scans: z.array(ScanEvent).max(500) }).meta({ id: 'ApplyScansRequest' });
 
-export const ScanResultItem = z.object({
-  id: Uuid, state: ItemState, scannedQuantity: z.number().int(), requiredQuantity: z.number().int(), creditedQuantity: z.number().int(),
-});
 export const ScanResult = z.object({
   clientScanId: Uuid,
   status: z.enum(['applied', 'duplicate', 'rejected']),
   code: z.string().optional(),
   reason: z.string().optional(),
-  item: ScanResultItem.nullable(),
+  item: DeliveryItem.nullable(),
 }).meta({ id: 'ScanResult' });
 export const ApplyScansResponse = z.object({ results: z.array(ScanResult) }).meta({ id: 'ApplyScansResponse' });
 

@@ -32,6 +32,7 @@ export const EventResult = z.object({
   eventId: Uuid,
   status: EventStatus,
   code: z.string().optional(),
+  reason: z.string().optional().meta({ description: 'With a rejection: the rule that refused it, e.g. quantity_exceeded or delivery_not_active' }),
   message: z.string().optional(),
   entity: z.unknown().optional(),
 }).meta({ id: 'EventResult' });

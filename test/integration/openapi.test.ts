@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { buildOpenApi } from '../../server/http/openapi.js';
 import { route, type AnyRoute } from '../../server/http/route.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
 
 type Operation = {
@@ -33,6 +35,43 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     expect(response.headers.get('content-type')).toContain('application/json');
     return response.body;
   };
+
+  /** Keys of `value` that the response schema (with its references) does not declare, as paths. */
+  function undeclaredKeys(doc: Document, value: unknown, schema: Record<string, any>, path = '$'): string[] {
+    if (schema.$ref) return undeclaredKeys(doc, value, doc.components.schemas[String(schema.$ref).split('/').pop()!], path);
+    for (const variant of schema.anyOf ?? schema.oneOf ?? []) {
+      const misses = undeclaredKeys(doc, value, variant, path);
+      if (value !== null && (variant.type === 'object' || variant.$ref || variant.type === 'array')) return misses;
+    }
+    if (Array.isArray(value)) return value.flatMap((item, i) => (schema.items ? undeclaredKeys(doc, item, schema.items, `${path}[${i}]`) : []));
+    if (value === null || typeof value !== 'object' || !schema.properties) return [];
+    return Object.entries(value).flatMap(([key, item]) => (key in schema.properties
+      ? undeclaredKeys(doc, item, schema.properties[key], `${path}.${key}`)
+      : schema.additionalProperties === false ? [`${path}.${key}`] : []));
+  }
+
+  it('declares every field that the answers really carry', async () => {
+    const doc = await document();
+    const token = await api.token(9901);
+    const { deliveries: [{ delivery, items }] } = await newTour(api.db, { accountId: 9901, positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
+    const schemaOf = (path: string, method: string) => doc.paths[path][method].responses['200'].content!['application/json'].schema;
+    const scans = await api.post('/scans', { scans: [
+      { clientScanId: randomUUID(), deliveryItemId: items[0].id, action: 'scan', occurredAt: new Date().toISOString() },
+      { clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: new Date().toISOString() },
+    ] }, { token });
+    const push = await api.post('/sync/push', { clientId: 'c', events: [
+      { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: items[0].id, action: 'scan' },
+      { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'delivery.resume', deliveryId: delivery.id },
+    ] }, { token });
+    const belege = await api.get(`/admin/belege/${delivery.belegnummer}`, { admin: true });
+    const tour = await api.get(`/tours/${delivery.tourId}`, { token });
+    expect([scans.status, push.status, belege.status, tour.status]).toEqual([200, 200, 200, 200]);
+    expect(push.body.results[1]).toMatchObject({ status: 'rejected', reason: expect.any(String) });
+    expect(undeclaredKeys(doc, scans.body, schemaOf('/scans', 'post'))).toEqual([]);
+    expect(undeclaredKeys(doc, push.body, schemaOf('/sync/push', 'post'))).toEqual([]);
+    expect(undeclaredKeys(doc, belege.body, schemaOf('/admin/belege/{belegnummer}', 'get'))).toEqual([]);
+    expect(undeclaredKeys(doc, tour.body, schemaOf('/tours/{tour_id}', 'get'))).toEqual([]);
+  });
 
   it('is a valid OpenAPI 3.1.0 document', async () => {
     const doc = await document();
