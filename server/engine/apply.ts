@@ -151,6 +151,9 @@ async function applyBatch(db: Db, entries: Entry[], lookups: (accountId: number)
     } else if (constraintViolation(error)?.kind === 'unique') {
       // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
       entries[0].result = rejection(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
+    } else if (constraintViolation(error)?.kind === 'foreign_key') {
+      // A payment method or service looked up before the transaction was deleted meanwhile.
+      entries[0].result = rejection(entries[0].event, { code: 'not_found', reason: 'not_found', message: 'A payment method or service the event names was deleted meanwhile' });
     } else {
       throw error;
     }

@@ -32,7 +32,8 @@ export function setDeliveryOrder(db: Db, accountId: number, tourId: string, deli
 
     const position = sql`CASE ${deliveries.id} ${sql.join(deliveryIds.map((id, i) => sql`WHEN ${id}::uuid THEN ${i}::integer`), sql` `)} END`;
     const changed = await tx.update(deliveries).set({ sortOrder: position, updatedAt: sql`now()` })
-      .where(and(eq(deliveries.tourId, tourId), sql`${deliveries.sortOrder} IS DISTINCT FROM ${position}`))
+      // Only the locked deliveries: one a re-sync added since has no place in this order (and keeps its own).
+      .where(and(eq(deliveries.tourId, tourId), inArray(deliveries.id, deliveryIds), sql`${deliveries.sortOrder} IS DISTINCT FROM ${position}`))
       .returning();
     if (changed.length) {
       const items = await tx.select().from(deliveryItems).where(inArray(deliveryItems.deliveryId, changed.map((d) => d.id)));
