@@ -188,12 +188,18 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     // ---------- deliveries ----------
     // Locks the tour's deliveries and the incoming ones (wherever they are now) in id order, the
     // same row lock the event engine takes, so no driver event interleaves with the sync.
+    // The owners are read after the lock, in a statement of its own: a concurrent sync may have moved
+    // a delivery to a tour this statement's snapshot does not know, and a join in the locking
+    // statement would drop such a row instead of waiting for it.
     const keyTuples = request.deliveries.map((d) => sql`(${d.belegartId}::integer, ${d.belegnummer}::text)`);
-    const existingRows = await tx.select({ delivery: deliveries, accountId: tours.accountId }).from(deliveries)
-      .innerJoin(tours, eq(tours.id, deliveries.tourId))
+    const lockedRows = await tx.select().from(deliveries)
       .where(or(eq(deliveries.tourId, tour.id), keyTuples.length ? sql`(${deliveries.belegartId}, ${deliveries.belegnummer}) IN (${sql.join(keyTuples, sql`, `)})` : undefined))
       .orderBy(asc(deliveries.id))
-      .for('update', { of: deliveries });
+      .for('update');
+    const tourIds = [...new Set(lockedRows.map((d) => d.tourId))];
+    const ownerRows = tourIds.length ? await tx.select({ id: tours.id, accountId: tours.accountId }).from(tours).where(inArray(tours.id, tourIds)) : [];
+    const accountOfTour = new Map(ownerRows.map((t) => [t.id, t.accountId]));
+    const existingRows = lockedRows.map((delivery) => ({ delivery, accountId: accountOfTour.get(delivery.tourId)! }));
     const previous = new Map(existingRows.map((r) => [deliveryKey(r.delivery), r]));
     const inTour = existingRows.filter((r) => r.delivery.tourId === tour.id).map((r) => r.delivery);
     // The tour follows the ERP's order until the driver reorders it (PUT delivery-order).
