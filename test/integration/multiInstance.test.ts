@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/server.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
+import { tourPayload } from '../helpers/tourPayloads.js';
 import { TestServer, testConfig } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
@@ -97,6 +98,36 @@ describe('two instances on one PostgreSQL', () => {
     } finally {
       await onA.close();
       await onB.close();
+    }
+  });
+
+  it('reports a delivery as moved when it moved to another driver while the sync waited for its lock', async () => {
+    const [x, y, z] = [await driver(), await driver(), await driver()];
+    const mine = tourPayload(x.personalnummer, { date: '2026-05-04', deliveries: 1 });
+    await a.post('/sync/tour', mine, { token: x.tokenA });
+    const zTour = (await a.post('/sync/tour', { ...tourPayload(z.personalnummer, { date: '2026-05-04' }), deliveries: [] }, { token: z.tokenA })).body.tour.id;
+    const { belegnummer } = mine.deliveries[0];
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      // Another writer holds the delivery and moves it to driver Z; driver Y's sync waits for it meanwhile.
+      await holder.query('BEGIN');
+      const [{ id }] = (await holder.query('SELECT id FROM deliveries WHERE belegnummer = $1 FOR UPDATE', [belegnummer])).rows;
+      const taking = a.post('/sync/tour', { ...tourPayload(y.personalnummer, { date: '2026-05-04' }), deliveries: mine.deliveries }, { token: y.tokenA });
+      const waiting = async () => Number((await holder.query(`SELECT count(*) AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
+      for (let i = 0; i < 100 && await waiting() === 0; i++) await sleep(20);
+      expect(await waiting()).toBe(1);
+      await holder.query('UPDATE deliveries SET tour_id = $1 WHERE id = $2', [zTour, id]);
+      await holder.query('COMMIT');
+
+      const taken = await taking;
+      expect(taken.status).toBe(200);
+      expect(taken.body.deliveries).toMatchObject({ created: 0, moved: 1 });
+      const forZ = (await a.get(`/sync/changes?since=${z.cursor}`, { token: z.tokenA })).body.changes;
+      expect(forZ).toContainEqual(expect.objectContaining({ entity: 'delivery', op: 'delete', id }));
+    } finally {
+      await holder.end();
     }
   });
 
