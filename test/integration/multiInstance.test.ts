@@ -131,6 +131,35 @@ describe('two instances on one PostgreSQL', () => {
     }
   });
 
+  it('reorders a tour that gained a delivery while the reorder waited for its lock, leaving the newcomer in place', async () => {
+    const x = await driver();
+    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-05', deliveries: 2 }), { token: x.tokenA })).body.tour.id;
+    const other = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-06', deliveries: 1 }), { token: x.tokenA })).body.tour.id;
+    const ids: string[] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [ids[0]]);
+      const reordering = a.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [ids[1], ids[0]] }, { token: x.tokenA });
+      const waiting = async () => Number((await holder.query(`SELECT count(*) AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
+      for (let i = 0; i < 100 && await waiting() === 0; i++) await sleep(20);
+      expect(await waiting()).toBe(1);
+      // A delivery joins the tour meanwhile, as a re-sync would add it.
+      const [{ id: newcomer, sort_order: place }] = (await holder.query(
+        'UPDATE deliveries SET tour_id = $1 WHERE tour_id = $2 RETURNING id, sort_order', [tourId, other])).rows;
+      await holder.query('COMMIT');
+
+      expect((await reordering).status).toBe(200);
+      const after = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries;
+      expect(after.find((d: { id: string }) => d.id === ids[1]).sortOrder).toBe(0);
+      expect(after.find((d: { id: string }) => d.id === newcomer).sortOrder).toBe(place);
+    } finally {
+      await holder.end();
+    }
+  });
+
   it('catches up after its LISTEN connection was cut, including changes committed while it was gone', async () => {
     const { tokenA, tokenB, cursor } = await driver();
     const socket = await listenOn(b, tokenB, cursor);
