@@ -142,16 +142,17 @@ async function applyBatch(db: Db, entries: Entry[], lookups: (accountId: number)
     await applyInTransaction(db, entries, lookups);
     return;
   } catch (error) {
+    const violation = constraintViolation(error)?.kind;
     if (entries.length > 1) {
       const half = Math.ceil(entries.length / 2);
       await applyBatch(db, entries.slice(0, half), lookups);
       await applyBatch(db, entries.slice(half), lookups);
     } else if (error instanceof ConcurrentDuplicate) {
       entries[0].result = conflictResult(entries[0].event);
-    } else if (constraintViolation(error)?.kind === 'unique') {
+    } else if (violation === 'unique') {
       // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
       entries[0].result = rejection(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
-    } else if (constraintViolation(error)?.kind === 'foreign_key') {
+    } else if (violation === 'foreign_key') {
       // A payment method or service looked up before the transaction was deleted meanwhile.
       entries[0].result = rejection(entries[0].event, { code: 'not_found', reason: 'not_found', message: 'A payment method or service the event names was deleted meanwhile' });
     } else {
@@ -197,6 +198,11 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
     const { sets, processed } = await loadWorkingSets(tx, targets, needs, events.map((e) => e.eventId));
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const deliveryOf = deliveryFinder(sets, events);
+    // A delivery of another account is not there for the event, as if it did not exist.
+    const ownSet = (deliveryId: string | undefined, accountId: number) => {
+      const ws = deliveryId ? sets.get(deliveryId) : undefined;
+      return ws?.accountId === accountId ? ws : undefined;
+    };
     const duplicatePayments = events.filter((e) => e.type === 'payment' && processedById.has(e.eventId)).map((e) => e.eventId);
     const paymentRows: PaymentRow[] = duplicatePayments.length
       ? await tx.select().from(paymentProtocol).where(inArray(paymentProtocol.clientEventId, duplicatePayments))
@@ -213,8 +219,7 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
           : sameEvent(entry, seen) ? { eventId: event.eventId, status: 'duplicate', entity: null } : conflictResult(event));
         continue;
       }
-      const found = sets.get(deliveryId);
-      const ws = found?.accountId === accountId ? found : undefined;
+      const ws = ownSet(deliveryId, accountId);
       if (seen) {
         // Also when the delivery has moved to another driver since: the event was applied, and
         // the sender's outbox must not take it for refused. What it touched is no longer theirs to see.
@@ -242,8 +247,7 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       const first = firstOf.get(entry.event.eventId)!;
       if (first === entry) continue;
       const original = out.get(first)!;
-      const found = sets.get(deliveryOf(first.event) ?? '');
-      const ws = found?.accountId === first.actor.personalnummer ? found : undefined;
+      const ws = ownSet(deliveryOf(first.event), first.actor.personalnummer);
       const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
         ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
       out.set(entry, !sameEvent(entry, { accountId: first.actor.personalnummer, payloadHash: first.hash }) ? conflictResult(entry.event)

@@ -32,12 +32,13 @@ export function zodProblems(error: z.ZodError, prefix?: string): FieldProblem[] 
  * Where in `value` a string holds what PostgreSQL cannot store as text or JSON: a NUL character,
  * or half of a surrogate pair (no character at all).
  */
-function unstorableTextAt(value: unknown, path: string[]): string[] | undefined {
-  if (typeof value === 'string') return value.includes('\0') || !value.isWellFormed() ? path : undefined;
+function unstorableTextAt(value: unknown): string[] | undefined {
+  if (typeof value === 'string') return value.includes('\0') || !value.isWellFormed() ? [] : undefined;
   if (value === null || typeof value !== 'object') return undefined;
-  for (const [key, item] of Object.entries(value)) {
-    const found = unstorableTextAt(item, [...path, key]);
-    if (found) return found;
+  // Every request body passes here: the path is built only for a find.
+  for (const key in value) {
+    const found = unstorableTextAt((value as Record<string, unknown>)[key]);
+    if (found) return [key, ...found];
   }
   return undefined;
 }
@@ -46,8 +47,11 @@ function unstorableTextAt(value: unknown, path: string[]): string[] | undefined 
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown, detail: string, prefix?: string): z.output<T> {
   const result = schema.safeParse(value);
   if (!result.success) throw new DomainError('validation', detail, zodProblems(result.error, prefix));
-  const unstorable = unstorableTextAt(result.data, prefix ? [prefix] : []);
-  if (unstorable) throw new DomainError('validation', detail, [{ path: unstorable.join('.'), message: 'must not contain NUL characters or unpaired surrogates' }]);
+  const unstorable = unstorableTextAt(result.data);
+  if (unstorable) {
+    const path = [...(prefix ? [prefix] : []), ...unstorable].join('.');
+    throw new DomainError('validation', detail, [{ path, message: 'must not contain NUL characters or unpaired surrogates' }]);
+  }
   return result.data;
 }
 

@@ -7,7 +7,7 @@ import { createTokenVerifier, IssuerUnreachable } from '../../server/auth/tokens
 import { DomainError } from '../../server/errors.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
-import { startTestServer, TEST_ADMIN_KEY, useTestServer, type ApiResponse } from '../helpers/server.js';
+import { startTestServer, TEST_ADMIN_KEY, useTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
 const ISSUER = 'https://idp.example.test';
@@ -185,11 +185,19 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
     expect(response.body).toMatchObject({ status: 502, code: 'upstream_unavailable' });
   }
 
-  it('answers 502 upstream_unavailable, not 401, while the issuer cannot be asked, and 200 once it is back', async () => {
+  /** A server of its own, whose verifier has discovered nothing yet, with one driver's account and token. */
+  async function withFreshServer(personalnummer: number, test: (api: TestServer, token: string) => Promise<void>) {
     const api = await startTestServer(kind, oidcEnv);
     try {
-      await api.seedAccount(3104);
-      const token = await idpToken(3104);
+      await api.seedAccount(personalnummer);
+      await test(api, await idpToken(personalnummer));
+    } finally {
+      await api.close();
+    }
+  }
+
+  it('answers 502 upstream_unavailable, not 401, while the issuer cannot be asked, and 200 once it is back', async () => {
+    await withFreshServer(3104, async (api, token) => {
       idp.discoveryDown = true;
       expectUpstream(await api.get('/me/cars', { token }));
       await expect(SyncSocket.open(api.url, { token })).rejects.toMatchObject({ status: 502 });
@@ -198,16 +206,11 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
       expectUpstream(await api.get('/me/cars', { token }));
       idp.jwksDown = false;
       expect((await api.get('/me/cars', { token })).status).toBe(200);
-    } finally {
-      await api.close();
-    }
+    });
   });
 
   it('keeps accepting tokens of known keys while the key set cannot be fetched again', async () => {
-    const api = await startTestServer(kind, oidcEnv);
-    try {
-      await api.seedAccount(3105);
-      const token = await idpToken(3105);
+    await withFreshServer(3105, async (api, token) => {
       expect((await api.get('/me/cars', { token })).status).toBe(200);
       idp.jwksDown = true;
       // An unknown kid makes the verifier fetch the key set again, which fails.
@@ -215,25 +218,18 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
       expect((await api.get('/me/cars', { token })).status).toBe(200);
       // So is a new token of a key in the set fetched before: it is checked without the issuer.
       expect((await api.get('/me/cars', { token: await idpToken(3105, { key: ecKey }) })).status).toBe(200);
-    } finally {
-      await api.close();
-    }
+    });
   });
 
   it('fetches the discovery document and key set once for many requests', async () => {
-    const api = await startTestServer(kind, oidcEnv);
-    try {
-      await api.seedAccount(3101);
-      const token = await idpToken(3101);
+    await withFreshServer(3101, async (api, token) => {
       const before = { ...idp.hits };
       const concurrent = await Promise.all(Array.from({ length: 5 }, () => api.get('/me/cars', { token })));
       for (let i = 0; i < 5; i += 1) concurrent.push(await api.get('/me/cars', { token: await idpToken(3101, { key: i % 2 ? ecKey : rsaKey }) }));
       expect(concurrent.map((r) => r.status)).toEqual(Array(10).fill(200));
       expect(idp.hits.discovery - before.discovery).toBe(1);
       expect(idp.hits.jwks - before.jwks).toBe(1);
-    } finally {
-      await api.close();
-    }
+    });
   });
 
 });
