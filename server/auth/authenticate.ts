@@ -1,6 +1,7 @@
-import { inArray } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
+import { sql } from 'drizzle-orm';
+import { executePrepared, type Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
+import { fromJsonRows, inList } from '../db/jsonRows.js';
 import { accounts } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { unauthorized, upstream } from '../errors.js';
@@ -23,8 +24,10 @@ type AccountRequest = { personalnummer: number; answer: ReturnType<typeof deferr
 function accountReader(db: Db) {
   const read = combining<AccountRequest>({ concurrency: 1, maxWeight: 500 }, async (requests) => {
     try {
-      const rows = await db.select().from(accounts).where(inArray(accounts.personalnummer, [...new Set(requests.map((r) => r.personalnummer))]));
-      const byNumber = new Map(rows.map((row) => [row.personalnummer, row]));
+      const numbers = requests.map((r) => r.personalnummer);
+      const rows = await executePrepared<{ account: Record<string, unknown> }>(db, 'accounts_by_number',
+        sql`SELECT to_json(${accounts}) AS account FROM ${accounts} WHERE ${inList(accounts.personalnummer, numbers)}`);
+      const byNumber = new Map(fromJsonRows(accounts, rows.map((r) => r.account)).map((row) => [row.personalnummer, row]));
       for (const r of requests) r.answer.resolve(byNumber.get(r.personalnummer));
     } catch (error) {
       for (const r of requests) r.answer.reject(error);

@@ -1,7 +1,7 @@
-import { asc, eq, inArray, sql } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import { serviceValueChangeId } from '../../shared/rules/services.js';
-import type { Db } from '../db/client.js';
+import { executePrepared, type Db } from '../db/client.js';
 import { arrayOf, fromJsonRows, inList } from '../db/jsonRows.js';
 import {
   articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
@@ -58,11 +58,12 @@ export async function loadWorkingSets(
   const named = [sql`SELECT unnest(${arrayOf(targets.deliveryIds, 'uuid')})`];
   if (targets.itemIds.length) named.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inList(deliveryItems.id, targets.itemIds)}`);
   if (targets.noteIds.length) named.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inList(notes.id, targets.noteIds)}`);
-  const locked = await tx.select({ delivery: deliveries, accountId: tours.accountId }).from(deliveries)
-    .innerJoin(tours, eq(tours.id, deliveries.tourId))
-    .where(sql`${deliveries.id} IN (${sql.join(named, sql` UNION ALL `)})`)
-    .orderBy(asc(deliveries.id))
-    .for('update', { of: deliveries });
+  const lockedRows = await executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(tx, `engine_lock${shape({ i: targets.itemIds.length, n: targets.noteIds.length })}`, sql`
+    SELECT to_json(${deliveries}) AS delivery, ${tours.accountId} AS account_id
+    FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId}
+    WHERE ${deliveries.id} IN (${sql.join(named, sql` UNION ALL `)})
+    ORDER BY ${deliveries.id} FOR UPDATE OF ${deliveries}`);
+  const locked = fromJsonRows(deliveries, lockedRows.map((r) => r.delivery)).map((delivery, i) => ({ delivery, accountId: Number(lockedRows[i].account_id) }));
   const sets = new Map<string, WorkingSet>(locked.map(({ delivery, accountId }) => [delivery.id, {
     accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(),
     notes: needs.notes ? new Map() : undefined, serviceValues: needs.services ? new Map() : undefined,
@@ -90,6 +91,12 @@ export async function loadWorkingSets(
 export const currentDelivery = (ws: WorkingSet) => toDelivery(ws.delivery, [...ws.items.values()].map((i) => i.row));
 
 export class ConcurrentDuplicate extends Error {}
+
+/**
+ * The engine's statements differ only by which of their optional parts are present; each
+ * variant is a prepared statement of its own, named by the parts it has (see `executePrepared`).
+ */
+const shape = (parts: Record<string, unknown>) => Object.entries(parts).map(([key, present]) => (present ? `_${key}` : '')).join('');
 
 const json = (rows: unknown[]) => JSON.stringify(rows);
 
@@ -143,10 +150,10 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   const changeLog = changes.length > 0 ? changeLogParts(changes) : undefined;
   if (changeLog) parts.push(...changeLog.parts);
   // Every part of a WITH that writes runs to completion, read or not.
-  const written = await tx.execute<{ inserted: number }>(sql`WITH ${sql.join(parts, sql`, `)}
+  const [written] = await executePrepared<{ inserted: number }>(tx, `engine_write${shape({ i: dirtyItems.length, a: audit.length, c: changeLog })}`, sql`WITH ${sql.join(parts, sql`, `)}
     SELECT (SELECT count(*) FROM p)::int AS inserted${changeLog ? sql`, ${changeLog.notify}` : sql``}`);
   // Another transaction recorded one of these ids for another delivery since we looked.
-  if (Number(written.rows[0].inserted) !== processed.length) throw new ConcurrentDuplicate();
+  if (Number(written.inserted) !== processed.length) throw new ConcurrentDuplicate();
 
   const credits = all((ws) => ws.inserts.credits);
   const payments = all((ws) => ws.inserts.payments);
