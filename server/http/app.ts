@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { createRequire } from 'node:module';
 import express from 'express';
-import { pinoHttp } from 'pino-http';
 import type { AppContext } from '../context.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { registerRoutes } from './register.js';
+import { requestLog } from './requestLog.js';
 import type { AnyRoute } from './route.js';
 
 const require = createRequire(import.meta.url);
@@ -24,17 +23,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
-  app.use(pinoHttp({
-    logger: ctx.logger,
-    genReqId: (req, res) => {
-      const incoming = req.headers['x-request-id'];
-      const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
-      res.setHeader('X-Request-Id', id);
-      return id;
-    },
-    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
-    serializers: { req: (req) => ({ id: req.id, method: req.method, url: req.url }), res: (res) => ({ statusCode: res.statusCode }) },
-  }));
+  app.use(requestLog(ctx.logger));
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });
   app.get('/openapi.json', (_req, res) => { res.json(openApi); });

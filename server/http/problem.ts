@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import { DomainError, errorCatalogue, type FieldProblem } from '../errors.js';
+import { recordError } from './requestLog.js';
 
 /** The RFC 9457 body; also written by hand where there is no express response (refused WebSocket upgrades). */
 export function problemBody(code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
@@ -66,7 +67,7 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
     return;
   }
   if (error instanceof DomainError) {
-    if (error.code === 'internal' || (error.status ?? 0) >= 500) res.err = error;
+    if (error.code === 'internal' || (error.status ?? 0) >= 500) recordError(res, error);
     sendProblem(res, error.code, error.message, error.errors, error.status);
     return;
   }
@@ -86,7 +87,6 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
     const code = clientErrorCodes[status] ?? 'validation';
     return sendProblem(res, code, (error as { expose?: boolean }).expose ? (error as Error).message : errorCatalogue[code].title);
   }
-  // pino-http puts `res.err` (with its stack) into the request's one log line; the client sees none of it.
-  res.err = error;
+  recordError(res, error);
   sendProblem(res, 'internal', 'An internal error occurred');
 };

@@ -1,10 +1,17 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpApp } from '../../server/http/app.js';
+import { route } from '../../server/http/route.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { TEST_ADMIN_KEY, TestServer, testConfig } from '../helpers/server.js';
 import { startServer } from '../../server/server.js';
 
-interface LogLine { level: number; msg: string; req?: { id: string; method: string; url: string }; res?: { statusCode: number }; responseTime?: number }
+interface LogLine {
+  level: number; msg: string; req?: { id: string; method: string; url: string }; res?: { statusCode: number }; responseTime?: number;
+  err?: { message: string; stack: string };
+}
 
 describe.each(databaseKinds)('request logging on %s', (kind) => {
   const written: string[] = [];
@@ -32,6 +39,34 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ req: { id: requestId, method: 'GET', url: path }, res: { statusCode: status } });
     expect(lines[0].responseTime).toEqual(expect.any(Number));
+  });
+
+  it('writes the error behind a 500 with its stack into the line, at level error', async () => {
+    const crash = route({
+      method: 'get', path: '/test/crash', auth: 'none', tags: ['Test'], summary: 'throws an unexpected error',
+      handler: async () => { throw new Error('the disk is full'); },
+    });
+    const server = http.createServer(createHttpApp(api.ctx, [crash]));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/test/crash?x=1`);
+      expect(response.status).toBe(500);
+      expect(await response.text()).not.toContain('the disk is full');
+      const lines = linesFor(response.headers.get('x-request-id')!);
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatchObject({ level: 50, msg: 'request errored', req: { method: 'GET', url: '/test/crash?x=1' }, res: { statusCode: 500 } });
+      expect(lines[0].err?.message).toBe('the disk is full');
+      expect(lines[0].err?.stack).toMatch(/logging\.test\.ts/);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('writes a client error at level warn and a success at level info', async () => {
+    const ok = await api.get('/me/cars', { token });
+    const missing = await api.get('/nowhere', { token });
+    expect(linesFor(ok.headers.get('x-request-id')!)[0]).toMatchObject({ level: 30, msg: 'request completed' });
+    expect(linesFor(missing.headers.get('x-request-id')!)[0]).toMatchObject({ level: 40, msg: 'request completed' });
   });
 
   it('never writes the authorization header or the admin key', async () => {
