@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { executePrepared, type Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
-import { fromJsonRows, inList } from '../db/jsonRows.js';
+import { arrayLiteral, fromJsonRows, inPlaceholder } from '../db/jsonRows.js';
 import { accounts } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { unauthorized, upstream } from '../errors.js';
@@ -26,7 +26,8 @@ function accountReader(db: Db) {
     try {
       const numbers = requests.map((r) => r.personalnummer);
       const rows = await executePrepared<{ account: Record<string, unknown> }>(db, 'accounts_by_number',
-        sql`SELECT to_json(${accounts}) AS account FROM ${accounts} WHERE ${inList(accounts.personalnummer, numbers)}`);
+        () => sql`SELECT to_json(${accounts}) AS account FROM ${accounts} WHERE ${inPlaceholder(accounts.personalnummer, 'numbers')}`,
+        { numbers: arrayLiteral(numbers) });
       const byNumber = new Map(fromJsonRows(accounts, rows.map((r) => r.account)).map((row) => [row.personalnummer, row]));
       for (const r of requests) r.answer.resolve(byNumber.get(r.personalnummer));
     } catch (error) {

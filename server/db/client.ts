@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sql, type SQL } from 'drizzle-orm';
+import { is, Placeholder, sql, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
@@ -19,15 +19,25 @@ export interface RowsResultHKT extends PgQueryResultHKT {
 export type Db = PgDatabase<RowsResultHKT, Schema>;
 
 const dialect = new PgDialect();
+const statementTexts = new Map<string, Query>();
 
 /**
- * `db.execute` as a named prepared statement: PostgreSQL parses and plans it once per connection
- * rather than on every call (PGlite, in process, runs it unnamed). For statements read often
- * whose planning is a good part of their cost; `query` must make the same text on every call.
+ * A named prepared statement: PostgreSQL parses and plans it once per connection rather than on
+ * every call (PGlite, in process, runs it unnamed), and its text is built once per process.
+ * `build` writes it with `sql.placeholder(key)` for every value, `values` binds them; a name
+ * stands for one text, so a statement with variants names each variant. For statements run
+ * often: building a statement of drizzle's parts costs more than running a small one.
  */
-export async function executePrepared<T>(db: Db, name: string, query: SQL): Promise<T[]> {
-  const prepared = db._.session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false);
-  const result = await prepared.execute() as Rows<T>;
+export async function executePrepared<T>(db: Db, name: string, build: () => SQL, values: Record<string, unknown> = {}): Promise<T[]> {
+  let query = statementTexts.get(name);
+  if (!query) {
+    query = dialect.sqlToQuery(build());
+    // A value built into the text would answer every later call with the first call's value.
+    if (query.params.some((param) => !is(param, Placeholder))) throw new Error(`Statement ${name} has a value that is not a placeholder`);
+    statementTexts.set(name, query);
+  }
+  const prepared = db._.session.prepareQuery(query, undefined, name, false);
+  const result = await prepared.execute(values) as Rows<T>;
   return result.rows;
 }
 

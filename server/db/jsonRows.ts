@@ -38,9 +38,15 @@ export function fromJsonRows<T extends Table>(table: T, rows: Record<string, unk
  * tells the planner how many values there are, so it looks them up by index.
  */
 export function arrayOf(values: readonly (string | number)[], type: string): SQL {
-  const literal = `{${[...new Set(values)].map((v) => `"${String(v).replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
-  return sql`${literal}::${sql.raw(type)}[]`;
+  return sql`${arrayLiteral(values)}::${sql.raw(type)}[]`;
 }
+
+/** The values, without repeats, as the text of a PostgreSQL array: one parameter, cast to its type in the statement. */
+export const arrayLiteral = (values: readonly (string | number)[]): string =>
+  `{${[...new Set(values)].map((v) => `"${String(v).replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
 /** `column = ANY(values)`, the values as one array parameter (see `arrayOf`). */
 export const inList = (column: PgColumn, values: readonly (string | number)[]): SQL => sql`${column} = ANY(${arrayOf(values, column.getSQLType())})`;
+
+/** `column = ANY(placeholder)`: `inList` for a statement built once, the values bound as `arrayLiteral(values)` under `key`. */
+export const inPlaceholder = (column: PgColumn, key: string): SQL => sql`${column} = ANY(${sql.placeholder(key)}::${sql.raw(column.getSQLType())}[])`;

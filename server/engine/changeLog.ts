@@ -1,5 +1,5 @@
-import { sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
+import { sql } from 'drizzle-orm';
+import { executePrepared, type Db } from '../db/client.js';
 
 export const CHANGES_CHANNEL = 'tourline_changes';
 // Writers hold it SHARED from numbering to commit, so they never wait for each other; a reader
@@ -17,41 +17,44 @@ export interface ChangeRecord {
 }
 
 /**
- * The change-log append as parts of a WITH, so that it can share a statement with other writes:
- * select `notify` once in that statement. Seqs are taken under the change-log lock held shared
- * until commit: concurrent writers commit in any order (and share WAL flushes), and readers never
- * look past `stableHead`, below which nothing is in flight. The NOTIFY is delivered by PostgreSQL
- * only when the transaction commits.
+ * The change-log append as parts of a WITH, so that it can share a statement with other writes
+ * (select `notify` once in that statement); its values are the placeholders of `changeLogValues`.
+ * Seqs are taken under the change-log lock held shared until commit: concurrent writers commit
+ * in any order (and share WAL flushes), and readers never look past `stableHead`, below which
+ * nothing is in flight. The NOTIFY is delivered by PostgreSQL only when the transaction commits.
  */
-export function changeLogParts(changes: ChangeRecord[]): { parts: SQL[]; notify: SQL } {
+export const changeLogAppend = {
+  parts: [
+    sql`change_lock AS (SELECT pg_advisory_xact_lock_shared(${sql.raw(String(CHANGE_LOG_LOCK))}))`,
+    sql`change_rows AS (
+      INSERT INTO change_log (entity, op, entity_id, tour_id, account_id, data)
+      SELECT e.v->>'entity', e.v->>'op', e.v->>'entity_id', (e.v->>'tour_id')::uuid, (e.v->>'account_id')::bigint, NULLIF(e.v->'data', 'null'::jsonb)
+      FROM change_lock, jsonb_array_elements(${sql.placeholder('changes')}::jsonb) WITH ORDINALITY AS e(v, n)
+      ORDER BY e.n
+      RETURNING seq)`,
+  ],
+  notify: sql`(SELECT pg_notify('${sql.raw(CHANGES_CHANNEL)}', max(seq)::text || ':' || ${sql.placeholder('audience')}::text) FROM change_rows)`,
+};
+
+/** The values of `changeLogAppend` for these change records. */
+export function changeLogValues(changes: ChangeRecord[]): { changes: string; audience: string } {
   // The payload names whom the commit concerns ("<max seq>:<account>,..." or "<max seq>:*" when
   // every account sees something), so an instance wakes only the sockets that have something to read.
   const owners = new Set(changes.map((c) => c.accountId ?? null));
-  const audience = owners.has(null) ? '*' : [...owners].join(',');
-  const rows = JSON.stringify(changes.map((c) => ({
-    entity: c.entity, op: c.op, entity_id: c.id, tour_id: c.tourId ?? null, account_id: c.accountId ?? null, data: c.data ?? null,
-  })));
   return {
-    parts: [
-      sql`change_lock AS (SELECT pg_advisory_xact_lock_shared(${CHANGE_LOG_LOCK}))`,
-      sql`change_rows AS (
-        INSERT INTO change_log (entity, op, entity_id, tour_id, account_id, data)
-        SELECT e.v->>'entity', e.v->>'op', e.v->>'entity_id', (e.v->>'tour_id')::uuid, (e.v->>'account_id')::bigint, NULLIF(e.v->'data', 'null'::jsonb)
-        FROM change_lock, jsonb_array_elements(${rows}::jsonb) WITH ORDINALITY AS e(v, n)
-        ORDER BY e.n
-        RETURNING seq)`,
-    ],
-    notify: sql`(SELECT pg_notify(${CHANGES_CHANNEL}, max(seq)::text || ':' || ${audience}::text) FROM change_rows)`,
+    changes: JSON.stringify(changes.map((c) => ({
+      entity: c.entity, op: c.op, entity_id: c.id, tour_id: c.tourId ?? null, account_id: c.accountId ?? null, data: c.data ?? null,
+    }))),
+    audience: owners.has(null) ? '*' : [...owners].join(','),
   };
 }
 
-/** Appends change records to the transaction (see `changeLogParts`); answers the highest seq taken. */
+/** Appends change records to the transaction (see `changeLogAppend`); answers the highest seq taken. */
 export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<number | undefined> {
   if (changes.length === 0) return undefined;
-  const { parts, notify } = changeLogParts(changes);
-  const result = await tx.execute<{ max_seq: string }>(sql`WITH ${sql.join(parts, sql`, `)}
-    SELECT (SELECT max(seq) FROM change_rows)::text AS max_seq, ${notify}`);
-  return Number(result.rows[0].max_seq);
+  const [result] = await executePrepared<{ max_seq: string }>(tx, 'change_log_append', () => sql`WITH ${sql.join(changeLogAppend.parts, sql`, `)}
+    SELECT (SELECT max(seq) FROM change_rows)::text AS max_seq, ${changeLogAppend.notify}`, changeLogValues(changes));
+  return Number(result.max_seq);
 }
 
 /** The probe running now, per database handle: readers arriving meanwhile share its answer. */

@@ -2,7 +2,7 @@ import { inArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import { serviceValueChangeId } from '../../shared/rules/services.js';
 import { executePrepared, type Db } from '../db/client.js';
-import { arrayOf, fromJsonRows, inList } from '../db/jsonRows.js';
+import { arrayLiteral, fromJsonRows, inList, inPlaceholder } from '../db/jsonRows.js';
 import {
   articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
   processedEvents, scanAudit, tours,
@@ -11,7 +11,7 @@ import {
   toAttachment, toDelivery, toItem, toNote, toPayment, toServiceValue, type AttachmentRow, type DeliveryRow, type ItemRow, type NoteRow,
   type ServiceValueRow,
 } from '../queries/shapes.js';
-import { changeLogParts, type ChangeRecord } from './changeLog.js';
+import { changeLogAppend, changeLogValues, type ChangeRecord } from './changeLog.js';
 
 type ProcessedRow = typeof processedEvents.$inferSelect;
 
@@ -55,14 +55,17 @@ export interface Targets { deliveryIds: string[]; itemIds: string[]; noteIds: st
 export async function loadWorkingSets(
   tx: Db, targets: Targets, needs: { notes: boolean; services: boolean }, eventIds: string[],
 ): Promise<{ sets: Map<string, WorkingSet>; processed: ProcessedRow[] }> {
-  const named = [sql`SELECT unnest(${arrayOf(targets.deliveryIds, 'uuid')})`];
-  if (targets.itemIds.length) named.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inList(deliveryItems.id, targets.itemIds)}`);
-  if (targets.noteIds.length) named.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inList(notes.id, targets.noteIds)}`);
-  const lockedRows = await executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(tx, `engine_lock${shape({ i: targets.itemIds.length, n: targets.noteIds.length })}`, sql`
-    SELECT to_json(${deliveries}) AS delivery, ${tours.accountId} AS account_id
-    FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId}
-    WHERE ${deliveries.id} IN (${sql.join(named, sql` UNION ALL `)})
-    ORDER BY ${deliveries.id} FOR UPDATE OF ${deliveries}`);
+  const has = { items: targets.itemIds.length > 0, notes: targets.noteIds.length > 0 };
+  const lockedRows = await executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(tx, `engine_lock${shape(has)}`, () => {
+    const named = [sql`SELECT unnest(${sql.placeholder('deliveryIds')}::uuid[])`];
+    if (has.items) named.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inPlaceholder(deliveryItems.id, 'itemIds')}`);
+    if (has.notes) named.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inPlaceholder(notes.id, 'noteIds')}`);
+    return sql`
+      SELECT to_json(${deliveries}) AS delivery, ${tours.accountId} AS account_id
+      FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId}
+      WHERE ${deliveries.id} IN (${sql.join(named, sql` UNION ALL `)})
+      ORDER BY ${deliveries.id} FOR UPDATE OF ${deliveries}`;
+  }, { deliveryIds: arrayLiteral(targets.deliveryIds), itemIds: arrayLiteral(targets.itemIds), noteIds: arrayLiteral(targets.noteIds) });
   const locked = fromJsonRows(deliveries, lockedRows.map((r) => r.delivery)).map((delivery, i) => ({ delivery, accountId: Number(lockedRows[i].account_id) }));
   const sets = new Map<string, WorkingSet>(locked.map(({ delivery, accountId }) => [delivery.id, {
     accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(),
@@ -111,47 +114,55 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
 
   // What every scan writes (its id, its line, its audit entry) goes in one statement, each table's
   // rows from one JSON parameter: building a statement with a parameter per value costs more than
-  // the database's work for it, and each round trip counts.
+  // the database's work for it, and each round trip counts. The change records go in the same
+  // statement: one round trip fewer for every batch.
   const processed = all((ws) => ws.inserts.processed);
-  const parts = [sql`p AS (
-    INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, payload_hash, occurred_at)
-    SELECT * FROM jsonb_to_recordset(${json(processed.map((p) => ({
+  const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
+  const audit = all((ws) => ws.inserts.audit);
+  const has = { items: dirtyItems.length > 0, audit: audit.length > 0, changes: changes.length > 0 };
+  const values = {
+    processed: json(processed.map((p) => ({
       event_id: p.eventId, type: p.type, client_id: p.clientId, account_id: p.accountId, delivery_id: p.deliveryId,
       payload_hash: p.payloadHash, occurred_at: p.occurredAt?.toISOString() ?? null,
-    })))}::jsonb)
-      AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, payload_hash text, occurred_at timestamptz)
-    ON CONFLICT DO NOTHING RETURNING event_id)`];
-  const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
-  if (dirtyItems.length > 0) {
+    }))),
+    items: json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state }))),
+    itemIds: arrayLiteral(dirtyItems.map(({ row }) => row.id)),
+    audit: json(audit.map((a) => ({
+      client_scan_id: a.clientScanId, delivery_id: a.deliveryId, delivery_item_id: a.deliveryItemId, action: a.action,
+      quantity: a.quantity, reason: a.reason, scanned_after: a.scannedQuantityAfter, credited_after: a.creditedQuantityAfter,
+      state_after: a.stateAfter, account_id: a.accountId, author_car_id: a.authorCarId, occurred_at: a.occurredAt.toISOString(),
+    }))),
+    ...changeLogValues(changes),
+  };
+  const [written] = await executePrepared<{ inserted: number }>(tx, `engine_write${shape(has)}`, () => {
+    const parts = [sql`p AS (
+      INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, payload_hash, occurred_at)
+      SELECT * FROM jsonb_to_recordset(${sql.placeholder('processed')}::jsonb)
+        AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, payload_hash text, occurred_at timestamptz)
+      ON CONFLICT DO NOTHING RETURNING event_id)`];
     // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
     // planner takes any record set for 100 rows, and for a table of some thousand rows it then
     // scans the whole table to join them; with the array it looks the few rows up by key.
-    parts.push(sql`i AS (
-      UPDATE ${deliveryItems} SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
-      FROM jsonb_to_recordset(${json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state })))}::jsonb)
-        AS v(id uuid, s int, c int, st text)
-      WHERE ${deliveryItems.id} = v.id AND ${inList(deliveryItems.id, dirtyItems.map(({ row }) => row.id))} RETURNING 1)`);
-  }
-  const audit = all((ws) => ws.inserts.audit);
-  if (audit.length) {
-    parts.push(sql`a AS (
-      INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason, scanned_quantity_after,
-        credited_quantity_after, state_after, account_id, author_car_id, occurred_at)
-      SELECT * FROM jsonb_to_recordset(${json(audit.map((a) => ({
-        client_scan_id: a.clientScanId, delivery_id: a.deliveryId, delivery_item_id: a.deliveryItemId, action: a.action,
-        quantity: a.quantity, reason: a.reason, scanned_after: a.scannedQuantityAfter, credited_after: a.creditedQuantityAfter,
-        state_after: a.stateAfter, account_id: a.accountId, author_car_id: a.authorCarId, occurred_at: a.occurredAt.toISOString(),
-      })))}::jsonb)
-        AS r(client_scan_id uuid, delivery_id uuid, delivery_item_id uuid, action text, quantity int, reason text, scanned_after int,
-          credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)
-      RETURNING 1)`);
-  }
-  // The change records go in the same statement: one round trip fewer for every batch.
-  const changeLog = changes.length > 0 ? changeLogParts(changes) : undefined;
-  if (changeLog) parts.push(...changeLog.parts);
-  // Every part of a WITH that writes runs to completion, read or not.
-  const [written] = await executePrepared<{ inserted: number }>(tx, `engine_write${shape({ i: dirtyItems.length, a: audit.length, c: changeLog })}`, sql`WITH ${sql.join(parts, sql`, `)}
-    SELECT (SELECT count(*) FROM p)::int AS inserted${changeLog ? sql`, ${changeLog.notify}` : sql``}`);
+    if (has.items) {
+      parts.push(sql`i AS (
+        UPDATE ${deliveryItems} SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
+        FROM jsonb_to_recordset(${sql.placeholder('items')}::jsonb) AS v(id uuid, s int, c int, st text)
+        WHERE ${deliveryItems.id} = v.id AND ${inPlaceholder(deliveryItems.id, 'itemIds')} RETURNING 1)`);
+    }
+    if (has.audit) {
+      parts.push(sql`a AS (
+        INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason, scanned_quantity_after,
+          credited_quantity_after, state_after, account_id, author_car_id, occurred_at)
+        SELECT * FROM jsonb_to_recordset(${sql.placeholder('audit')}::jsonb)
+          AS r(client_scan_id uuid, delivery_id uuid, delivery_item_id uuid, action text, quantity int, reason text, scanned_after int,
+            credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)
+        RETURNING 1)`);
+    }
+    if (has.changes) parts.push(...changeLogAppend.parts);
+    // Every part of a WITH that writes runs to completion, read or not.
+    return sql`WITH ${sql.join(parts, sql`, `)}
+      SELECT (SELECT count(*) FROM p)::int AS inserted${has.changes ? sql`, ${changeLogAppend.notify}` : sql``}`;
+  }, values);
   // Another transaction recorded one of these ids for another delivery since we looked.
   if (Number(written.inserted) !== processed.length) throw new ConcurrentDuplicate();
 

@@ -1,4 +1,4 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { DeliveryDetails, TourDetails } from '../../shared/schemas/deliveries.js';
 import { executePrepared, type Db } from '../db/client.js';
 import { arrayOf, fromJsonRows } from '../db/jsonRows.js';
@@ -24,8 +24,8 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
   return groups;
 }
 
-/** A tour as its account sees it: another account's tour is not there. */
-type TourKey = { id: string; accountId: number };
+/** A tour as its account sees it (placeholders of a prepared statement): another account's tour is not there. */
+type TourKey = { id: Placeholder; accountId: Placeholder };
 type JsonRows = Record<string, unknown>[] | null;
 type DetailRows = Record<string, JsonRows> & { version: string; tour: Record<string, unknown> | null };
 
@@ -141,15 +141,16 @@ export interface RenderedTour {
  * before) is still current, the answer is `'unchanged'` and nothing was rendered.
  */
 export async function renderTour(db: Db, tourId: string, accountId: number, known?: string): Promise<RenderedTour | 'unchanged'> {
-  const selection = sql`
+  const tour = { id: sql.placeholder('tourId'), accountId: sql.placeholder('accountId') };
+  const selection = () => sql`
     SELECT d AS r, d.xmin AS v, d.id, d.customer_id, row_number() OVER (ORDER BY d.sort_order, d.belegnummer, d.id) AS n
-    FROM deliveries d JOIN tours t ON t.id = d.tour_id WHERE t.id = ${tourId} AND t.account_id = ${accountId}`;
-  const tour = { id: tourId, accountId };
+    FROM deliveries d JOIN tours t ON t.id = d.tour_id WHERE t.id = ${tour.id} AND t.account_id = ${tour.accountId}`;
+  const values = { tourId, accountId };
   if (known !== undefined) {
-    const [current] = await executePrepared<{ v: string }>(db, 'tour_version', sql`${detailRows(selection, tour, false)} SELECT v FROM version`);
+    const [current] = await executePrepared<{ v: string }>(db, 'tour_version', () => sql`${detailRows(selection(), tour, false)} SELECT v FROM version`, values);
     if (current.v === known) return 'unchanged';
   }
-  const [rows] = await executePrepared<DetailRows>(db, 'tour_details', detailsJson(selection, tour));
+  const [rows] = await executePrepared<DetailRows>(db, 'tour_details', () => detailsJson(selection(), tour), values);
   const { tour: row, bundle } = assemble(rows);
   if (!row) throw notFound('Tour');
   const details: TourDetails = { tour: toTour(row), ...bundle };

@@ -5,9 +5,9 @@ import path from 'node:path';
 import { is, sql } from 'drizzle-orm';
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrationsFolder, openDatabase, type Database, type DatabaseOptions, type Db } from '../../server/db/client.js';
+import { executePrepared, migrationsFolder, openDatabase, type Database, type DatabaseOptions, type Db } from '../../server/db/client.js';
 import { constraintViolation } from '../../server/db/errors.js';
-import { inList } from '../../server/db/jsonRows.js';
+import { arrayLiteral, inList, inPlaceholder } from '../../server/db/jsonRows.js';
 import * as schema from '../../server/db/schema.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 
@@ -206,6 +206,20 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
       const found = await db().select({ code: schema.warehouses.code }).from(schema.warehouses)
         .where(inList(schema.warehouses.code, [...codes, `${tag} other`]));
       expect(found.map((r) => r.code).sort()).toEqual([...codes].sort());
+    });
+
+    it('builds a prepared statement once and binds each call\'s values; refuses one with a value built into its text', async () => {
+      const [a, b] = await db().insert(schema.warehouses).values([{ code: randomUUID(), name: 'A' }, { code: randomUUID(), name: 'B' }]).returning();
+      let builds = 0;
+      const codesOf = (ids: string[]) => executePrepared<{ code: string }>(db(), `test_warehouse_codes_${kind}`, () => {
+        builds += 1;
+        return sql`SELECT ${schema.warehouses.code} AS code FROM ${schema.warehouses} WHERE ${inPlaceholder(schema.warehouses.id, 'ids')} ORDER BY 1`;
+      }, { ids: arrayLiteral(ids) });
+      expect(await codesOf([a.id])).toEqual([{ code: a.code }]);
+      expect(await codesOf([b.id, a.id])).toEqual([a, b].map((w) => ({ code: w.code })).sort((x, y) => x.code.localeCompare(y.code)));
+      expect(await codesOf([])).toEqual([]);
+      expect(builds).toBe(1);
+      await expect(executePrepared(db(), 'test_value_in_text', () => sql`SELECT ${a.id}::uuid AS id`)).rejects.toThrow(/not a placeholder/);
     });
 
     it('refuses a deletion of a payment method that a delivery references', async () => {
