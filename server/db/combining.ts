@@ -6,17 +6,17 @@
  * their own callbacks); an error it lets through fails nothing else.
  */
 export function combining<T>(
-  options: { concurrency: number; maxWeight?: number; weight?: (item: T) => number },
+  options: { concurrency: number; maxItems?: number; maxWeight?: number; weight?: (item: T) => number },
   run: (items: T[]) => Promise<void>,
 ): (item: T) => void {
-  const { concurrency, maxWeight = Infinity, weight = () => 1 } = options;
+  const { concurrency, maxItems = Infinity, maxWeight = Infinity, weight = () => 1 } = options;
   const queue: T[] = [];
   let running = 0;
   const pump = () => {
     while (running < concurrency && queue.length > 0) {
       const taken = [queue.shift()!];
       let total = weight(taken[0]);
-      while (queue.length > 0 && total + weight(queue[0]) <= maxWeight) {
+      while (queue.length > 0 && taken.length < maxItems && total + weight(queue[0]) <= maxWeight) {
         total += weight(queue[0]);
         taken.push(queue.shift()!);
       }

@@ -44,6 +44,17 @@ describe('combining', () => {
     expect(runs.slice(3).map((r) => r.items)).toEqual([[2], [4, 1]]);
   });
 
+  it('puts no more than `maxItems` calls into one run', async () => {
+    const { runs, run } = recorder();
+    const submit = combining<number>({ concurrency: 1, maxItems: 3, maxWeight: 100, weight: (n) => n }, run);
+    for (const n of [1, 1, 1, 1, 1, 1, 1, 1]) submit(n);
+    for (let i = 0; i < 3; i++) {
+      runs[i].finish.resolve();
+      await settle();
+    }
+    expect(runs.map((r) => r.items.length)).toEqual([1, 3, 3, 1]);
+  });
+
   it('goes on with the queue after a run failed', async () => {
     const { runs, run } = recorder();
     const submit = combining<number>({ concurrency: 1 }, run);
