@@ -68,8 +68,8 @@ interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
  * Requests that arrive while the writers are busy are combined into one transaction: under many
  * small concurrent pushes a handful of statements carries many requests. At most 16 go together:
  * a wave of small pushes then goes in several short transactions, whose first answers need not
- * wait for the last requests' writes (push_small p50 / p99 about 45 / 120 → 31 / 90 ms without
- * costing large batches their throughput). A failure of the combined work leaves each request to
+ * wait for the last requests' writes; a cap on events instead would keep large batches from ever
+ * going together (README, "Benchmarks"). A failure of the combined work leaves each request to
  * fail or succeed on its own.
  */
 function createWriter(db: Db) {
