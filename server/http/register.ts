@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
 import { parseInput } from './problem.js';
+import { ifNoneMatch } from './etag.js';
 import type { AnyRoute, Versioned } from './route.js';
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, where: string) {
@@ -19,15 +20,6 @@ async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Pro
 }
 
 const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
-
-/**
- * Whether If-None-Match names `etag`. Checked here rather than left to express, which answers in
- * full whenever the request also says `Cache-Control: no-cache`, as fetch does with every
- * If-None-Match.
- */
-function matches(ifNoneMatch: string | undefined, etag: string): boolean {
-  return !!ifNoneMatch && ifNoneMatch.split(',').some((tag) => [etag, `W/${etag}`, '*'].includes(tag.trim()));
-}
 
 /** Binds route definitions to express: authenticate, read the body, parse params, query and body apart, call, answer. */
 export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppContext) {
@@ -52,7 +44,7 @@ export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppConte
         const { version, body: json } = result as Versioned;
         const etag = `"${version}"`;
         res.set('ETag', etag);
-        if (matches(req.header('if-none-match'), etag)) res.status(304).end();
+        if (ifNoneMatch(req.header('if-none-match'), etag)) res.status(304).end();
         else res.type('json').send(json);
       } else if (route.status === 204) res.status(204).end();
       else res.status(200).json(result);

@@ -5,6 +5,7 @@ import { attachments, deliveries, tours } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import type { PreviewRequest } from '../../integrations/documents/store.js';
 import { previewContentTypes } from '../../integrations/previews/render.js';
+import { ifNoneMatch } from '../etag.js';
 import { route } from '../route.js';
 
 const INT32_MAX = 2_147_483_647;
@@ -45,8 +46,7 @@ export const attachmentRoutes = [
       // Attachments never change, so a matching ETag is always still valid. Only a rendered
       // preview carries it: a page that does not exist must not be cached.
       const validators = { ETag: etag, 'Cache-Control': 'private, max-age=86400' };
-      const ifNoneMatch = req.header('if-none-match');
-      if (ifNoneMatch && (ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag))) {
+      if (ifNoneMatch(req.header('if-none-match'), etag)) {
         res.set(validators).status(304).end();
         return;
       }
