@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ContactKind, ContactRole, isRealDate, RequiredText, Timestamp, Uuid } from './common.js';
+import { ContactKind, ContactRole, IsoDate, isRealDate, RequiredText, Timestamp, Uuid } from './common.js';
 import { DeliveryState, ItemState } from './deliveries.js';
 
 /** Back-office shapes: every `/admin/...` response is snake_case throughout. */
@@ -31,7 +31,7 @@ export const Belegnummer = z.string().trim().min(1).max(100);
 // ---------- value objects ----------
 
 const Int = z.number().int();
-const IsoDay = z.string().regex(/^\d{4}-\d{2}-\d{2}$/).meta({ description: 'ISO date YYYY-MM-DD' });
+const IsoDay = IsoDate.meta({ description: 'ISO date YYYY-MM-DD' });
 
 export const AdminAddress = z.object({
   street: z.string(),
