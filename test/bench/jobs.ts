@@ -90,18 +90,29 @@ export function batchMaker(driver: Driver, shape: BatchShape) {
   };
 }
 
+/** The measured window's edges, told to the bench as they pass: it times the service's CPU over them. */
+export type WindowMark = 'measuring' | 'done';
+export type OnMark = (mark: WindowMark) => void;
+
 /** Runs `worker` for every slot until the deadline; samples taken during the warm-up are dropped. */
-async function timed(durationMs: number, warmupMs: number, slots: number, worker: (slot: number, measuring: () => boolean, done: () => boolean) => Promise<void>) {
+async function timed(
+  durationMs: number, warmupMs: number, slots: number, worker: (slot: number, measuring: () => boolean, done: () => boolean) => Promise<void>,
+  onMark: OnMark = () => undefined,
+) {
   const start = monotonicMs();
   const measureFrom = start + warmupMs;
   const end = measureFrom + durationMs;
-  await Promise.all(Array.from({ length: slots }, (_, slot) => worker(slot, () => monotonicMs() >= measureFrom, () => monotonicMs() >= end)));
+  const marks = [setTimeout(() => onMark('measuring'), warmupMs), setTimeout(() => onMark('done'), warmupMs + durationMs)];
+  try {
+    await Promise.all(Array.from({ length: slots }, (_, slot) => worker(slot, () => monotonicMs() >= measureFrom, () => monotonicMs() >= end)));
+  } finally {
+    for (const mark of marks) clearTimeout(mark);
+  }
   return Math.max(1, Math.min(monotonicMs(), end + 60_000) - measureFrom);
 }
 
-async function runPush(job: PushJob): Promise<Measured> {
+async function runPush(job: PushJob, onMark: OnMark): Promise<Measured> {
   const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
-  let lastAnswer = 0;
   out.elapsedMs = await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
     const driver = job.drivers[slot];
     const next = batchMaker(driver, job);
@@ -124,12 +135,10 @@ async function runPush(job: PushJob): Promise<Measured> {
         out.latencies.push(finished - started);
         out.count += applied;
         out.requests += 1;
-        lastAnswer = finished;
       }
       if (job.thinkMs) await sleep(job.thinkMs);
     }
-  });
-  void lastAnswer;
+  }, onMark);
   return out;
 }
 
@@ -285,9 +294,9 @@ async function runFanout(job: FanoutJob): Promise<Measured> {
   return out;
 }
 
-export const runJob = (job: LoadJob): Promise<Measured> => {
+export const runJob = (job: LoadJob, onMark: OnMark): Promise<Measured> => {
   switch (job.kind) {
-    case 'push': return runPush(job);
+    case 'push': return runPush(job, onMark);
     case 'floor': return runFloor(job);
     case 'tour_read': return runTourRead(job);
     case 'fanout': return runFanout(job);

@@ -8,7 +8,7 @@ import type { RunningServer } from '../../server/server.js';
 import { addContact, newTour } from '../helpers/factories.js';
 import { benchErp, type ErpSize } from './erpData.js';
 import { request, requestJson } from './http.js';
-import { runFloorWith, type BatchShape, type LoadJob, type Measured } from './jobs.js';
+import { runFloorWith, type BatchShape, type LoadJob, type Measured, type OnMark, type WindowMark } from './jobs.js';
 import { freePort } from '../helpers/embeddedPostgres.js';
 import { seedDrivers, settle } from './seed.js';
 import { latencies, monotonicMs, round, sleep } from './stats.js';
@@ -56,13 +56,16 @@ export interface BenchContext {
 
 const loadScript = fileURLToPath(new URL('./load.ts', import.meta.url));
 
+type LoadMessage = { mark: WindowMark } | { ok: boolean; result?: Measured; error?: string };
+
 /** Runs a job in a forked load process; the service stays alone in this one. */
-export function runLoad(job: LoadJob): Promise<Measured> {
+export function runLoad(job: LoadJob, onMark: OnMark = () => undefined): Promise<Measured> {
   const child = fork(loadScript, [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
   child.send(job);
   return new Promise((resolve, reject) => {
-    child.once('message', (message: { ok: boolean; result?: Measured; error?: string }) => {
-      if (message.ok) resolve(message.result!);
+    child.on('message', (message: LoadMessage) => {
+      if ('mark' in message) onMark(message.mark);
+      else if (message.ok) resolve(message.result!);
       else reject(new Error(`load process: ${message.error}`));
     });
     child.once('exit', (code) => reject(new Error(`load process exited with ${code} before answering`)));
@@ -113,18 +116,38 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
     }
     if (which.push) {
       ctx.log('  push');
-      const measured = await runLoad({ kind: 'push', url: server.url, drivers, thinkMs: 0, ...pick(push) });
+      const cpu = serviceCpu();
+      const measured = await runLoad({ kind: 'push', url: server.url, drivers, thinkMs: 0, ...pick(push) }, cpu.mark);
       reportErrors(ctx, 'push', measured);
-      results.push = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)), ...latencies(measured.latencies) };
+      results.push = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)), ...latencies(measured.latencies), ...cpu.perRequest(measured) };
     }
     if (which.pushSmall) {
       ctx.log('  push_small');
-      const measured = await runLoad({ kind: 'push', url: server.url, drivers: small, ...pick(pushSmall), thinkMs: pushSmall.thinkMs });
+      const cpu = serviceCpu();
+      const measured = await runLoad({ kind: 'push', url: server.url, drivers: small, ...pick(pushSmall), thinkMs: pushSmall.thinkMs }, cpu.mark);
       reportErrors(ctx, 'push_small', measured);
-      results.push_small = { ...latencies(measured.latencies), requests_per_s: round(measured.requests / (measured.elapsedMs / 1000)) };
+      results.push_small = { ...latencies(measured.latencies), requests_per_s: round(measured.requests / (measured.elapsedMs / 1000)), ...cpu.perRequest(measured) };
     }
     return results;
   });
+}
+
+/**
+ * The service's CPU time per request over the load's measured window: this process's user and
+ * system time, all threads (on PGlite the database too, which runs in it). It varies far less
+ * between runs than the tail latencies do, so it shows what a change to the hot path saves.
+ */
+function serviceCpu() {
+  let from: NodeJS.CpuUsage | undefined;
+  let used: NodeJS.CpuUsage | undefined;
+  return {
+    mark: (mark: WindowMark) => {
+      if (mark === 'measuring') from = process.cpuUsage();
+      else if (from) used = process.cpuUsage(from);
+    },
+    perRequest: (measured: Measured): Metrics => (used && measured.requests > 0
+      ? { service_cpu_ms: round((used.user + used.system) / 1000 / measured.requests, 2) } : {}),
+  };
 }
 
 const pick = (s: BatchShape & { durationMs: number; warmupMs: number }) => ({
