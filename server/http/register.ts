@@ -2,8 +2,8 @@ import express, { type Request, type RequestHandler, type Response, type Router 
 import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
-import { parseInput } from './problem.js';
 import { ifNoneMatch } from './etag.js';
+import { parseInput } from './problem.js';
 import type { AnyRoute, Versioned } from './route.js';
 
 function parsePart(schema: z.ZodType | undefined, value: unknown, where: string) {

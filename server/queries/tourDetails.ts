@@ -128,6 +128,12 @@ export async function loadDeliveryDetails(db: Db, ids: string[]): Promise<Delive
   return assemble(result.rows[0]).bundle;
 }
 
+/** The tour of `renderTour`'s statements, bound per call. */
+const tourKey: TourKey = { id: sql.placeholder('tourId'), accountId: sql.placeholder('accountId') };
+const tourDeliveries = () => sql`
+  SELECT d AS r, d.xmin AS v, d.id, d.customer_id, row_number() OVER (ORDER BY d.sort_order, d.belegnummer, d.id) AS n
+  FROM deliveries d JOIN tours t ON t.id = d.tour_id WHERE t.id = ${tourKey.id} AND t.account_id = ${tourKey.accountId}`;
+
 export interface RenderedTour {
   /** Changes whenever anything in the answer changes (see `detailRows`); the answer's ETag. */
   version: string;
@@ -141,16 +147,12 @@ export interface RenderedTour {
  * before) is still current, the answer is `'unchanged'` and nothing was rendered.
  */
 export async function renderTour(db: Db, tourId: string, accountId: number, known?: string): Promise<RenderedTour | 'unchanged'> {
-  const tour = { id: sql.placeholder('tourId'), accountId: sql.placeholder('accountId') };
-  const selection = () => sql`
-    SELECT d AS r, d.xmin AS v, d.id, d.customer_id, row_number() OVER (ORDER BY d.sort_order, d.belegnummer, d.id) AS n
-    FROM deliveries d JOIN tours t ON t.id = d.tour_id WHERE t.id = ${tour.id} AND t.account_id = ${tour.accountId}`;
   const values = { tourId, accountId };
   if (known !== undefined) {
-    const [current] = await executePrepared<{ v: string }>(db, 'tour_version', () => sql`${detailRows(selection(), tour, false)} SELECT v FROM version`, values);
+    const [current] = await executePrepared<{ v: string }>(db, 'tour_version', () => sql`${detailRows(tourDeliveries(), tourKey, false)} SELECT v FROM version`, values);
     if (current.v === known) return 'unchanged';
   }
-  const [rows] = await executePrepared<DetailRows>(db, 'tour_details', () => detailsJson(selection(), tour), values);
+  const [rows] = await executePrepared<DetailRows>(db, 'tour_details', () => detailsJson(tourDeliveries(), tourKey), values);
   const { tour: row, bundle } = assemble(rows);
   if (!row) throw notFound('Tour');
   const details: TourDetails = { tour: toTour(row), ...bundle };
