@@ -216,23 +216,21 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       const accountId = entry.actor.personalnummer;
       const seen = processedById.get(event.eventId);
       const deliveryId = deliveryOf(event);
-      if (!deliveryId) {
-        // Nothing left to find it by: a known id (a note deleted by this very event) is a duplicate.
-        out.set(entry, !seen ? notFound(event, event.type === 'scan' ? 'Delivery item' : 'Note')
-          : sameEvent(entry, seen) ? { eventId: event.eventId, status: 'duplicate', entity: null } : conflictResult(event));
+      const ws = deliveryId ? ownSet(deliveryId, accountId) : undefined;
+      if (seen && sameEvent(entry, seen)) {
+        // Also when the delivery has moved to another driver since, or the event deleted its note:
+        // the event was applied, and the sender's outbox must not take it for refused. What it
+        // touched is no longer theirs to see.
+        out.set(entry, { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
         continue;
       }
-      const ws = ownSet(deliveryId, accountId);
+      if (!deliveryId || !ws) {
+        // Before a clash of ids: what the caller cannot see answers as if it did not exist.
+        out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : !deliveryId ? 'Note' : 'Delivery'));
+        continue;
+      }
       if (seen) {
-        // Also when the delivery has moved to another driver since: the event was applied, and
-        // the sender's outbox must not take it for refused. What it touched is no longer theirs to see.
-        out.set(entry, sameEvent(entry, seen)
-          ? { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) : null }
-          : conflictResult(event));
-        continue;
-      }
-      if (!ws) {
-        out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : 'Delivery'));
+        out.set(entry, conflictResult(event));
         continue;
       }
       const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);

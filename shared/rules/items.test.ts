@@ -65,9 +65,10 @@ describe('item scan state machine', () => {
     expect(describeOutcome(applyItemAction(line('Removed', 3), 'unremove'))).toBe('Done:3:0');
   });
 
-  it('keeps a held line held when pieces are credited or uncredited', () => {
+  it('keeps a held line held when pieces are credited, and settles it by its scans when they are uncredited', () => {
     expect(describeOutcome(applyItemAction(line('Held', 1), 'remove', 1))).toBe('Held:1:1');
-    expect(describeOutcome(applyItemAction(line('Held', 1, { creditedQuantity: 1 }), 'unremove'))).toBe('Held:1:0');
+    expect(describeOutcome(applyItemAction(line('Held', 1, { creditedQuantity: 1 }), 'unremove'))).toBe('InProgress:1:0');
+    expect(describeOutcome(applyItemAction(line('Held', 3, { creditedQuantity: 1 }), 'unremove'))).toBe('Done:3:0');
   });
 
   it('settles by quantities and treats Done, Removed and non-scannable lines as finished', () => {

@@ -57,8 +57,9 @@ export function applyItemAction(item: ItemSnapshot, action: AuditAction, quantit
     }
     case 'unremove': {
       if (item.state !== 'Removed' && item.creditedQuantity === 0) return reject('invalid_action', 'Nothing on this line is removed or credited');
+      // The documents settle an unremoved line by its scans, a held one too: the hold ends with it.
       const next = { ...item, creditedQuantity: 0 };
-      return { ok: true, item: { ...next, state: item.state === 'Held' ? 'Held' : settledState(next) } };
+      return { ok: true, item: { ...next, state: settledState(next) } };
     }
     case 'hold': {
       if (item.state === 'Removed') return reject('item_removed', 'The line is removed');

@@ -177,6 +177,9 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const reused = await api.post(`${path}/credit`, { clientEventId: id, action: 'set', amountCents: 3000, reason: 'y' }, { token });
       expect(reused.status).toBe(409);
       expect(reused.body.code).toBe('conflict');
+      const elsewhere = await api.post(`/deliveries/${randomUUID()}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token });
+      expect(elsewhere.status).toBe(404);
+      expect(elsewhere.body.code).toBe('not_found');
       await api.post(`${path}/hold`, { reason: 'Pause' }, { token });
       const held = await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'remove' }, { token });
       expect(held.status).toBe(400);

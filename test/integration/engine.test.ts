@@ -78,6 +78,20 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
   });
 
+  it('answers a reused event id as not found where the event names nothing the sender can see', async () => {
+    const { actor, line } = await setup();
+    const stranger = await setup();
+    const id = randomUUID();
+    await applyEvents(api.db, actor, [scanEvent(line.id, 'scan', id)]);
+    const [unknownLine] = await applyEvents(api.db, actor, [scanEvent(randomUUID(), 'scan', id)]);
+    const [othersLine] = await applyEvents(api.db, stranger.actor, [scanEvent(line.id, 'unscan', id)]);
+    const [ownLine] = await applyEvents(api.db, actor, [scanEvent(line.id, 'unscan', id)]);
+    expect([unknownLine, othersLine, ownLine].map((r) => [r.status, r.code])).toEqual([
+      ['rejected', 'not_found'], ['rejected', 'not_found'], ['rejected', 'conflict'],
+    ]);
+    expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
+  });
+
   it('keeps the device time and the client id with every processed event', async () => {
     const { actor, line } = await setup();
     const event = { ...scanEvent(line.id), occurredAt: '2026-11-20T06:15:00.000Z' };
