@@ -38,7 +38,11 @@ interface Entry {
 }
 
 const rejection = (event: SyncEvent, r: Rejection): EngineResult => ({ eventId: event.eventId, status: 'rejected', code: r.code, reason: r.reason, message: r.message });
-const notFound = (event: SyncEvent, what: string) => rejection(event, { code: 'not_found', reason: 'not_found', message: `${what} not found` });
+/** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
+const notFound = (event: SyncEvent) => {
+  const what = event.type === 'scan' ? 'Delivery item' : event.type === 'note.update' || event.type === 'note.delete' ? 'Note' : 'Delivery';
+  return rejection(event, { code: 'not_found', reason: 'not_found', message: `${what} not found` });
+};
 const conflictResult = (event: SyncEvent) => rejection(event, { code: 'conflict', reason: 'conflict', message: 'This event id was already used for another event' });
 const sameEvent = (entry: Entry, known: { accountId: number; payloadHash: string }) =>
   known.accountId === entry.actor.personalnummer && known.payloadHash === entry.hash;
@@ -226,7 +230,7 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       }
       if (!deliveryId || !ws) {
         // Before a clash of ids: what the caller cannot see answers as if it did not exist.
-        out.set(entry, notFound(event, event.type === 'scan' ? 'Delivery item' : !deliveryId ? 'Note' : 'Delivery'));
+        out.set(entry, notFound(event));
         continue;
       }
       if (seen) {

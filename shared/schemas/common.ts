@@ -62,5 +62,23 @@ export const Problem = z.object({
 }).meta({ id: 'Problem' });
 export type Problem = z.infer<typeof Problem>;
 
+/**
+ * How a path or query value that arrives as text is documented: as what it means (an integer, a
+ * boolean), not as the text that is checked. The checking pattern or list is left out of the
+ * description; the JSON Schema drops the undefined keys.
+ */
+export const textParameter = (meaning: Record<string, unknown>) => ({ pattern: undefined, enum: undefined, ...meaning });
+
+export const INT32_MAX = 2_147_483_647;
+
+/** A query integer: digits only, within bounds, with a default when absent. */
+export const queryInt = (fallback: number, min: number, max: number, what: string) => z.string()
+  .regex(/^\d{1,10}$/, `must be an integer between ${min} and ${max}`)
+  .optional()
+  .transform((v) => (v === undefined ? fallback : Number(v)))
+  .pipe(z.number().int().min(min, `must be an integer between ${min} and ${max}`).max(max, `must be an integer between ${min} and ${max}`))
+  .meta(textParameter({ type: 'integer', format: 'int32', minimum: min, maximum: max, description: `${what} (default ${fallback})` }));
+
 /** Query flag: `true`/`false`/`1`/`0`; anything else is a validation error. */
-export const QueryBoolean = z.enum(['true', 'false', '1', '0']).optional().transform((v) => v === 'true' || v === '1');
+export const QueryBoolean = z.enum(['true', 'false', '1', '0']).optional().transform((v) => v === 'true' || v === '1')
+  .meta(textParameter({ type: 'boolean', description: 'true or 1; false or 0 (default false)' }));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Problem, Timestamp, Uuid } from './common.js';
+import { Problem, queryInt, Timestamp, Uuid } from './common.js';
 import {
   AssignCarRequest, CancelDeliveryRequest, CreateDeliveryNoteRequest, DeliveryCreditEventRequest, HoldDeliveryRequest,
   RecordDeliveryPaymentRequest, ScanEvent, SetDeliveryServiceRequest, UpdateDeliveryNoteRequest,
@@ -56,7 +56,7 @@ export type Change = z.infer<typeof Change>;
 
 export const ChangesQuery = z.object({
   since: z.string().optional(),
-  limit: z.coerce.number().int().min(1).max(1000).default(500),
+  limit: queryInt(500, 1, 1000, 'Most changes in one answer'),
 });
 export const ChangesResponse = z.object({ changes: z.array(Change), cursor: z.string(), hasMore: z.boolean() }).meta({ id: 'ChangesResponse' });
 export const SyncCursorResponse = z.object({ cursor: z.string() }).meta({ id: 'SyncCursorResponse' });

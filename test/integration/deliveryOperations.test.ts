@@ -248,8 +248,12 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const mine = await setup();
       const other = await setup();
       const note = (await api.post(`${other.path}/notes`, { text: 'fremd' }, { token: other.token })).body.note;
-      expect((await api.patch(`${mine.path}/notes/${note.id}`, { text: 'x' }, { token: mine.token })).status).toBe(404);
-      expect((await api.delete(`${mine.path}/notes/${note.id}`, { token: mine.token })).status).toBe(404);
+      const missing = await api.patch(`${mine.path}/notes/${randomUUID()}`, { text: 'x' }, { token: mine.token });
+      const foreign = await api.patch(`${mine.path}/notes/${note.id}`, { text: 'x' }, { token: mine.token });
+      expect(foreign.status).toBe(404);
+      // Exactly as if it did not exist: nothing tells a foreign note from a missing one.
+      expect(foreign.body).toEqual(missing.body);
+      expect((await api.delete(`${mine.path}/notes/${note.id}`, { token: mine.token })).body).toEqual(missing.body);
       const foreignCar = (await api.post('/me/cars', { plate: `N-${other.accountId}` }, { token: other.token })).body.car;
       expect((await api.post(`${mine.path}/notes`, { text: 'x', authorCarId: foreignCar.id }, { token: mine.token })).status).toBe(400);
     });

@@ -147,6 +147,18 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       expect((await api.get('/accounts/999999', { token })).status).toBe(404);
     });
 
+    it.each(['0', '-7', '9007199254740993', '9223372036854775807', '-9223372036854775808'])('answers 404 for the int64 %s that names no account', async (value) => {
+      const response = await api.get(`/accounts/${value}`, { token: await api.token(2031) });
+      expect(response.status).toBe(404);
+      expect(response.body.code).toBe('not_found');
+    });
+
+    it.each(['0x7EE', '2030.0', '2e3', '%202030', 'abc', '9223372036854775808', '12345678901234567890'])('answers 400 for %s, which is no decimal int64', async (value) => {
+      const response = await api.get(`/accounts/${value}`, { token: await api.token(2031) });
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path: 'params.personalnummer' })] });
+    });
+
     it.each([
       ['no header', undefined],
       ['a malformed token', 'Bearer abc.def.ghi'],

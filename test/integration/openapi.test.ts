@@ -133,6 +133,15 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     expect(paths['/me/tours'].get.responses).not.toHaveProperty('304');
   });
 
+  it('documents parameters that arrive as text as what they mean: integers and booleans', async () => {
+    const { paths } = await document();
+    const parameter = (path: string, name: string) => paths[path].get.parameters.find((p: { name: string }) => p.name === name)?.schema;
+    expect(parameter('/accounts/{personalnummer}', 'personalnummer')).toEqual({ type: 'integer', format: 'int64' });
+    expect(parameter('/attachments/{id}', 'w')).toEqual({ type: 'integer', format: 'int32', minimum: 0, maximum: 2_147_483_647 });
+    expect(parameter('/attachments/{id}', 'q')).toEqual({ type: 'integer', format: 'int32', minimum: 0, maximum: 100 });
+    expect(parameter('/me/cars', 'includeInactive')).toEqual({ type: 'boolean' });
+  });
+
   it('serves the interactive reference at /docs with its assets', async () => {
     const page = await api.get('/docs');
     expect(page.status).toBe(200);
@@ -162,7 +171,7 @@ describe('buildOpenApi', () => {
     const doc = build([route({ method: 'get', path: '/things', auth: 'bearer', tags: ['T'], summary: 's', query: Query, response: z.object({}), handler: async () => ({}) })]);
     const parameters = doc.paths['/things'].get.parameters;
     expect(parameters).toEqual([
-      { name: 'includeInactive', in: 'query', required: false, schema: { type: 'string', enum: ['0', '1', 'true', 'false'] } },
+      { name: 'includeInactive', in: 'query', required: false, description: 'true or 1; false or 0 (default false)', schema: { type: 'boolean' } },
       { name: 'limit', in: 'query', required: false, description: 'page size', schema: expect.objectContaining({ type: 'integer', default: 50 }) },
       { name: 'day', in: 'query', required: false, schema: expect.objectContaining({ type: 'string', pattern: expect.any(String) }) },
       { name: 'since', in: 'query', required: true, schema: { type: 'string' } },

@@ -158,7 +158,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       }
     });
 
-    it.each(['0', '1001', '-5', 'ten', '1.5'])('answers 400 for limit=%s', async (limit) => {
+    it.each(['0', '1001', '-5', 'ten', '1.5', '0x10', '1e2', '%2010', ''])('answers 400 for limit=%s', async (limit) => {
       const a = await driver();
       const response = await api.get(`/sync/changes?limit=${limit}`, { token: a.token });
       expect(response.status).toBe(400);

@@ -1,22 +1,12 @@
 import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
-import { Uuid } from '../../../shared/schemas/common.js';
+import { INT32_MAX, queryInt, Uuid } from '../../../shared/schemas/common.js';
 import { attachments, deliveries, tours } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import type { PreviewRequest } from '../../integrations/documents/store.js';
 import { previewContentTypes } from '../../integrations/previews/render.js';
 import { ifNoneMatch } from '../etag.js';
 import { route } from '../route.js';
-
-const INT32_MAX = 2_147_483_647;
-
-/** A query integer: digits only, within bounds, with a default when absent. */
-const queryInt = (fallback: number, min: number, max: number, what: string) => z.string()
-  .regex(/^\d{1,10}$/, `must be an integer between ${min} and ${max}`)
-  .optional()
-  .transform((v) => (v === undefined ? fallback : Number(v)))
-  .pipe(z.number().int().min(min, `must be an integer between ${min} and ${max}`).max(max, `must be an integer between ${min} and ${max}`))
-  .describe(`${what} (default ${fallback})`);
 
 export const PreviewQuery = z.object({
   w: queryInt(1024, 0, INT32_MAX, 'Maximum width in pixels; 0 leaves the width free'),

@@ -1,9 +1,17 @@
 import { eq } from 'drizzle-orm';
 import { z } from 'zod';
+import { textParameter } from '../../../shared/schemas/common.js';
 import { Account } from '../../../shared/schemas/masterData.js';
 import { accounts } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import { route } from '../route.js';
+
+const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n };
+const int64Message = 'must be an integer (int64)';
+/** A decimal int64 as text, kept as text: beyond 2^53 a JavaScript number would be another one. */
+const Int64Text = z.string().regex(/^-?\d{1,19}$/, { message: int64Message, abort: true })
+  .refine((v) => BigInt(v) >= INT64.min && BigInt(v) <= INT64.max, int64Message)
+  .meta(textParameter({ type: 'integer', format: 'int64' }));
 
 export const systemRoutes = [
   route({
@@ -15,9 +23,13 @@ export const systemRoutes = [
   }),
   route({
     method: 'get', path: '/accounts/{personalnummer}', auth: 'bearer', tags: ['Accounts'], summary: 'An account by Personalnummer',
-    params: z.object({ personalnummer: z.coerce.number().int().min(1).max(Number.MAX_SAFE_INTEGER) }), response: Account, errors: [404],
+    params: z.object({ personalnummer: Int64Text }), response: Account, errors: [404],
     handler: async ({ ctx, params }) => {
-      const [row] = await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, params.personalnummer));
+      // Accounts are numbered within JavaScript's safe integers; any other int64 is simply unknown.
+      const personalnummer = Number(params.personalnummer);
+      const [row] = Number.isSafeInteger(personalnummer)
+        ? await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, personalnummer))
+        : [];
       if (!row) throw notFound('Account');
       return { personalnummer: row.personalnummer, name: row.name, active: row.active };
     },
