@@ -27,8 +27,11 @@ const tooLarge = (limitBytes: number) => new DomainError('payload_too_large', `T
 /**
  * Reads a multipart/form-data request in one streaming pass, keeping every part in memory up
  * to the limit. Not multipart → 415, a part or the body over the limit → 413, a broken body → 400.
+ * No body at all has no parts: the route then says which one is missing (400).
  */
 export function readMultipart(req: Request, options: MultipartOptions): Promise<MultipartBody> {
+  // `is` answers null for a request without a body; `Content-Length: 0` is one with an empty one.
+  if (req.is('multipart/form-data') === null || req.headers['content-length'] === '0') return Promise.resolve({ files: new Map(), fields: new Map() });
   if (!req.is('multipart/form-data')) {
     return Promise.reject(new DomainError('unsupported_media_type', 'Send the body as multipart/form-data'));
   }

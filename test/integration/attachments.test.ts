@@ -245,6 +245,13 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toEqual([]);
   });
 
+  it('refuses a request without a body as one without a file, with 400', async () => {
+    const { token, delivery: d } = await activeDelivery(api);
+    const response = await api.post(`/deliveries/${d.id}/notes/image`, undefined, { token });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path: 'file' })] });
+  });
+
   it('refuses a body that is not multipart with 415', async () => {
     const { token, delivery: d } = await activeDelivery(api);
     const response = await api.post(`/deliveries/${d.id}/notes/image`, { file: 'x' }, { token });

@@ -158,6 +158,13 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expectProblem(await complete(api, token, delivery.id, { acknowledgements }), 400, 'validation');
     });
 
+    it('refuses a request without a body with 400, naming the missing acknowledgements', async () => {
+      const { token, delivery } = await setup(api);
+      const response = await api.post(`/deliveries/${delivery.id}/complete`, undefined, { token });
+      expectProblem(response, 400, 'validation');
+      expect(response.body.errors).toContainEqual(expect.objectContaining({ path: 'acknowledgements' }));
+    });
+
     it('refuses a body that is not multipart with 415', async () => {
       const { token, delivery } = await setup(api);
       expectProblem(await api.post(`/deliveries/${delivery.id}/complete`, { receiptConfirmed: true }, { token }), 415, 'unsupported_media_type');
