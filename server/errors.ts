@@ -9,7 +9,7 @@ export const errorCatalogue: Record<ErrorCode, { status: number; title: string; 
   invalid_state_transition: { status: 400, title: 'Invalid state transition', cause: 'The delivery or line is in a state that does not allow the operation.' },
   unauthorized: { status: 401, title: 'Authentifizierung fehlgeschlagen', cause: 'Bearer token or admin key missing, invalid or expired, or the account is inactive.' },
   not_found: { status: 404, title: 'Not found', cause: 'The resource does not exist or belongs to another account.' },
-  conflict: { status: 409, title: 'Conflict', cause: 'The resource is still referenced, the key exists, or an event id was reused with another payload.' },
+  conflict: { status: 409, title: 'Conflict', cause: 'The resource is still referenced, or the key or id it brings is already taken.' },
   payload_too_large: { status: 413, title: 'Payload too large', cause: 'The body or an uploaded part exceeds its size limit.' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', cause: 'The body is not of a content type the endpoint accepts.' },
   upstream_unavailable: { status: 502, title: 'Upstream unavailable', cause: 'The ERP, the document store or the identity provider is unreachable or answered with an error.' },

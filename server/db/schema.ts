@@ -314,7 +314,6 @@ export const processedEvents = pgTable('processed_events', {
   clientId: text('client_id'),
   accountId: personalnummer('account_id').notNull(),
   deliveryId: uuid('delivery_id'),
-  payloadHash: text('payload_hash').notNull(),
   occurredAt: ts('occurred_at'),
   receivedAt: ts('received_at').notNull().defaultNow(),
 });

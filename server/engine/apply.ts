@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { inArray } from 'drizzle-orm';
 import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
@@ -21,19 +20,11 @@ export interface ApplyOptions {
   attachment?: AttachmentInput;
 }
 
-/** The payload an event id stands for; a reused id with another payload is a conflict, not a duplicate. */
-export function payloadHash(event: SyncEvent): string {
-  const { eventId: _id, occurredAt: _at, ...payload } = event;
-  const canonical = JSON.stringify(payload, Object.keys(payload).sort());
-  return createHash('sha256').update(canonical).digest('base64url');
-}
-
 /** One event of one request, with whom it comes from and, once decided, its result. */
 interface Entry {
   event: SyncEvent;
   actor: DriverActor;
   options: ApplyOptions;
-  hash: string;
   result?: EngineResult;
 }
 
@@ -43,9 +34,6 @@ const notFound = (event: SyncEvent) => {
   const what = event.type === 'scan' ? 'Delivery item' : event.type === 'note.update' || event.type === 'note.delete' ? 'Note' : 'Delivery';
   return rejection(event, { code: 'not_found', reason: 'not_found', message: `${what} not found` });
 };
-const conflictResult = (event: SyncEvent) => rejection(event, { code: 'conflict', reason: 'conflict', message: 'This event id was already used for another event' });
-const sameEvent = (entry: Entry, known: { accountId: number; payloadHash: string }) =>
-  known.accountId === entry.actor.personalnummer && known.payloadHash === entry.hash;
 
 /**
  * Applies events of one actor in order: each event all-or-nothing under a row lock on its
@@ -54,7 +42,7 @@ const sameEvent = (entry: Entry, known: { accountId: number; payloadHash: string
  * and written with one statement per table. A rejection never stops the events after it.
  */
 export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
-  const entries: Entry[] = events.map((event) => ({ event, actor, options, hash: payloadHash(event) }));
+  const entries: Entry[] = events.map((event) => ({ event, actor, options }));
   await submit(db, entries);
   return entries.map((e) => e.result!);
 }
@@ -155,7 +143,8 @@ async function applyBatch(db: Db, entries: Entry[], lookups: (accountId: number)
       await applyBatch(db, entries.slice(0, half), lookups);
       await applyBatch(db, entries.slice(half), lookups);
     } else if (error instanceof ConcurrentDuplicate) {
-      entries[0].result = conflictResult(entries[0].event);
+      // Its id committed meanwhile with another delivery's event: afresh, the event finds it recorded.
+      await applyInTransaction(db, entries, lookups);
     } else if (violation === 'unique') {
       // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
       entries[0].result = rejection(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
@@ -221,20 +210,17 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       const seen = processedById.get(event.eventId);
       const deliveryId = deliveryOf(event);
       const ws = deliveryId ? ownSet(deliveryId, accountId) : undefined;
-      if (seen && sameEvent(entry, seen)) {
-        // Also when the delivery has moved to another driver since, or the event deleted its note:
-        // the event was applied, and the sender's outbox must not take it for refused. What it
-        // touched is no longer theirs to see.
-        out.set(entry, { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, event, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
+      if (seen && seen.accountId === accountId) {
+        // Whatever the copy carries, the id stands for the event recorded under it. Also when the
+        // delivery has moved to another driver since, or the event deleted its note: the sender's
+        // outbox must not take it for refused. What it touched may no longer be theirs to see.
+        const touched = ws && seen.deliveryId === deliveryId ? ws : undefined;
+        out.set(entry, { eventId: event.eventId, status: 'duplicate', entity: touched ? entityOf(touched, event, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
         continue;
       }
-      if (!deliveryId || !ws) {
-        // Before a clash of ids: what the caller cannot see answers as if it did not exist.
+      if (seen || !deliveryId || !ws) {
+        // An id another account recorded is theirs: like what the caller cannot see, it does not exist for them.
         out.set(entry, notFound(event));
-        continue;
-      }
-      if (seen) {
-        out.set(entry, conflictResult(event));
         continue;
       }
       const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
@@ -244,7 +230,7 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       }
       ws.inserts.processed.push({
         eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
-        deliveryId, payloadHash: entry.hash, occurredAt: new Date(event.occurredAt),
+        deliveryId, occurredAt: new Date(event.occurredAt),
       });
       out.set(entry, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
     }
@@ -252,10 +238,11 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       const first = firstOf.get(entry.event.eventId)!;
       if (first === entry) continue;
       const original = out.get(first)!;
-      const ws = ownSet(deliveryOf(first.event), first.actor.personalnummer);
+      const sameSender = entry.actor.personalnummer === first.actor.personalnummer;
+      const ws = ownSet(deliveryOf(first.event), entry.actor.personalnummer);
       const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
         ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
-      out.set(entry, !sameEvent(entry, { accountId: first.actor.personalnummer, payloadHash: first.hash }) ? conflictResult(entry.event)
+      out.set(entry, !sameSender ? notFound(entry.event)
         : original.status === 'rejected' ? original
           : { eventId: entry.event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, first.event, payment) : original.entity });
     }

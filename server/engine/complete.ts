@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import { completionProblem, paymentSettlement, type PaymentSettlement } from '../../shared/rules/completion.js';
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../shared/schemas/deliveries.js';
@@ -9,7 +8,7 @@ import {
   articles, attachments, cars, completions, deliveries, deliveryItems, notes, paymentMethods, paymentProtocol,
   processedEvents, tours,
 } from '../db/schema.js';
-import { conflict, DomainError, notFound, validation } from '../errors.js';
+import { DomainError, notFound, validation } from '../errors.js';
 import { toAttachment, toDelivery, type AttachmentRow, type DeliveryRow, type ItemRow } from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
@@ -67,6 +66,10 @@ interface PaymentOutcome {
   collectedAmountCents: number;
 }
 
+/** A refusal of the request, as every REST mutation's (400): the id stands for another event or delivery. */
+const reusedClientEventId = () => validation('This clientEventId was already used for another event',
+  [{ path: 'acknowledgements.clientEventId', message: 'already used for another event' }]);
+
 type Evaluation =
   | { kind: 'replay'; delivery: Delivery }
   | { kind: 'ready'; delivery: DeliveryRow; items: ItemRow[]; payment: PaymentOutcome; internalNote: string | null };
@@ -97,7 +100,7 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
     const [seen] = await tx.select().from(processedEvents).where(eq(processedEvents.eventId, ack.clientEventId));
     if (seen) {
       if (seen.type === COMPLETE_EVENT_TYPE && seen.deliveryId === deliveryId) return { kind: 'replay', delivery: toDelivery(delivery, items) };
-      throw conflict('This clientEventId was already used for another event');
+      throw reusedClientEventId();
     }
   }
 
@@ -165,10 +168,6 @@ export async function checkCompletion(db: Db, actor: DriverActor, deliveryId: st
   return result.kind === 'replay' ? { replay: result.delivery } : {};
 }
 
-const payloadHash = (request: CompletionRequest) => createHash('sha256')
-  .update(JSON.stringify([request.deliveryId, request.acknowledgements, request.customerSignature.reference, request.driverSignature.reference]))
-  .digest('hex');
-
 /**
  * Completes a delivery in one transaction under its row lock: the two signature attachments
  * (already in the document store), the completion row, the new state, the processed event and
@@ -207,7 +206,7 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
       if (ack.clientEventId) {
         await tx.insert(processedEvents).values({
           eventId: ack.clientEventId, type: COMPLETE_EVENT_TYPE, accountId: actor.personalnummer,
-          deliveryId: request.deliveryId, payloadHash: payloadHash(request),
+          deliveryId: request.deliveryId,
         });
       }
       const delivery = toDelivery(updated, result.items);
@@ -221,7 +220,7 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
     });
   } catch (error) {
     // The clientEventId was taken at the same moment by another event.
-    if (constraintViolation(error)?.kind === 'unique') throw conflict('This clientEventId was already used for another event');
+    if (constraintViolation(error)?.kind === 'unique') throw reusedClientEventId();
     throw error;
   }
 }

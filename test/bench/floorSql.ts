@@ -17,7 +17,7 @@ export async function floorBatch(exec: FloorExecutor, driver: Driver, groups: { 
   for (const e of events) perItem.set(e.deliveryItemId, (perItem.get(e.deliveryItemId) ?? 0) + 1);
   const processed = JSON.stringify(events.map((e) => ({
     event_id: e.eventId, type: e.type, client_id: `floor-${driver.personalnummer}`, account_id: driver.personalnummer,
-    delivery_id: e.deliveryId, payload_hash: 'x'.repeat(43), occurred_at: e.occurredAt,
+    delivery_id: e.deliveryId, occurred_at: e.occurredAt,
   })));
   const audit = JSON.stringify(events.map((e) => ({
     client_scan_id: e.eventId, delivery_id: e.deliveryId, delivery_item_id: e.deliveryItemId, occurred_at: e.occurredAt,
@@ -26,8 +26,8 @@ export async function floorBatch(exec: FloorExecutor, driver: Driver, groups: { 
   const itemIds = [...perItem.keys()];
   await exec(async (query) => {
     await query('SELECT id FROM deliveries WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE', [deliveryIds]);
-    await query(`INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, payload_hash, occurred_at)
-      SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, payload_hash text, occurred_at timestamptz)`, [processed]);
+    await query(`INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at)
+      SELECT * FROM jsonb_to_recordset($1::jsonb) AS v(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, occurred_at timestamptz)`, [processed]);
     // The item ids also as an array, so that the planner looks the lines up by key (as the engine does).
     await query(`UPDATE delivery_items AS i SET scanned_quantity = i.scanned_quantity + v.n, updated_at = now()
       FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, n int) WHERE i.id = v.id AND i.id = ANY($2::uuid[])`, [items, itemIds]);

@@ -383,12 +383,14 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expectProblem(await complete(api, token, delivery.id), 400, 'invalid_state_transition');
     });
 
-    it('refuses a clientEventId already used for another delivery with 409', async () => {
+    it('refuses a clientEventId already used for another delivery with 400, naming the field', async () => {
       const { token, tour } = await setup(api, { deliveries: 2 });
       const clientEventId = randomUUID();
       const [a, b] = tour.deliveries.map((d) => d.delivery);
       expect((await complete(api, token, a.id, { acknowledgements: { receiptConfirmed: true, clientEventId } })).status).toBe(200);
-      expectProblem(await complete(api, token, b.id, { acknowledgements: { receiptConfirmed: true, clientEventId } }), 409, 'conflict');
+      const refused = await complete(api, token, b.id, { acknowledgements: { receiptConfirmed: true, clientEventId } });
+      expectProblem(refused, 400, 'validation');
+      expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'acknowledgements.clientEventId' })]);
       expect((await stateOf(api, b.id)).state).toBe('active');
     });
 

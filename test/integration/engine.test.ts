@@ -66,29 +66,36 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(item.scannedQuantity).toBe(2);
   });
 
-  it('rejects an event id reused with another payload as conflict, and answers a repeat in one batch as duplicate', async () => {
+  it('answers an event id seen before as duplicate with the current state, whatever the copy carries', async () => {
     const { actor, line, other } = await setup();
     const id = randomUUID();
     const first = scanEvent(line.id, 'scan', id);
     const results = await applyEvents(api.db, actor, [first, { ...first }, scanEvent(other.id, 'scan', id)]);
-    expect(results.map((r) => r.status)).toEqual(['applied', 'duplicate', 'rejected']);
-    expect(results[2].code).toBe('conflict');
-    const later = await applyEvents(api.db, actor, [scanEvent(line.id, 'unscan', id)]);
-    expect(later[0]).toMatchObject({ status: 'rejected', code: 'conflict' });
+    expect(results.map((r) => r.status)).toEqual(['applied', 'duplicate', 'duplicate']);
+    expect(results[2].entity).toMatchObject({ id: line.id, scannedQuantity: 1 });
+    const [unscan] = await applyEvents(api.db, actor, [scanEvent(line.id, 'unscan', id)]);
+    expect(unscan).toMatchObject({ status: 'duplicate', entity: { id: line.id, scannedQuantity: 1 } });
+    // A copy naming something else says nothing about it: the event did not touch it.
+    const [hold] = await applyEvents(api.db, actor, [{ ...first, type: 'delivery.hold', deliveryId: other.deliveryId, reason: 'x' } as SyncEvent]);
+    expect(hold).toMatchObject({ status: 'duplicate', entity: null });
+    const items = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, [line.id, other.id]));
+    expect(items.map((i) => i.scannedQuantity).sort()).toEqual([0, 1]);
     expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
   });
 
-  it('answers a reused event id as not found where the event names nothing the sender can see', async () => {
+  it('answers an event id another account recorded as not found where the event names nothing the sender can see', async () => {
     const { actor, line } = await setup();
     const stranger = await setup();
     const id = randomUUID();
     await applyEvents(api.db, actor, [scanEvent(line.id, 'scan', id)]);
-    const [unknownLine] = await applyEvents(api.db, actor, [scanEvent(randomUUID(), 'scan', id)]);
     const [othersLine] = await applyEvents(api.db, stranger.actor, [scanEvent(line.id, 'unscan', id)]);
-    const [ownLine] = await applyEvents(api.db, actor, [scanEvent(line.id, 'unscan', id)]);
-    expect([unknownLine, othersLine, ownLine].map((r) => [r.status, r.code])).toEqual([
-      ['rejected', 'not_found'], ['rejected', 'not_found'], ['rejected', 'conflict'],
-    ]);
+    const [ownLine] = await applyEvents(api.db, stranger.actor, [scanEvent(stranger.line.id, 'scan', id)]);
+    const [unknownLine] = await applyEvents(api.db, actor, [scanEvent(randomUUID(), 'scan', id)]);
+    expect([othersLine, ownLine].map((r) => [r.status, r.code])).toEqual([['rejected', 'not_found'], ['rejected', 'not_found']]);
+    // The sender's own id: a duplicate even where the copy names a line that does not exist.
+    expect(unknownLine).toMatchObject({ status: 'duplicate', entity: null });
+    const [strangersItem] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, stranger.line.id));
+    expect(strangersItem.scannedQuantity).toBe(0);
     expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
   });
 
@@ -166,7 +173,8 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     for (const [n, results] of answers.entries()) expect(results.slice(0, 2).map((r) => r.status), `driver ${n}`).toEqual(['applied', 'applied']);
     expect(answers[1][2]).toMatchObject({ status: 'rejected', code: 'not_found' });
     expect([answers[3][2].status, answers[4][2].status].sort()).toEqual(['applied', 'rejected']);
-    expect([answers[3][2], answers[4][2]].find((r) => r.status === 'rejected')).toMatchObject({ code: 'conflict' });
+    // The id is taken by the other driver's event, on a line this one cannot see.
+    expect([answers[3][2], answers[4][2]].find((r) => r.status === 'rejected')).toMatchObject({ code: 'not_found' });
     const scanned = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, drivers.flatMap((d) => [d.line.id, d.other.id])));
     expect(scanned.reduce((sum, item) => sum + item.scannedQuantity, 0)).toBe(1 + 16 + 1);
     // Two go at once, the other six wait and go together: far fewer statements than eight pushes alone.

@@ -58,7 +58,7 @@ export const completionRoutes = [
     method: 'post', path: '/deliveries/{delivery_id}/complete', auth: 'bearer', tags: ['Delivery lifecycle'],
     summary: 'Complete a delivery with both signatures (multipart); a repeated clientEventId answers with the current delivery',
     params: z.object({ delivery_id: Uuid }), rawBody: { contentType: 'multipart/form-data', schema: multipartSchema },
-    response: DeliveryResponse, errors: [404, 409, 413, 415],
+    response: DeliveryResponse, errors: [404, 413, 415],
     handler: async ({ ctx, actor, params, req }) => {
       const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
       const ack = acknowledgements(body);

@@ -1,0 +1,1 @@
+ALTER TABLE "processed_events" DROP COLUMN "payload_hash";
