@@ -82,7 +82,7 @@ export const articles = pgTable('articles', {
   scannable: boolean('scannable').notNull(),
   defaultWarehouseId: uuid('default_warehouse_id').references(() => warehouses.id),
   updatedAt: updatedAt(),
-}, (t) => [uniqueIndex('articles_number_uq').on(t.articleNumber)]);
+}, (t) => [uniqueIndex('articles_number_uq').on(t.articleNumber), index('articles_default_warehouse_idx').on(t.defaultWarehouseId)]);
 
 // ---------- tours, deliveries, positions ----------
 
@@ -127,6 +127,8 @@ export const deliveries = pgTable('deliveries', {
   index('deliveries_tour_idx').on(t.tourId),
   index('deliveries_belegnummer_idx').on(t.belegnummer),
   index('deliveries_completed_idx').on(t.completedAt),
+  // Who to tell of changed master data (tourSync's masterDataForOthers).
+  index('deliveries_customer_idx').on(t.customerId),
 ]);
 
 export const itemStates = ['InProgress', 'Done', 'Removed', 'Held'] as const;
@@ -146,6 +148,8 @@ export const deliveryItems = pgTable('delivery_items', {
   updatedAt: updatedAt(),
 }, (t) => [
   uniqueIndex('delivery_items_line_uq').on(t.deliveryId, t.lineNumber),
+  index('delivery_items_article_idx').on(t.articleId),
+  index('delivery_items_warehouse_idx').on(t.warehouseId),
   check('delivery_items_quantities_ck', sql`${t.scannedQuantity} >= 0 AND ${t.creditedQuantity} >= 0 AND ${t.requiredQuantity} >= 1`),
 ]);
 

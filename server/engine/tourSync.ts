@@ -13,8 +13,8 @@ import {
 } from '../db/schema.js';
 import { loadDeliveryDetails } from '../queries/tourDetails.js';
 import {
-  toArticle, toContactSource, toCustomer, toDelivery, toItem, toTour, toWarehouse, type ContactChannelRow, type ContactSourceRow,
-  type DeliveryRow, type ItemRow,
+  toArticle, toContactSource, toCustomer, toDelivery, toItem, toTour, toWarehouse, type ArticleRow, type ContactChannelRow,
+  type ContactSourceRow, type CustomerRow, type DeliveryRow, type ItemRow, type WarehouseRow,
 } from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
@@ -79,21 +79,23 @@ function byKey<T, K extends string | number>(rows: T[], key: (row: T) => K): T[]
 /**
  * Upserts master data by key, writing only rows that are new or differ in `columns` from what is
  * stored: an unchanged row is neither written nor locked, so imports of tours sharing a catalogue
- * do not queue behind each other's row locks. Answers every row and the ones written.
+ * do not queue behind each other's row locks. Answers every row, the ones written and, by key,
+ * the rows as they were stored before.
  */
 async function upsertChanged<In extends object, Row extends In, K extends string | number>(
   input: In[], keyOf: (row: In) => K, columns: PgColumn[],
   load: (keys: K[]) => Promise<Row[]>, write: (rows: In[]) => Promise<Row[]>,
-): Promise<{ rows: Row[]; changed: Row[] }> {
-  if (input.length === 0) return { rows: [], changed: [] };
+): Promise<{ rows: Row[]; changed: Row[]; before: Map<K, Row> }> {
+  if (input.length === 0) return { rows: [], changed: [], before: new Map() };
   const rows = new Map((await load(input.map(keyOf))).map((row) => [keyOf(row), row]));
+  const before = new Map(rows);
   const toWrite = input.filter((incoming) => differs(rows.get(keyOf(incoming)), incoming, columns));
   const changed = await insertAll(toWrite, write as (chunk: never[]) => Promise<Row[]>);
   for (const row of changed) rows.set(keyOf(row), row);
   // A row another import inserted with the same values meanwhile is not returned by our upsert.
   const missing = input.map(keyOf).filter((key) => !rows.has(key));
   if (missing.length) for (const row of await load(missing)) rows.set(keyOf(row), row);
-  return { rows: [...rows.values()], changed };
+  return { rows: [...rows.values()], changed, before };
 }
 
 // The columns each upsert mirrors from the ERP; anything else on the row is the driver's or the server's.
@@ -129,6 +131,56 @@ const isFinal = (state: DeliveryRow['state']) => state === 'completed' || state 
  * credits, notes, payments, service values, the driver's order) is never overwritten; see the
  * README section "ERP import" for every rule.
  */
+const openDelivery = inArray(deliveries.state, ['active', 'held']);
+
+/**
+ * Changed master data for the other drivers whose open deliveries name it; the synced tour's
+ * driver has it already. An ERP rename arrives with the first tour of an import that carries it,
+ * and the syncs of the other tours then find nothing changed, so their drivers learn of it here.
+ * The lines of an article whose `scannable` flipped are changed positions, wherever they are.
+ */
+async function masterDataForOthers(tx: Db, accountId: number, changed: {
+  warehouses: WarehouseRow[]; articles: ArticleRow[]; customers: CustomerRow[]; flipped: Set<string>; positionsWritten: Set<string>;
+}): Promise<ChangeRecord[]> {
+  const warehouseById = new Map(changed.warehouses.map((w) => [w.id, w]));
+  const articleById = new Map(changed.articles.map((a) => [a.id, a]));
+  const customerById = new Map(changed.customers.map((c) => [c.id, c]));
+  const readers = changed.customers.length ? await tx.selectDistinctOn([tours.accountId, deliveries.customerId], {
+    accountId: tours.accountId, tourId: tours.id, customerId: deliveries.customerId,
+  }).from(deliveries).innerJoin(tours, eq(tours.id, deliveries.tourId))
+    .where(and(openDelivery, inArray(deliveries.customerId, [...customerById.keys()]))) : [];
+  const lines = articleById.size || warehouseById.size ? await tx.select({
+    item: deliveryItems, accountId: tours.accountId, tourId: tours.id, defaultWarehouseId: articles.defaultWarehouseId,
+  }).from(deliveryItems)
+    .innerJoin(deliveries, eq(deliveries.id, deliveryItems.deliveryId))
+    .innerJoin(tours, eq(tours.id, deliveries.tourId))
+    .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
+    .where(and(openDelivery, or(
+      inArray(deliveryItems.articleId, [...articleById.keys()]),
+      inArray(deliveryItems.warehouseId, [...warehouseById.keys()]),
+      inArray(articles.defaultWarehouseId, [...warehouseById.keys()]),
+    ))) : [];
+
+  const records = new Map<string, ChangeRecord>();
+  const add = (record: ChangeRecord) => records.set(`${record.entity}/${record.id}/${record.accountId}`, record);
+  const forOther = (reader: { accountId: number; tourId: string }, entity: string, id: string, data: unknown) => {
+    if (reader.accountId !== accountId) add({ entity, op: 'upsert', id, tourId: reader.tourId, accountId: reader.accountId, data });
+  };
+  for (const r of readers) forOther(r, 'customer', r.customerId, toCustomer(customerById.get(r.customerId)!));
+  for (const line of lines) {
+    const article = articleById.get(line.item.articleId);
+    if (article) forOther(line, 'article', article.id, toArticle(article));
+    for (const id of [line.item.warehouseId, line.defaultWarehouseId]) {
+      const warehouse = id ? warehouseById.get(id) : undefined;
+      if (warehouse) forOther(line, 'warehouse', warehouse.id, toWarehouse(warehouse));
+    }
+    if (article && changed.flipped.has(article.id) && !changed.positionsWritten.has(line.item.id)) {
+      add({ entity: 'position', op: 'upsert', id: line.item.id, tourId: line.tourId, accountId: line.accountId, data: toItem(line.item, article.scannable) });
+    }
+  }
+  return [...records.values()];
+}
+
 export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResponse> {
   return db.transaction(async (tx) => {
     const { driver } = request;
@@ -158,7 +210,7 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     const warehouseInput = byKey([
       ...positionsIn.map((p) => p.article.defaultWarehouse), ...positionsIn.map((p) => p.warehouse),
     ].filter((w) => !!w), (w) => w.code);
-    const { rows: warehouseRows, changed: changedWarehouses } = await upsertChanged(warehouseInput, (w) => w.code, warehouseMirror,
+    const { rows: warehouseRows, changed: changedWarehouses, before: warehousesBefore } = await upsertChanged(warehouseInput, (w) => w.code, warehouseMirror,
       (codes) => tx.select().from(warehouses).where(inArray(warehouses.code, codes)),
       (chunk) => tx.insert(warehouses).values(chunk).onConflictDoUpdate({ target: warehouses.code, ...whenChanged(warehouseMirror) }).returning());
     const warehouseId = new Map(warehouseRows.map((w) => [w.code, w.id]));
@@ -167,7 +219,7 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
       articleNumber: a.articleNumber, name: a.name, scannable: a.scannable,
       defaultWarehouseId: a.defaultWarehouse ? warehouseId.get(a.defaultWarehouse.code)! : null,
     }));
-    const { rows: articleRows, changed: changedArticles } = await upsertChanged(articleInput, (a) => a.articleNumber, articleMirror,
+    const { rows: articleRows, changed: changedArticles, before: articlesBefore } = await upsertChanged(articleInput, (a) => a.articleNumber, articleMirror,
       (numbers) => tx.select().from(articles).where(inArray(articles.articleNumber, numbers)),
       (chunk) => tx.insert(articles).values(chunk).onConflictDoUpdate({
         target: articles.articleNumber, ...whenChanged(articleMirror),
@@ -176,7 +228,7 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     const articleById = new Map(articleRows.map((a) => [a.id, a]));
 
     const customerInput = byKey(request.deliveries.map((d) => d.customer), (c) => c.erpCustomerId);
-    const { rows: customerRows, changed: changedCustomers } = await upsertChanged(customerInput, (c) => c.erpCustomerId, customerMirror,
+    const { rows: customerRows, changed: changedCustomers, before: customersBefore } = await upsertChanged(customerInput, (c) => c.erpCustomerId, customerMirror,
       (ids) => tx.select().from(customers).where(inArray(customers.erpCustomerId, ids)),
       (chunk) => tx.insert(customers).values(chunk).onConflictDoUpdate({ target: customers.erpCustomerId, ...whenChanged(customerMirror) }).returning());
     const customerId = new Map(customerRows.map((c) => [c.erpCustomerId, c.id]));
@@ -346,6 +398,16 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     for (const w of warehouseRows) if (changedIds.has(w.id) || arrivedWarehouses.has(w.id)) changes.push({ entity: 'warehouse', op: 'upsert', id: w.id, ...scope, data: toWarehouse(w) });
     for (const a of articleRows) if (changedIds.has(a.id) || arrivedArticles.has(a.id)) changes.push({ entity: 'article', op: 'upsert', id: a.id, ...scope, data: toArticle(a) });
     for (const c of customerRows) if (changedIds.has(c.id) || arrivedCustomers.has(c.id)) changes.push({ entity: 'customer', op: 'upsert', id: c.id, ...scope, data: toCustomer(c) });
+    // Rows new in this sync are named by no other delivery yet.
+    const changedExisting = {
+      warehouses: changedWarehouses.filter((w) => warehousesBefore.has(w.code)),
+      articles: changedArticles.filter((a) => articlesBefore.has(a.articleNumber)),
+      customers: changedCustomers.filter((c) => customersBefore.has(c.erpCustomerId)),
+    };
+    if (changedExisting.warehouses.length || changedExisting.articles.length || changedExisting.customers.length) {
+      const flipped = new Set(changedExisting.articles.filter((a) => articlesBefore.get(a.articleNumber)!.scannable !== a.scannable).map((a) => a.id));
+      changes.push(...await masterDataForOthers(tx, accountId, { ...changedExisting, flipped, positionsWritten: new Set(writtenItems.map((i) => i.id)) }));
+    }
 
     for (const { prev } of moved) {
       if (prev!.accountId !== accountId) {

@@ -127,7 +127,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const kinds = changes.map((c) => `${c.entity}:${c.op}`);
       expect(kinds).toEqual(expect.arrayContaining(['customer:upsert', 'article:upsert', 'warehouse:upsert', 'contact:delete', 'contact:upsert']));
       expect(kinds).not.toContain('delivery:upsert');
-      expect(changes.every((c) => c.accountId === personalnummer && c.tourId === first.body.tour.id)).toBe(true);
+      expect(changes.filter((c) => c.accountId === personalnummer).every((c) => c.tourId === first.body.tour.id)).toBe(true);
+      // Other drivers' open deliveries name the shared test article and warehouse: they hear of those only.
+      expect(changes.filter((c) => c.accountId !== personalnummer).every((c) => ['article', 'warehouse'].includes(c.entity))).toBe(true);
       const customer = changes.find((c) => c.entity === 'customer')!;
       expect(customer.data).toMatchObject({ erpCustomerId: d.customer.erpCustomerId, name: 'Neuer Kundenname GmbH' });
     });
@@ -193,6 +195,45 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(left.map((p: { lineNumber: number }) => p.lineNumber)).toEqual([10, 20, 40]);
       const deletes = (await changesSince(seq)).filter((c) => c.op === 'delete');
       expect(deletes.map((c) => [c.entity, c.entityId])).toEqual([['position', lines[2].id]]);
+    });
+
+    it('tells every driver with an open delivery naming changed master data, once, and its lines when scannable flips', async () => {
+      const [a, b, c] = [await driver(), await driver(), await driver()];
+      const article = { articleNumber: `S-${a.personalnummer}`, name: 'Geteilter Artikel', scannable: true, defaultWarehouse: { code: `SW-${a.personalnummer}`, name: 'Lager Süd' } };
+      const shared = (payload: ReturnType<typeof tourPayload>, customer = payload.deliveries[0].customer) => {
+        payload.deliveries[0].customer = customer;
+        payload.deliveries[0].positions[0] = position(10, { article, warehouse: article.defaultWarehouse });
+        return payload;
+      };
+      const payloadA = shared(tourPayload(a.personalnummer, { deliveries: 1 }));
+      const tourA = (await api.post('/sync/tour', payloadA, { token: a.token })).body.tour;
+      const customer = payloadA.deliveries[0].customer;
+      const payloadC = shared(tourPayload(c.personalnummer, { deliveries: 1 }), customer);
+      const tourC = (await api.post('/sync/tour', payloadC, { token: c.token })).body.tour;
+      // C's delivery is done: nothing left to deliver, nothing to tell.
+      await api.db.update(deliveries).set({ state: 'completed' }).where(eq(deliveries.tourId, tourC.id));
+      const lineA = (await details(tourA.id, a.token)).deliveries[0].positions[0];
+      const seq = await maxSeq();
+
+      const renamed = { ...article, name: 'Umbenannt', scannable: false, defaultWarehouse: { ...article.defaultWarehouse, name: 'Lager Nord' } };
+      const payloadB = tourPayload(b.personalnummer, { deliveries: 1 });
+      payloadB.deliveries[0].customer = { ...customer, name: 'Kunde neu' };
+      payloadB.deliveries[0].positions[0] = position(10, { article: renamed, warehouse: renamed.defaultWarehouse });
+      await api.post('/sync/tour', payloadB, { token: b.token });
+
+      const forA = (await changesSince(seq)).filter((ch) => ch.accountId === a.personalnummer);
+      expect(forA.map((ch) => `${ch.entity}:${ch.op}`).sort()).toEqual(['article:upsert', 'customer:upsert', 'position:upsert', 'warehouse:upsert']);
+      expect(forA.every((ch) => ch.tourId === tourA.id)).toBe(true);
+      expect(forA.find((ch) => ch.entity === 'article')!.data).toMatchObject({ name: 'Umbenannt', scannable: false });
+      expect(forA.find((ch) => ch.entity === 'customer')!.data).toMatchObject({ name: 'Kunde neu' });
+      expect(forA.find((ch) => ch.entity === 'warehouse')!.data).toMatchObject({ name: 'Lager Nord' });
+      expect(forA.find((ch) => ch.entity === 'position')).toMatchObject({ entityId: lineA.id, data: { scannable: false } });
+      expect((await changesSince(seq)).some((ch) => ch.accountId === c.personalnummer)).toBe(false);
+
+      // The same again changes nothing, for anyone.
+      const settled = await maxSeq();
+      await api.post('/sync/tour', copy(payloadB), { token: b.token });
+      expect(await maxSeq()).toBe(settled);
     });
 
     it('moves a delivery to another driver with its local work and tells the old owner it is gone', async () => {
