@@ -75,6 +75,11 @@ export async function readChanges(db: Db, personalnummer: number, sinceSeq: numb
   if (sinceSeq !== undefined && sinceSeq < horizon) {
     throw validation(`The cursor is older than the retained change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'cursor expired' }]);
   }
+  // No cursor this database issued is ahead of its stable head; a cursor that is would skip
+  // every change until the log caught up with it (a database restored from an older backup).
+  if (sinceSeq !== undefined && sinceSeq > Number(row.head ?? 0)) {
+    throw validation(`The cursor is ahead of this database's change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'not a cursor' }]);
+  }
   const rows = typeof row.changes === 'string' ? JSON.parse(row.changes) as FeedRow['changes'] : row.changes;
   const hasMore = rows.length > limit;
   const changes = rows.slice(0, limit).map(toChange);

@@ -142,6 +142,17 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       expect(response.body.errors).toEqual([{ path: 'query.since', message: 'cursor from another database' }]);
     });
 
+    it('answers 400 for a cursor ahead of the change log, which would skip what comes', async () => {
+      const a = await driver();
+      const { body } = await api.get('/sync/cursor', { token: a.token });
+      const { epoch, seq } = JSON.parse(Buffer.from(body.cursor, 'base64url').toString('utf8'));
+      const response = await api.get(`/sync/changes?since=${encodeCursor(epoch, seq + 1000)}`, { token: a.token });
+      expect(response.status).toBe(400);
+      expect(response.body.detail).toMatch(/ahead/);
+      expect(response.body.errors).toEqual([{ path: 'query.since', message: 'not a cursor' }]);
+      expect((await api.get(`/sync/changes?since=${body.cursor}`, { token: a.token })).status).toBe(200);
+    });
+
     it('answers 400 for a cursor of a database that was reset, even when its seq exists in the new one', async () => {
       const a = await driver();
       await api.post('/me/cars', { plate: `E-${a.personalnummer}` }, { token: a.token });
