@@ -60,6 +60,10 @@ describe('open amount', () => {
   it('never goes below zero', () => {
     expect(openAmountCents({ erpOpenAmountCents: 1000, creditAmountCents: 2000, positions })).toBe(0);
   });
+  it('adds the value of a removed line with a negative price (a deposit not taken back)', () => {
+    const deposit = { state: 'Removed', requiredQuantity: 2, creditedQuantity: 0, unitPriceCents: -150 };
+    expect(openAmountCents({ erpOpenAmountCents: 1000, creditAmountCents: null, positions: [deposit] })).toBe(1300);
+  });
 });
 
 describe('notes and service values', () => {

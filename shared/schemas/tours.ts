@@ -8,7 +8,8 @@ export const SyncPosition = z.object({
   lineNumber: z.int32().min(0),
   quantity: z.int32().min(1),
   unit: z.string().optional(),
-  unitPriceCents: z.int32().min(0).nullable().optional(),
+  // Any int, as the contract has it: a line that takes back a deposit has a negative price.
+  unitPriceCents: z.int32().nullable().optional(),
   article: z.object({
     articleNumber: z.string().trim().min(1),
     name: z.string(),

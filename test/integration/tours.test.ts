@@ -366,6 +366,16 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(await api.db.select().from(tours).where(eq(tours.accountId, personalnummer))).toEqual([]);
     });
 
+    it('takes a line with a negative unit price, a deposit taken back', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 1 });
+      payload.deliveries[0].positions[1].unitPriceCents = -150;
+      const response = await api.post('/sync/tour', payload, { token });
+      expect(response.status).toBe(200);
+      const [line] = (await details(response.body.tour.id, token)).deliveries[0].positions.filter((p: { lineNumber: number }) => p.lineNumber === 20);
+      expect(line.unitPriceCents).toBe(-150);
+    });
+
     it('creates one tour when the same new tour arrives twice at once', async () => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer, { deliveries: 5, positions: 3 });
