@@ -9,6 +9,7 @@ import { recordChanges } from '../engine/changeLog.js';
 import { toPaymentMethod } from '../engine/masterData.js';
 import { syncTour } from '../engine/tourSync.js';
 import { DomainError } from '../errors.js';
+import { consistentDay } from '../integrations/erp/consistentDay.js';
 import { demoPaymentMethods } from '../integrations/erp/demoData.js';
 
 export type ImportTrigger = 'scheduler' | 'startup' | 'manual';
@@ -96,7 +97,8 @@ export async function runImport(ctx: ImportContext, date: string, trigger: Impor
   try {
     const result = await withImportLock(ctx, date, async () => {
       if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(db);
-      const tours = await ctx.erp.fetchTours(date);
+      const { tours, conflicts } = consistentDay(await ctx.erp.fetchTours(date));
+      if (conflicts.length) ctx.logger.warn({ tourDate: date, conflicts }, 'ERP import: the day\'s answer contradicts itself; evened out');
       const failures: string[] = [];
       // Tours of different drivers share little but master data, written in key order, so a few
       // go at once: while one waits for the database, another is being prepared.

@@ -152,6 +152,21 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
         .where(eq(deliveries.tourId, (await erpApi.db.select().from(tours).where(eq(tours.accountId, 5801)))[0].id));
       expect(rows).toEqual([{ methodId: null, code: 'SCHECK' }, { methodId: null, code: 'SCHECK' }]);
     });
+
+    it('evens out a day that contradicts itself, so that importing it again changes nothing', async () => {
+      const [a, b] = [tourPayload(5811, { date: '2026-04-04', deliveries: 2 }), tourPayload(5812, { date: '2026-04-04', deliveries: 1 })];
+      b.deliveries[0].positions[0].article = { ...a.deliveries[0].positions[0].article, name: 'Anders benannt' };
+      b.deliveries.push(structuredClone(a.deliveries[1]));
+      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [a, b] })));
+      const first = await erpApi.post('/admin/import-erp?date=2026-04-04', undefined, { admin: true });
+      expect(first.body).toMatchObject({ success: true, deliveries_created: 3, deliveries_moved: 0 });
+      const changes = (await erpApi.db.select({ n: count() }).from(changeLog))[0].n;
+      const again = await erpApi.post('/admin/import-erp?date=2026-04-04', undefined, { admin: true });
+      expect(again.body).toMatchObject({ success: true, deliveries_moved: 0, deliveries_updated: 0, deliveries_unchanged: 3 });
+      expect((await erpApi.db.select({ n: count() }).from(changeLog))[0].n).toBe(changes);
+      const [shared] = await erpApi.db.select({ tourId: deliveries.tourId }).from(deliveries).where(eq(deliveries.belegnummer, a.deliveries[1].belegnummer));
+      expect((await erpApi.db.select().from(tours).where(eq(tours.id, shared.tourId)))[0].accountId).toBe(5811);
+    });
   });
 
   describe('start-up catch-up', () => {
