@@ -97,9 +97,11 @@ export async function runImport(ctx: ImportContext, date: string, trigger: Impor
   try {
     const result = await withImportLock(ctx, date, async () => {
       if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(db);
-      const { tours, conflicts } = consistentDay(await ctx.erp.fetchTours(date));
+      const day = await ctx.erp.fetchTours(date);
+      const { tours, conflicts } = consistentDay(day.tours);
       if (conflicts.length) ctx.logger.warn({ tourDate: date, conflicts }, 'ERP import: the day\'s answer contradicts itself; evened out');
-      const failures: string[] = [];
+      if (day.refused.length) ctx.logger.error({ tourDate: date, refused: day.refused }, 'ERP import: tours refused');
+      const failures = [...day.refused];
       // Tours of different drivers share little but master data, written in key order, so a few
       // go at once: while one waits for the database, another is being prepared.
       let next = 0;

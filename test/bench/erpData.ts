@@ -54,7 +54,7 @@ export function largeErpDay(date: string, size: ErpSize): SyncTourRequest[] {
 
 export function benchErp(size: ErpSize): ErpGateway {
   return {
-    fetchTours: async (date) => largeErpDay(date, size),
+    fetchTours: async (date) => ({ tours: largeErpDay(date, size), refused: [] }),
     pushCompletion: async (_document: ErpDocument, _writeBack: CompletionWriteBack) => undefined,
   };
 }

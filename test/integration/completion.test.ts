@@ -430,7 +430,7 @@ function switchableErp() {
   const erp = {
     failing: true,
     calls,
-    async fetchTours() { return []; },
+    async fetchTours() { return { tours: [], refused: [] }; },
     async pushCompletion(document: ErpDocument, writeBack: CompletionWriteBack) {
       calls.push({ document, writeBack });
       if (erp.failing) throw upstream('ERP write-back failed: answered 503');

@@ -32,7 +32,7 @@ function gatedErp() {
     async fetchTours(date) {
       started();
       await gate;
-      return generateDemoTours(date);
+      return { tours: generateDemoTours(date), refused: [] };
     },
     async pushCompletion() {},
   };
@@ -151,6 +151,18 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       const rows = await erpApi.db.select({ methodId: deliveries.paymentMethodId, code: deliveries.erpPaymentMethodCode }).from(deliveries)
         .where(eq(deliveries.tourId, (await erpApi.db.select().from(tours).where(eq(tours.accountId, 5801)))[0].id));
       expect(rows).toEqual([{ methodId: null, code: 'SCHECK' }, { methodId: null, code: 'SCHECK' }]);
+    });
+
+    it('imports the tours that fit the contract, refuses the one that does not and logs the run as failed', async () => {
+      const [good, bad] = [tourPayload(5821, { date: '2026-04-05', deliveries: 2 }), tourPayload(5822, { date: '2026-04-05', deliveries: 1 })];
+      (bad.deliveries[0].positions[0] as { quantity: unknown }).quantity = 'viele';
+      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [bad, good] })));
+      const response = await erpApi.post('/admin/import-erp?date=2026-04-05', undefined, { admin: true });
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ success: false, tours: 1, deliveries_created: 2 });
+      expect(response.body.error).toMatch(/tour 1 of the answer does not fit the contract \(deliveries\.0\.positions\.0\.quantity/);
+      expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5821))).toHaveLength(1);
+      expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5822))).toEqual([]);
     });
 
     it('evens out a day that contradicts itself, so that importing it again changes nothing', async () => {

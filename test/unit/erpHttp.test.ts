@@ -33,7 +33,7 @@ describe('ERP over HTTP', () => {
       dates.push(new URL(request.url).searchParams.get('date')!);
       return HttpResponse.json({ tours });
     }));
-    expect(await erp().fetchTours('2026-03-10')).toEqual(tours);
+    expect(await erp().fetchTours('2026-03-10')).toEqual({ tours, refused: [] });
     expect(dates).toEqual(['2026-03-10']);
   });
 
@@ -45,7 +45,7 @@ describe('ERP over HTTP', () => {
       if (calls === 2) return new HttpResponse(null, { status: 503 });
       return HttpResponse.json({ tours: [] });
     }));
-    expect(await erp().fetchTours('2026-03-10')).toEqual([]);
+    expect(await erp().fetchTours('2026-03-10')).toEqual({ tours: [], refused: [] });
     expect(calls).toBe(3);
   });
 
@@ -70,7 +70,6 @@ describe('ERP over HTTP', () => {
   it.each([
     ['a 4xx answer', () => new HttpResponse(null, { status: 404 })],
     ['an answer that is not JSON', () => new HttpResponse('<html>', { status: 200, headers: { 'content-type': 'text/html' } })],
-    ['tours that do not fit the contract', () => HttpResponse.json({ tours: [{ driver: { personalnummer: 'x' } }] })],
     ['an answer without tours', () => HttpResponse.json({ data: [] })],
     ['a redirect, even to an answer that would fit', () => HttpResponse.redirect(`${ERP}/moved`, 307)],
   ])('fails without retry on %s', async (_what, answer) => {
@@ -81,6 +80,14 @@ describe('ERP over HTTP', () => {
     );
     await upstreamError(erp().fetchTours('2026-03-10'));
     expect(calls).toBe(1);
+  });
+
+  it('refuses a tour that does not fit the contract on its own and keeps the others', async () => {
+    const [good] = generateDemoTours('2026-03-10');
+    msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [good, { driver: { personalnummer: 'x' } }] })));
+    const day = await erp().fetchTours('2026-03-10');
+    expect(day.tours).toEqual([good]);
+    expect(day.refused).toEqual([expect.stringMatching(/^tour 2 of the answer does not fit the contract \(driver\.personalnummer: /)]);
   });
 
   it('posts a completion to /documents/{belegartId}/{belegnummer}/completion', async () => {

@@ -13,7 +13,7 @@ export function createDemoErp(logger: Logger): DemoErp {
   return {
     writeBacks,
     async fetchTours(date) {
-      return generateDemoTours(date);
+      return { tours: generateDemoTours(date), refused: [] };
     },
     async pushCompletion(document, writeBack) {
       logger.info({ document, writeBack }, 'demo ERP: completion written back');

@@ -8,9 +8,12 @@ export interface CompletionWriteBack { deliveredAt: string; state: 'completed'; 
 
 export interface ErpDocument { belegartId: number; belegnummer: string }
 
+/** A day's tours; one that does not fit the contract is refused on its own (why, in `refused`), not with the day. */
+export interface ErpDay { tours: SyncTourRequest[]; refused: string[] }
+
 export interface ErpGateway {
-  /** Every tour of a Berlin calendar day; throws DomainError upstream_unavailable on any failure. */
-  fetchTours(date: string): Promise<SyncTourRequest[]>;
+  /** Every tour of a Berlin calendar day; throws DomainError upstream_unavailable when the day cannot be read. */
+  fetchTours(date: string): Promise<ErpDay>;
   /** Writes a completion back (never line quantities); throws upstream_unavailable on failure. */
   pushCompletion(document: ErpDocument, writeBack: CompletionWriteBack): Promise<void>;
 }

@@ -3,9 +3,22 @@ import { z } from 'zod';
 import { SyncTourRequest } from '../../../shared/schemas/tours.js';
 import type { Config } from '../../config.js';
 import { upstream } from '../../errors.js';
-import type { ErpGateway } from './gateway.js';
+import type { ErpDay, ErpGateway } from './gateway.js';
 
-const ToursAnswer = z.object({ tours: z.array(SyncTourRequest) });
+const ToursAnswer = z.object({ tours: z.array(z.unknown()) });
+
+const issuesOf = (error: z.ZodError) => error.issues.slice(0, 3).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+
+/** Each tour checked on its own: one that does not fit is refused, the others are imported. */
+function toursOf(answer: unknown[]): ErpDay {
+  const day: ErpDay = { tours: [], refused: [] };
+  answer.forEach((raw, i) => {
+    const tour = SyncTourRequest.safeParse(raw);
+    if (tour.success) day.tours.push(tour.data);
+    else day.refused.push(`tour ${i + 1} of the answer does not fit the contract (${issuesOf(tour.error)})`);
+  });
+  return day;
+}
 
 /** Network errors, timeouts and 5xx answers are worth another try; anything else is final. */
 class Retryable extends Error {}
@@ -54,11 +67,8 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
         throw upstream('ERP tour read failed: the answer is not JSON');
       }
       const parsed = ToursAnswer.safeParse(body);
-      if (!parsed.success) {
-        const where = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
-        throw upstream(`ERP tour read failed: the answer does not fit the contract (${where})`);
-      }
-      return parsed.data.tours;
+      if (!parsed.success) throw upstream(`ERP tour read failed: the answer does not fit the contract (${issuesOf(parsed.error)})`);
+      return toursOf(parsed.data.tours);
     }),
     pushCompletion: (document, writeBack) => call(
       'write-back',
