@@ -1,5 +1,5 @@
 import { inArray } from 'drizzle-orm';
-import type { SyncEvent, EventResult } from '../../shared/schemas/sync.js';
+import type { SyncEvent, SyncEventOf, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
 import { constraintViolation } from '../db/errors.js';
@@ -159,7 +159,8 @@ async function applyBatch(db: Db, entries: Entry[], lookups: (accountId: number)
 
 /**
  * The delivery each event is about: a line's or a note's as found under the locks, a note's that
- * an earlier event of the batch creates, else the one the event names.
+ * an earlier event of the batch creates, else the one the event names; none for a note the event
+ * names under another delivery than its own.
  */
 function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (event: SyncEvent) => string | undefined {
   const lineDelivery = new Map<string, string>();
@@ -169,8 +170,12 @@ function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (ev
     for (const noteId of ws.notes?.keys() ?? []) noteDelivery.set(noteId, deliveryId);
   }
   for (const e of events) if (e.type === 'note.create' && !noteDelivery.has(e.noteId)) noteDelivery.set(e.noteId, e.deliveryId);
+  const noteOn = (event: SyncEventOf<'note.update' | 'note.delete'>) => {
+    const own = noteDelivery.get(event.noteId);
+    return own && event.deliveryId && own !== event.deliveryId ? undefined : own ?? event.deliveryId;
+  };
   return (event) => (event.type === 'scan' ? lineDelivery.get(event.deliveryItemId)
-    : event.type === 'note.update' || event.type === 'note.delete' ? noteDelivery.get(event.noteId) ?? event.deliveryId
+    : event.type === 'note.update' || event.type === 'note.delete' ? noteOn(event)
       : event.deliveryId);
 }
 

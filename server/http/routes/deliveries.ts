@@ -85,12 +85,12 @@ export const deliveryRoutes = [
   route({
     method: 'patch', path: '/deliveries/{delivery_id}/notes/{note_id}', auth: 'bearer', tags: ['Notes'], summary: 'Change text and/or image of a note',
     params: NoteParams, body: UpdateDeliveryNoteRequest, response: DeliveryNoteResponse, errors: [404],
-    handler: async ({ ctx, actor, params, body }) => ({ note: await apply(ctx, actor, { type: 'note.update', noteId: params.note_id, ...body }) as Note }),
+    handler: async ({ ctx, actor, params, body }) => ({ note: await apply(ctx, actor, { type: 'note.update', deliveryId: params.delivery_id, noteId: params.note_id, ...body }) as Note }),
   }),
   route({
     method: 'delete', path: '/deliveries/{delivery_id}/notes/{note_id}', auth: 'bearer', tags: ['Notes'], summary: 'Delete a note',
     params: NoteParams, status: 204, errors: [404],
-    handler: ({ ctx, actor, params }) => apply(ctx, actor, { type: 'note.delete', noteId: params.note_id }),
+    handler: ({ ctx, actor, params }) => apply(ctx, actor, { type: 'note.delete', deliveryId: params.delivery_id, noteId: params.note_id }),
   }),
   route({
     method: 'put', path: '/deliveries/{delivery_id}/services/{service_id}', auth: 'bearer', tags: ['Services'], summary: 'Set a service value (exactly the field of its kind)',
