@@ -59,7 +59,7 @@ export function entityOf(ws: WorkingSet, event: SyncEvent, payment?: PaymentRow)
       return payment ? { payment: toPayment(payment), openAmountCents: openAmount(ws) } : null;
     case 'note.create': case 'note.update': case 'note.delete': {
       const note = ws.notes?.get(event.noteId);
-      return note && note.state !== 'deleted' ? toNote(note.row, ws.noteImages.get(note.row.id) ?? null) : null;
+      return note && note.state !== 'deleted' ? toNote(note.row, ws.noteImages.get(note.row.id)?.id ?? null) : null;
     }
     case 'service.set': case 'service.clear': {
       const value = ws.serviceValues?.get(event.serviceId);
@@ -164,11 +164,11 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
   };
   ws.notes!.set(row.id, { row, state: 'new' });
   if (input.attachment) {
-    const id = randomUUID();
-    ws.inserts.attachments.push({ id, deliveryId: ws.delivery.id, noteId: row.id, kind: 'note_image', ...input.attachment, createdAt: now });
-    ws.noteImages.set(row.id, id);
+    const image = { id: randomUUID(), deliveryId: ws.delivery.id, noteId: row.id, kind: 'note_image' as const, ...input.attachment, createdAt: now };
+    ws.inserts.attachments.push(image);
+    ws.noteImages.set(row.id, image);
   }
-  return { ok: true, entity: toNote(row, ws.noteImages.get(row.id) ?? null) };
+  return { ok: true, entity: toNote(row, ws.noteImages.get(row.id)?.id ?? null) };
 }
 
 function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): Outcome {
@@ -183,7 +183,7 @@ function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): O
   if (!noteHasContent(next)) return invalid('A note needs text or an image', 'note_without_content');
   note.row = next;
   if (note.state === 'clean') note.state = 'dirty';
-  return { ok: true, entity: toNote(next, input.ws.noteImages.get(next.id) ?? null) };
+  return { ok: true, entity: toNote(next, input.ws.noteImages.get(next.id)?.id ?? null) };
 }
 
 function noteDelete(input: OperationInput, event: SyncEventOf<'note.delete'>): Outcome {

@@ -26,7 +26,8 @@ export interface WorkingSet {
   items: Map<string, { row: ItemRow; scannable: boolean; dirty: boolean }>;
   /** Loaded only when an event needs them; null marks a deleted note. */
   notes?: Map<string, { row: NoteRow; state: 'clean' | 'new' | 'dirty' | 'deleted' }>;
-  noteImages: Map<string, string>;
+  /** Note id → its image attachment. */
+  noteImages: Map<string, AttachmentRow>;
   serviceValues?: Map<string, { row: ServiceValueRow; state: 'clean' | 'dirty' | 'deleted' }>;
   inserts: {
     audit: (typeof scanAudit.$inferInsert)[];
@@ -86,7 +87,7 @@ export async function loadWorkingSets(
     sets.get(row.deliveryId)!.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false });
   });
   for (const row of fromJsonRows(notes, read.notes)) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
-  for (const image of fromJsonRows(attachments, read.images)) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image.id);
+  for (const image of fromJsonRows(attachments, read.images)) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image);
   for (const row of fromJsonRows(deliveryServiceValues, read.service_values)) sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
   return { sets, processed: fromJsonRows(processedEvents, read.processed) };
 }
@@ -232,9 +233,12 @@ function changesOf(ws: WorkingSet): ChangeRecord[] {
   }
   for (const note of ws.notes?.values() ?? []) {
     if (note.state === 'new' || note.state === 'dirty') {
-      changes.push({ entity: 'note', op: 'upsert', id: note.row.id, ...owner, data: toNote(note.row, ws.noteImages.get(note.row.id) ?? null) });
+      changes.push({ entity: 'note', op: 'upsert', id: note.row.id, ...owner, data: toNote(note.row, ws.noteImages.get(note.row.id)?.id ?? null) });
     } else if (note.state === 'deleted') {
       changes.push({ entity: 'note', op: 'delete', id: note.row.id, ...owner });
+      // Its image stays, no longer a note's (see flushWorkingSets).
+      const image = ws.noteImages.get(note.row.id);
+      if (image) changes.push({ entity: 'attachment', op: 'upsert', id: image.id, ...owner, data: toAttachment({ ...image, noteId: null }) });
     }
   }
   for (const row of ws.inserts.attachments) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });

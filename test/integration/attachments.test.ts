@@ -199,6 +199,18 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     expect(shown.metadata).toMatchObject({ width: 320, height: 240 });
   });
 
+  it('keeps the image of a deleted note and tells the feed it belongs to no note any more', async () => {
+    const { token, delivery: d } = await activeDelivery(api);
+    const image = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer();
+    const { note } = (await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image), { token })).body;
+    expect((await api.delete(`/deliveries/${d.id}/notes/${note.id}`, { token })).status).toBe(204);
+    const [row] = await api.db.select().from(attachments).where(eq(attachments.id, note.imageAttachmentId));
+    expect(row.noteId).toBeNull();
+    const published = await api.db.select().from(changeLog)
+      .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, note.imageAttachmentId))).orderBy(changeLog.seq);
+    expect(published.map((c) => (c.data as { noteId: string | null }).noteId)).toEqual([note.id, null]);
+  });
+
   it('answers a resend with the same ids with the same note, once, with its attachment in the change feed', async () => {
     const { token, delivery: d } = await activeDelivery(api);
     const image = await signaturePng();
