@@ -124,13 +124,6 @@ function contactsKey(contacts: (Omit<MergedContact, 'channels'> & { channels: { 
 
 const isFinal = (state: DeliveryRow['state']) => state === 'completed' || state === 'canceled';
 
-/**
- * Writes one ERP tour: account, tour, master data, deliveries, positions and contacts, in one
- * transaction with one set-based statement per table. Rows are written only where a column
- * differs, so an identical resend writes nothing and records no change. Local work (scans,
- * credits, notes, payments, service values, the driver's order) is never overwritten; see the
- * README section "ERP import" for every rule.
- */
 const openDelivery = inArray(deliveries.state, ['active', 'held']);
 
 /**
@@ -181,6 +174,13 @@ async function masterDataForOthers(tx: Db, accountId: number, changed: {
   return [...records.values()];
 }
 
+/**
+ * Writes one ERP tour: account, tour, master data, deliveries, positions and contacts, in one
+ * transaction with one set-based statement per table. Rows are written only where a column
+ * differs, so an identical resend writes nothing and records no change. Local work (scans,
+ * credits, notes, payments, service values, the driver's order) is never overwritten; see the
+ * README section "ERP import" for every rule.
+ */
 export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResponse> {
   return db.transaction(async (tx) => {
     const { driver } = request;
