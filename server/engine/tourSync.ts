@@ -5,7 +5,7 @@ import { mergeContacts, type MergedContact } from '../../shared/rules/contacts.j
 import { settledState } from '../../shared/rules/items.js';
 import { serviceValueChangeId } from '../../shared/rules/services.js';
 import type { Address } from '../../shared/schemas/common.js';
-import type { SyncTourRequest, SyncTourResponse } from '../../shared/schemas/tours.js';
+import { deliveryKey, type SyncTourRequest, type SyncTourResponse } from '../../shared/schemas/tours.js';
 import type { Db } from '../db/client.js';
 import {
   accounts, articles, contactChannels, contactSources, customers, deliveries, deliveryItems, notes, paymentMethods,
@@ -108,7 +108,6 @@ const deliveryMirror = [
 ];
 const itemMirror = [deliveryItems.articleId, deliveryItems.warehouseId, deliveryItems.requiredQuantity, deliveryItems.unit, deliveryItems.unitPriceCents, deliveryItems.state];
 
-const deliveryKey = (d: { belegartId: number; belegnummer: string }) => `${d.belegartId}/${d.belegnummer}`;
 
 function addressKey(address: Address | null) {
   return address && [address.street, address.houseNumber, address.postalCode, address.city, address.country, address.addition ?? null];
@@ -138,7 +137,7 @@ async function masterDataForOthers(tx: Db, accountId: number, changed: {
   const warehouseById = new Map(changed.warehouses.map((w) => [w.id, w]));
   const articleById = new Map(changed.articles.map((a) => [a.id, a]));
   const customerById = new Map(changed.customers.map((c) => [c.id, c]));
-  const readers = changed.customers.length ? await tx.selectDistinctOn([tours.accountId, deliveries.customerId], {
+  const readers = customerById.size ? await tx.selectDistinctOn([tours.accountId, deliveries.customerId], {
     accountId: tours.accountId, tourId: tours.id, customerId: deliveries.customerId,
   }).from(deliveries).innerJoin(tours, eq(tours.id, deliveries.tourId))
     .where(and(openDelivery, inArray(deliveries.customerId, [...customerById.keys()]))) : [];

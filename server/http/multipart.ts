@@ -31,8 +31,9 @@ const tooLarge = (limitBytes: number) => new DomainError('payload_too_large', `T
  */
 export function readMultipart(req: Request, options: MultipartOptions): Promise<MultipartBody> {
   // `is` answers null for a request without a body; `Content-Length: 0` is one with an empty one.
-  if (req.is('multipart/form-data') === null || req.headers['content-length'] === '0') return Promise.resolve({ files: new Map(), fields: new Map() });
-  if (!req.is('multipart/form-data')) {
+  const multipart = req.is('multipart/form-data');
+  if (multipart === null || req.headers['content-length'] === '0') return Promise.resolve({ files: new Map(), fields: new Map() });
+  if (!multipart) {
     return Promise.reject(new DomainError('unsupported_media_type', 'Send the body as multipart/form-data'));
   }
   const { limitBytes, maxParts = 20 } = options;

@@ -42,6 +42,9 @@ export const SyncDelivery = z.object({
   contacts: z.array(SyncContact).default([]),
 });
 
+/** A delivery's identity, as the contract has it: `(belegartId, belegnummer)`. */
+export const deliveryKey = (d: { belegartId: number; belegnummer: string }) => `${d.belegartId}/${d.belegnummer}`;
+
 export const SyncTourRequest = z.object({
   driver: z.object({ personalnummer: Int64, name: z.string().trim().min(1), active: z.boolean().optional() }),
   tourDate: IsoDate,
@@ -50,7 +53,7 @@ export const SyncTourRequest = z.object({
 }).superRefine((tour, ctx) => {
   const seen = new Set<string>();
   tour.deliveries.forEach((d, i) => {
-    const key = `${d.belegartId}/${d.belegnummer}`;
+    const key = deliveryKey(d);
     if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['deliveries', i], message: `delivery ${key} appears twice` });
     seen.add(key);
     const lines = new Set<number>();

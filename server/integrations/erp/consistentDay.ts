@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { SyncTourRequest } from '../../../shared/schemas/tours.js';
+import { deliveryKey, type SyncTourRequest } from '../../../shared/schemas/tours.js';
 
 type Delivery = SyncTourRequest['deliveries'][number];
 type Position = Delivery['positions'][number];
@@ -35,7 +35,7 @@ export function consistentDay(tours: SyncTourRequest[]): { tours: SyncTourReques
   const listedIn = new Map<string, SyncTourRequest>();
   for (const tour of tours) {
     for (const d of tour.deliveries) {
-      const key = `${d.belegartId}/${d.belegnummer}`;
+      const key = deliveryKey(d);
       if (!listedIn.has(key)) listedIn.set(key, tour);
       else if (listedIn.get(key) !== tour) conflicts.add(`document ${key} is listed in more than one tour; it stays in the first`);
     }
@@ -43,7 +43,7 @@ export function consistentDay(tours: SyncTourRequest[]): { tours: SyncTourReques
   const consistent = tours.map((tour) => ({
     ...tour,
     deliveries: tour.deliveries
-      .filter((d) => listedIn.get(`${d.belegartId}/${d.belegnummer}`) === tour)
+      .filter((d) => listedIn.get(deliveryKey(d)) === tour)
       .map((d) => ({
         ...d,
         customer: customers.get(d.customer.erpCustomerId)!,
