@@ -9,6 +9,12 @@ const id = () => uuid('id').primaryKey().defaultRandom();
 const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
 const updatedAt = () => timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
+/**
+ * When the statement that writes the row ran, not when its transaction began. Deviations and
+ * review confirmations of a delivery are written under the delivery's row lock, so these times
+ * order them as they happened; a transaction's start could predate a confirmation it commits after.
+ */
+const writtenAt = (name: string) => ts(name).notNull().default(sql`statement_timestamp()`);
 const personalnummer = (name: string) => bigint(name, { mode: 'number' });
 
 // ---------- accounts and master data maintained through the API ----------
@@ -212,7 +218,7 @@ export const scanAudit = pgTable('scan_audit', {
   accountId: personalnummer('account_id').notNull(),
   authorCarId: uuid('author_car_id'),
   occurredAt: ts('occurred_at').notNull(),
-  receivedAt: ts('received_at').notNull().defaultNow(),
+  receivedAt: writtenAt('received_at'),
 }, (t) => [uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId), index('scan_audit_delivery_idx').on(t.deliveryId)]);
 
 /** Append-only log of money credit actions; the current credit is kept on the delivery. */
@@ -226,7 +232,7 @@ export const creditEvents = pgTable('credit_events', {
   accountId: personalnummer('account_id').notNull().references(() => accounts.personalnummer),
   authorCarId: uuid('author_car_id').references(() => cars.id),
   occurredAt: ts('occurred_at').notNull(),
-  receivedAt: ts('received_at').notNull().defaultNow(),
+  receivedAt: writtenAt('received_at'),
 }, (t) => [uniqueIndex('credit_events_client_uq').on(t.clientEventId), index('credit_events_delivery_idx').on(t.deliveryId)]);
 
 /** Append-only payment protocol ("Abkassieren"). */
@@ -292,7 +298,7 @@ export const reviewResolutions = pgTable('review_resolutions', {
   id: id(),
   deliveryId: uuid('delivery_id').notNull().references(() => deliveries.id),
   processor: text('processor').notNull(),
-  resolvedAt: ts('resolved_at').notNull().defaultNow(),
+  resolvedAt: writtenAt('resolved_at'),
 }, (t) => [index('review_resolutions_delivery_idx').on(t.deliveryId)]);
 
 // ---------- operations ----------

@@ -235,9 +235,15 @@ export async function pendingReviews(db: Db): Promise<PendingReviewResponse[]> {
   return reviews.sort((a, b) => a.lastChangeUs - b.lastChangeUs).map(({ lastChangeUs: _l, ...review }) => review);
 }
 
-/** Records a confirmation. Back-office bookkeeping, not a driver event: no change record, nothing synced. */
+/**
+ * Records a confirmation. Back-office bookkeeping, not a driver event: no change record, nothing
+ * synced. It takes the delivery's row lock, as every change does, so that it confirms what was
+ * committed before it and nothing still in flight.
+ */
 export async function resolveReview(db: Db, deliveryId: string, processor: string): Promise<void> {
-  const [delivery] = await db.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.id, deliveryId));
-  if (!delivery) throw notFound('Delivery');
-  await db.insert(reviewResolutions).values({ deliveryId, processor });
+  await db.transaction(async (tx) => {
+    const [delivery] = await tx.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.id, deliveryId)).for('update');
+    if (!delivery) throw notFound('Delivery');
+    await tx.insert(reviewResolutions).values({ deliveryId, processor });
+  });
 }

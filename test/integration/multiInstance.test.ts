@@ -9,6 +9,8 @@ import { TestServer, testConfig } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const lockWaiters = async (client: pg.Client) => Number((await client.query(`SELECT count(*) AS n FROM pg_stat_activity
+  WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
 let nextAccount = 8100;
 
 // PostgreSQL only: on PGlite there is one process per database, so there is no second instance.
@@ -114,10 +116,8 @@ describe('two instances on one PostgreSQL', () => {
       await holder.query('BEGIN');
       const [{ id }] = (await holder.query('SELECT id FROM deliveries WHERE belegnummer = $1 FOR UPDATE', [belegnummer])).rows;
       const taking = a.post('/sync/tour', { ...tourPayload(y.personalnummer, { date: '2026-05-04' }), deliveries: mine.deliveries }, { token: y.tokenA });
-      const waiting = async () => Number((await holder.query(`SELECT count(*) AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
-      for (let i = 0; i < 100 && await waiting() === 0; i++) await sleep(20);
-      expect(await waiting()).toBe(1);
+      for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
+      expect(await lockWaiters(holder)).toBe(1);
       await holder.query('UPDATE deliveries SET tour_id = $1 WHERE id = $2', [zTour, id]);
       await holder.query('COMMIT');
 
@@ -142,10 +142,8 @@ describe('two instances on one PostgreSQL', () => {
       await holder.query('BEGIN');
       await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [ids[0]]);
       const reordering = a.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [ids[1], ids[0]] }, { token: x.tokenA });
-      const waiting = async () => Number((await holder.query(`SELECT count(*) AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
-      for (let i = 0; i < 100 && await waiting() === 0; i++) await sleep(20);
-      expect(await waiting()).toBe(1);
+      for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
+      expect(await lockWaiters(holder)).toBe(1);
       // A delivery joins the tour meanwhile, as a re-sync would add it.
       const [{ id: newcomer, sort_order: place }] = (await holder.query(
         'UPDATE deliveries SET tour_id = $1 WHERE tour_id = $2 RETURNING id, sort_order', [tourId, other])).rows;
@@ -158,6 +156,59 @@ describe('two instances on one PostgreSQL', () => {
     } finally {
       await holder.end();
     }
+  });
+
+  describe('four-eyes review against changes in flight', () => {
+    const resolve = (deliveryId: string) => a.post(`/admin/reviews/${deliveryId}/resolve`, { processor: 'Frau Weber' }, { admin: true });
+    const pendingIds = async () => (await a.get('/admin/reviews', { admin: true })).body.map((r: { delivery_id: string }) => r.delivery_id);
+    const event = (deliveryItemId: string, action: 'scan' | 'remove') =>
+      ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId, action });
+
+    it('keeps a removal pending that began before a confirmation and was written after it', async () => {
+      const { personalnummer, tokenA } = await driver();
+      const tour = await newTour(a.db, { accountId: personalnummer, deliveries: 2, positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
+      // The push locks its deliveries in id order: held at the first, it has not reached the second yet.
+      const [first, second] = tour.deliveries.sort((x, y) => x.delivery.id.localeCompare(y.delivery.id));
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [first.delivery.id]);
+        const pushing = a.post('/sync/push', { clientId: 'phone', events: [event(first.items[0].id, 'scan'), event(second.items[0].id, 'remove')] }, { token: tokenA });
+        for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
+        expect(await lockWaiters(holder)).toBe(1);
+        expect((await resolve(second.delivery.id)).status).toBe(204);
+        await holder.query('COMMIT');
+        expect((await pushing).body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied']);
+      } finally {
+        await holder.end();
+      }
+      expect(await pendingIds()).toContain(second.delivery.id);
+    });
+
+    it('lets a confirmation wait for a change in flight on its delivery, so that it covers it', async () => {
+      const { personalnummer, tokenA } = await driver();
+      const { deliveries: [{ delivery, items }] } = await newTour(a.db, { accountId: personalnummer, positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
+      const holder = new pg.Client({ connectionString: url });
+      await holder.connect();
+      let resolved = false;
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [delivery.id]);
+        const pushing = a.post('/sync/push', { clientId: 'phone', events: [event(items[0].id, 'remove')] }, { token: tokenA });
+        for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
+        const resolving = resolve(delivery.id).then((response) => { resolved = true; return response; });
+        for (let i = 0; i < 100 && await lockWaiters(holder) < 2; i++) await sleep(20);
+        expect(await lockWaiters(holder)).toBe(2);
+        expect(resolved).toBe(false);
+        await holder.query('COMMIT');
+        expect((await pushing).body.results[0].status).toBe('applied');
+        expect((await resolving).status).toBe(204);
+      } finally {
+        await holder.end();
+      }
+      expect(await pendingIds()).not.toContain(delivery.id);
+    });
   });
 
   it('catches up after its LISTEN connection was cut, including changes committed while it was gone', async () => {
