@@ -28,7 +28,8 @@ interface Entry {
   result?: EngineResult;
 }
 
-const rejection = (event: SyncEvent, r: Rejection): EngineResult => ({ eventId: event.eventId, status: 'rejected', code: r.code, reason: r.reason, message: r.message });
+const rejection = (event: SyncEvent, { code, reason, message, errors }: Rejection): EngineResult =>
+  ({ eventId: event.eventId, status: 'rejected', code, reason, message, ...(errors && { errors }) });
 /** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
 const notFound = (event: SyncEvent) => {
   const what = event.type === 'scan' ? 'Delivery item' : event.type === 'note.update' || event.type === 'note.delete' ? 'Note' : 'Delivery';
@@ -50,7 +51,7 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 /** Applies one event for a REST call: returns the touched entity, or throws the rejection as a DomainError. */
 export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
-  if (result.status === 'rejected') throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected');
+  if (result.status === 'rejected') throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', result.errors);
   return result.entity;
 }
 

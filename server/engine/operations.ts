@@ -8,10 +8,12 @@ import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import type { SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
 import type { cars, paymentMethods, services } from '../db/schema.js';
+import type { FieldProblem } from '../errors.js';
 import { toCredit, toItem, toNote, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../queries/shapes.js';
 import { currentDelivery, type WorkingSet } from './workingSet.js';
 
-export interface Rejection { code: ErrorCode; reason: string; message: string }
+/** `errors` names the fields of the event (the same as the REST request's) that broke the rule. */
+export interface Rejection { code: ErrorCode; reason: string; message: string; errors?: FieldProblem[] }
 export type Outcome = { ok: true; entity: unknown } | { ok: false; rejection: Rejection };
 
 /** What an operation may look up besides its delivery; loaded once per batch. */
@@ -30,15 +32,18 @@ export interface OperationInput {
   attachment?: AttachmentInput;
 }
 
-const rejected = (code: ErrorCode, reason: string, message: string): Outcome => ({ ok: false, rejection: { code, reason, message } });
-const invalid = (message: string, reason = 'validation') => rejected('validation', reason, message);
+const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[]): Outcome =>
+  ({ ok: false, rejection: errors ? { code, reason, message, errors } : { code, reason, message } });
+const invalid = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors);
+const notOwnCar = (path: 'authorCarId' | 'carId') =>
+  invalid('The car does not belong to your account', 'car_not_of_account', [{ path, message: 'is not a car of your account' }]);
 const notActive = (ws: WorkingSet) => rejected('invalid_state_transition', 'delivery_not_active', `The delivery is ${ws.delivery.state}, not active`);
 
 // Scan rejections that concern the state of a line rather than the request.
 const stateReasons = new Set(['item_removed', 'invalid_action']);
 
 function checkCar(lookups: Lookups, carId: string | null | undefined): Outcome | undefined {
-  if (carId && !lookups.cars.has(carId)) return invalid('The car does not belong to your account', 'car_not_of_account');
+  if (carId && !lookups.cars.has(carId)) return notOwnCar('authorCarId');
   return undefined;
 }
 
@@ -118,7 +123,7 @@ function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: st
   if (car) return car;
   if (event.action === 'set') {
     const problems = creditProblems(event.amountCents, event.reason);
-    if (problems.length) return invalid(problems.map((p) => `${p.path} ${p.message}`).join('; '), 'invalid_credit');
+    if (problems.length) return invalid(problems.map((p) => `${p.path} ${p.message}`).join('; '), 'invalid_credit', problems);
     changeDelivery(ws, { creditAmountCents: event.amountCents!, creditReason: event.reason!.trim(), creditUpdatedAt: input.occurredAt });
   } else {
     if (ws.delivery.creditAmountCents === null) return invalid('There is no money credit to remove', 'no_credit');
@@ -140,7 +145,7 @@ function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: 
   const method = input.lookups.paymentMethods.get(event.paymentMethodId);
   const open = openAmount(ws);
   const problem = paymentProblem({ methodActive: method?.active ?? false, openAmountCents: open, expectedAmountCents: event.expectedAmountCents });
-  if (problem) return invalid(problem.message, problem.code);
+  if (problem) return invalid(problem.message, problem.code, problem.path ? [{ path: problem.path, message: problem.message }] : undefined);
   const row: PaymentRow = {
     id: randomUUID(), clientEventId: eventId, deliveryId: ws.delivery.id, paymentMethodId: method!.id, paymentMethodCode: method!.code,
     amountCents: open, accountId: ws.accountId, authorCarId: event.authorCarId ?? null, occurredAt: input.occurredAt, receivedAt: new Date(),
@@ -154,7 +159,9 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
   if (!noteHasContent(event)) return invalid('A note needs text or an image', 'note_without_content');
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
-  if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) return invalid('creditDeliveryItemId is not a line of this delivery');
+  if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) {
+    return invalid('creditDeliveryItemId is not a line of this delivery', 'validation', [{ path: 'creditDeliveryItemId', message: 'is not a line of this delivery' }]);
+  }
   if (ws.notes!.has(event.noteId)) return rejected('conflict', 'conflict', 'A note with this id exists');
   const now = new Date();
   const row = {
@@ -200,7 +207,7 @@ function serviceSet(input: OperationInput, event: SyncEventOf<'service.set'>): O
   if (!acceptsWork(ws.delivery.state)) return notActive(ws);
   if (!service.active) return invalid('The service is inactive', 'service_inactive');
   const problem = serviceValueProblem(service, event);
-  if (problem) return invalid(`${problem.path} ${problem.message}`, 'invalid_service_value');
+  if (problem) return invalid(`${problem.path} ${problem.message}`, 'invalid_service_value', [problem]);
   const row = {
     deliveryId: ws.delivery.id, serviceId: service.id, boolValue: event.boolValue ?? null, numericValue: event.numericValue ?? null,
     authorCarId: null, updatedAt: new Date(),
@@ -222,7 +229,7 @@ function assignCar(input: OperationInput, event: SyncEventOf<'delivery.assignCar
   const { ws } = input;
   if (event.carId) {
     const car = input.lookups.cars.get(event.carId);
-    if (!car) return invalid('The car does not belong to your account', 'car_not_of_account');
+    if (!car) return notOwnCar('carId');
     if (!car.active) return invalid('The car is inactive', 'car_inactive');
   }
   changeDelivery(ws, { assignedCarId: event.carId });

@@ -14,11 +14,13 @@ export function creditProblems(amountCents: number | undefined, reason: string |
 export type PaymentRejection = 'method_invalid' | 'no_open_amount' | 'amount_differs';
 
 /** A payment may be logged only for an active method and exactly the open amount, which must be above 0. */
-export function paymentProblem(input: { methodActive: boolean; openAmountCents: number; expectedAmountCents: number }): { code: PaymentRejection; message: string } | null {
-  if (!input.methodActive) return { code: 'method_invalid', message: 'The payment method does not exist or is inactive' };
+export function paymentProblem(
+  input: { methodActive: boolean; openAmountCents: number; expectedAmountCents: number },
+): { code: PaymentRejection; message: string; path?: 'paymentMethodId' | 'expectedAmountCents' } | null {
+  if (!input.methodActive) return { code: 'method_invalid', message: 'The payment method does not exist or is inactive', path: 'paymentMethodId' };
   if (input.openAmountCents <= 0) return { code: 'no_open_amount', message: 'Nothing is open on this delivery' };
   if (input.openAmountCents !== input.expectedAmountCents) {
-    return { code: 'amount_differs', message: `The open amount is ${input.openAmountCents} cents, not ${input.expectedAmountCents}` };
+    return { code: 'amount_differs', message: `The open amount is ${input.openAmountCents} cents, not ${input.expectedAmountCents}`, path: 'expectedAmountCents' };
   }
   return null;
 }

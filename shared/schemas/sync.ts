@@ -34,6 +34,7 @@ export const EventResult = z.object({
   code: z.string().optional(),
   reason: z.string().optional().meta({ description: 'With a rejection: the rule that refused it, e.g. quantity_exceeded or delivery_not_active' }),
   message: z.string().optional(),
+  errors: Problem.shape.errors.meta({ description: 'With a rejection for a field of the event: which one, and why' }),
   entity: z.unknown().optional(),
 }).meta({ id: 'EventResult' });
 export type EventResult = z.infer<typeof EventResult>;

@@ -141,6 +141,7 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect((await api.put(`${mine.path}/assigned-car`, { carId: null }, { token: mine.token })).body.delivery.assignedCarId).toBeNull();
       const refused = await api.put(`${mine.path}/assigned-car`, { carId: foreign.id }, { token: mine.token });
       expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'validation', errors: [{ path: 'carId', message: 'is not a car of your account' }] });
       expect((await api.put(`${mine.path}/assigned-car`, {}, { token: mine.token })).status).toBe(400);
     });
   });
@@ -161,13 +162,21 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     });
 
     it.each([
-      [{ action: 'set', amountCents: 1500, reason: 'x' }], [{ action: 'set', amountCents: 16000, reason: 'x' }],
-      [{ action: 'set', amountCents: 0, reason: 'x' }], [{ action: 'set', amountCents: 1000, reason: '  ' }],
-      [{ action: 'set', reason: 'x' }], [{ action: 'remove' }], [{ action: 'grant', amountCents: 1000 }],
-    ])('refuses %j with 400', async (body) => {
-      const { token, path } = await setup();
-      const response = await api.post(`${path}/credit`, { clientEventId: randomUUID(), ...body }, { token });
+      [{ action: 'set', amountCents: 1500, reason: 'x' }, 'amountCents'], [{ action: 'set', amountCents: 16000, reason: 'x' }, 'amountCents'],
+      [{ action: 'set', amountCents: 0, reason: 'x' }, 'amountCents'], [{ action: 'set', amountCents: 1000, reason: '  ' }, 'reason'],
+      [{ action: 'set', reason: 'x' }, 'amountCents'], [{ action: 'grant', amountCents: 1000 }, 'action'],
+    ])('refuses %j with 400 naming %s', async (body, path) => {
+      const { token, path: at } = await setup();
+      const response = await api.post(`${at}/credit`, { clientEventId: randomUUID(), ...body }, { token });
       expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path })] });
+    });
+
+    it('refuses to remove a credit that is not there with 400', async () => {
+      const { token, path } = await setup();
+      const response = await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'remove' }, { token });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
     });
 
     it('answers a reused event id with the credit it stands for, and refuses a credit on a held delivery', async () => {
@@ -214,10 +223,14 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const inactive = await method(open.token, false);
       const pay = (s: typeof open, expectedAmountCents: number, paymentMethodId: string) =>
         api.post(`${s.path}/payment`, { clientEventId: randomUUID(), expectedAmountCents, paymentMethodId }, { token: s.token });
-      expect((await pay(open, 4100, bar.id)).status).toBe(400);
-      expect((await pay(closed, 0, bar.id)).status).toBe(400);
-      expect((await pay(open, 4200, inactive.id)).status).toBe(400);
-      expect((await pay(open, 4200, randomUUID())).status).toBe(400);
+      const refusal = async (reply: Promise<{ status: number; body: { code: string; errors?: { path: string }[] } }>) => {
+        const { status, body } = await reply;
+        return { status, code: body.code, paths: body.errors?.map((e) => e.path) };
+      };
+      expect(await refusal(pay(open, 4100, bar.id))).toEqual({ status: 400, code: 'validation', paths: ['expectedAmountCents'] });
+      expect(await refusal(pay(closed, 0, bar.id))).toEqual({ status: 400, code: 'validation', paths: undefined });
+      expect(await refusal(pay(open, 4200, inactive.id))).toEqual({ status: 400, code: 'validation', paths: ['paymentMethodId'] });
+      expect(await refusal(pay(open, 4200, randomUUID()))).toEqual({ status: 400, code: 'validation', paths: ['paymentMethodId'] });
       await api.post(`${open.path}/hold`, { reason: 'x' }, { token: open.token });
       expect((await pay(open, 4200, bar.id)).status).toBe(400);
       expect((await api.post(`${open.path}/payment`, { clientEventId: randomUUID(), paymentMethodId: bar.id }, { token: open.token })).status).toBe(400);
@@ -269,7 +282,9 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(foreign.body).toEqual(missing.body);
       expect((await api.delete(`${mine.path}/notes/${note.id}`, { token: mine.token })).body).toEqual(missing.body);
       const foreignCar = (await api.post('/me/cars', { plate: `N-${other.accountId}` }, { token: other.token })).body.car;
-      expect((await api.post(`${mine.path}/notes`, { text: 'x', authorCarId: foreignCar.id }, { token: mine.token })).status).toBe(400);
+      const foreignAuthor = await api.post(`${mine.path}/notes`, { text: 'x', authorCarId: foreignCar.id }, { token: mine.token });
+      expect(foreignAuthor.status).toBe(400);
+      expect(foreignAuthor.body.errors).toEqual([{ path: 'authorCarId', message: 'is not a car of your account' }]);
     });
   });
 
@@ -292,8 +307,10 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const { token, path } = await setup();
       const pallets = await service(token, { kind: 'numeric', minValue: 0, maxValue: 5 });
       const flag = await service(token, { kind: 'boolean' });
-      expect((await api.put(`${path}/services/${pallets.id}`, { numericValue: 6 }, { token })).status).toBe(400);
-      expect((await api.put(`${path}/services/${pallets.id}`, { boolValue: true }, { token })).status).toBe(400);
+      const above = await api.put(`${path}/services/${pallets.id}`, { numericValue: 6 }, { token });
+      expect(above).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'numericValue', message: 'must be <= 5' }] } });
+      const wrongKind = await api.put(`${path}/services/${pallets.id}`, { boolValue: true }, { token });
+      expect(wrongKind).toMatchObject({ status: 400, body: { errors: [{ path: 'numericValue' }] } });
       expect((await api.put(`${path}/services/${flag.id}`, { boolValue: true, numericValue: 1 }, { token })).status).toBe(400);
       expect((await api.put(`${path}/services/${flag.id}`, { numericValue: 'a' }, { token })).status).toBe(400);
       expect((await api.put(`${path}/services/${randomUUID()}`, { boolValue: true }, { token })).status).toBe(404);

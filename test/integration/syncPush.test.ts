@@ -59,6 +59,18 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(row.state).toBe('held');
   });
 
+  it('names the fields of a rejected event that broke a rule', async () => {
+    const { token, delivery } = await setup();
+    const response = await push(token, [
+      onDelivery(delivery.id, 'credit', { action: 'set', amountCents: 1500, reason: ' ' }),
+      onDelivery(delivery.id, 'delivery.assignCar', { carId: randomUUID() }),
+    ]);
+    expect(response.body.results).toMatchObject([
+      { status: 'rejected', code: 'validation', errors: [{ path: 'amountCents' }, { path: 'reason' }] },
+      { status: 'rejected', code: 'validation', errors: [{ path: 'carId', message: 'is not a car of your account' }] },
+    ]);
+  });
+
   it('answers a resent batch with duplicate and the current state, applying nothing twice', async () => {
     const { token, line } = await setup();
     const events = [scan(line.id), scan(line.id), scan(line.id, 'unscan')];
