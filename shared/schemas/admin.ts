@@ -26,8 +26,6 @@ export const CompletedDeliveriesQuery = z.object({
 
 export const DeliveredBelegnummernQuery = z.object({ day: AdminDay.optional() });
 
-export const Belegnummer = z.string().trim().min(1).max(100);
-
 // ---------- value objects ----------
 
 const Int = z.number().int();
@@ -244,7 +242,8 @@ export const DeliveredBelegnummernResponse = z.object({
 }).meta({ id: 'DeliveredBelegnummernResponse' });
 
 export const MarkMailSentRequest = z.object({
-  belegnummern: z.array(Belegnummer).max(1000),
+  // Any text: a number that no delivery has is answered as unknown, however it looks.
+  belegnummern: z.array(z.string().trim().min(1)).max(1000),
 }).meta({ id: 'MarkMailSentRequest' });
 
 export const MarkMailSentResponse = z.object({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Address, ContactKind, ContactRole, IsoDate, Timestamp, Uuid } from './common.js';
+import { Address, Belegnummer, ContactKind, ContactRole, IsoDate, Timestamp, Uuid } from './common.js';
 
 const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const Code = z.object({ code: z.string().trim().min(1), name: z.string() });
@@ -31,7 +31,7 @@ export const SyncContact = z.object({
 
 export const SyncDelivery = z.object({
   belegartId: z.int32(),
-  belegnummer: z.string().trim().min(1),
+  belegnummer: Belegnummer,
   sequence: z.int32().optional(),
   customer: z.object({ erpCustomerId: Int64, name: z.string(), address: Address }),
   deliveryAddress: Address,

@@ -165,6 +165,15 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5822))).toEqual([]);
     });
 
+    it('answers 502 when no tour of the answer fits the contract, and logs the run as failed', async () => {
+      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [{ x: 1 }, { driver: null }] })));
+      const response = await erpApi.post('/admin/import-erp?date=2026-04-06', undefined, { admin: true });
+      expect(response.status).toBe(502);
+      expect(response.body).toMatchObject({ code: 'upstream_unavailable', detail: expect.stringContaining('tour 2 of the answer does not fit the contract') });
+      const runs = await runsOf(erpApi, '2026-04-06');
+      expect(runs).toMatchObject([{ success: false, error: expect.stringContaining('tour 1 of the answer') }]);
+    });
+
     it('evens out a day that contradicts itself, so that importing it again changes nothing', async () => {
       const [a, b] = [tourPayload(5811, { date: '2026-04-04', deliveries: 2 }), tourPayload(5812, { date: '2026-04-04', deliveries: 1 })];
       b.deliveries[0].positions[0].article = { ...a.deliveries[0].positions[0].article, name: 'Anders benannt' };

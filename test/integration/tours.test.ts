@@ -356,6 +356,7 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       ['a quantity beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].quantity = 2 ** 31; }],
       ['an open amount beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].openAmountCents = 2 ** 31; }],
       ['a unit price beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].unitPriceCents = 2 ** 31; }],
+      ['a document number the back office cannot look up', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].belegnummer = 'L'.repeat(101); }],
     ])('refuses a tour with %s with 400 and writes nothing', async (_what, spoil) => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer);

@@ -12,7 +12,7 @@ import { route } from '../route.js';
 
 const tags = ['Back office'];
 // Any number that is not stored is simply unknown (404), however it looks.
-const BelegParam = z.object({ belegnummer: z.string().min(1).max(1000) });
+const BelegParam = z.object({ belegnummer: z.string().min(1) });
 
 export const adminRoutes = [
   route({

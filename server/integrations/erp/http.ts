@@ -9,7 +9,10 @@ const ToursAnswer = z.object({ tours: z.array(z.unknown()) });
 
 const issuesOf = (error: z.ZodError) => error.issues.slice(0, 3).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 
-/** Each tour checked on its own: one that does not fit is refused, the others are imported. */
+/**
+ * Each tour checked on its own: one that does not fit is refused, the others are imported. An
+ * answer none of whose tours fits could not be read at all.
+ */
 function toursOf(answer: unknown[]): ErpDay {
   const day: ErpDay = { tours: [], refused: [] };
   answer.forEach((raw, i) => {
@@ -17,6 +20,7 @@ function toursOf(answer: unknown[]): ErpDay {
     if (tour.success) day.tours.push(tour.data);
     else day.refused.push(`tour ${i + 1} of the answer does not fit the contract (${issuesOf(tour.error)})`);
   });
+  if (day.tours.length === 0 && day.refused.length > 0) throw upstream(`ERP tours could not be read: ${day.refused.join('; ')}`);
   return day;
 }
 
