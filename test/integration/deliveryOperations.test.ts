@@ -258,17 +258,20 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect((await api.patch(`${path}/notes/${note.id}`, { text: '  ' }, { token })).status).toBe(400);
     });
 
-    it('answers 404 for a note addressed under another delivery of the same account, and changes nothing', async () => {
+    it('changes a note by its id whatever delivery the path names, but deletes it only under its own', async () => {
       const accountId = nextAccount++;
       const token = await api.token(accountId);
       const tour = await newTour(api.db, { accountId, deliveries: 2, positions: [{ scannable: true, quantity: 1, scannedQuantity: 0, state: 'InProgress' }] });
       const [a, b] = tour.deliveries.map((d) => d.delivery.id);
       const note = (await api.post(`/deliveries/${a}/notes`, { text: 'an A' }, { token })).body.note;
-      expect((await api.patch(`/deliveries/${b}/notes/${note.id}`, { text: 'x' }, { token })).status).toBe(404);
+      const changed = await api.patch(`/deliveries/${b}/notes/${note.id}`, { text: 'über B' }, { token });
+      expect(changed.status).toBe(200);
+      expect(changed.body.note).toMatchObject({ id: note.id, deliveryId: a, text: 'über B' });
+      expect((await api.patch(`/deliveries/${randomUUID()}/notes/${note.id}`, { text: 'irgendwo' }, { token })).body.note.text).toBe('irgendwo');
       expect((await api.delete(`/deliveries/${b}/notes/${note.id}`, { token })).status).toBe(404);
       const [stored] = await api.db.select().from(notes).where(eq(notes.id, note.id));
-      expect(stored.text).toBe('an A');
-      expect((await api.patch(`/deliveries/${a}/notes/${note.id}`, { text: 'y' }, { token })).status).toBe(200);
+      expect(stored).toMatchObject({ deliveryId: a, text: 'irgendwo' });
+      expect((await api.delete(`/deliveries/${a}/notes/${note.id}`, { token })).status).toBe(204);
     });
 
     it('answers 404 for a note of another account and 400 for an author car of another account', async () => {
