@@ -5,7 +5,7 @@ import { combining, deferred } from '../db/combining.js';
 import { constraintViolation } from '../db/errors.js';
 import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
-import { DomainError } from '../errors.js';
+import { DomainError, validation } from '../errors.js';
 import type { PaymentRow } from '../queries/shapes.js';
 import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Rejection } from './operations.js';
 import { ConcurrentDuplicate, flushWorkingSets, loadWorkingSets, type WorkingSet } from './workingSet.js';
@@ -52,6 +52,10 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
   if (result.status === 'rejected') throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', result.errors);
+  // Over REST only a credit's and a payment's id is the client's: a copy showing nothing names another event.
+  if (result.status === 'duplicate' && result.entity === null && (event.type === 'credit' || event.type === 'payment')) {
+    throw validation('This clientEventId was already used for another event', [{ path: 'clientEventId', message: 'already used for another event' }]);
+  }
   return result.entity;
 }
 
@@ -219,9 +223,12 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       if (seen && seen.accountId === accountId) {
         // Whatever the copy carries, the id stands for the event recorded under it. Also when the
         // delivery has moved to another driver since, or the event deleted its note: the sender's
-        // outbox must not take it for refused. What it touched may no longer be theirs to see.
-        const touched = ws && seen.deliveryId === deliveryId ? ws : undefined;
-        out.set(entry, { eventId: event.eventId, status: 'duplicate', entity: touched ? entityOf(touched, event, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
+        // outbox must not take it for refused. What it touched may no longer be theirs to see; a
+        // copy of another kind or on another delivery shows nothing, one naming another line the
+        // line the recorded scan counted.
+        const recorded = event.type === 'scan' ? { ...event, deliveryItemId: seen.lineId ?? event.deliveryItemId } : event;
+        const touched = ws && seen.deliveryId === deliveryId && seen.type === event.type ? ws : undefined;
+        out.set(entry, { eventId: event.eventId, status: 'duplicate', entity: touched ? entityOf(touched, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
         continue;
       }
       if (seen || !deliveryId || !ws) {

@@ -13,7 +13,8 @@ import {
 } from '../queries/shapes.js';
 import { changeLogAppend, changeLogValues, type ChangeRecord } from './changeLog.js';
 
-type ProcessedRow = typeof processedEvents.$inferSelect;
+/** An event recorded before; for a scan, with the line it scanned (its audit entry bears the event's id). */
+export type RecordedEvent = typeof processedEvents.$inferSelect & { lineId: string | null };
 
 /**
  * One delivery loaded under its row lock and changed in memory by a run of events; the batch it
@@ -55,7 +56,7 @@ export interface Targets { deliveryIds: string[]; itemIds: string[]; noteIds: st
  */
 export async function loadWorkingSets(
   tx: Db, targets: Targets, needs: { notes: boolean; services: boolean }, eventIds: string[],
-): Promise<{ sets: Map<string, WorkingSet>; processed: ProcessedRow[] }> {
+): Promise<{ sets: Map<string, WorkingSet>; processed: RecordedEvent[] }> {
   const has = { items: targets.itemIds.length > 0, notes: targets.noteIds.length > 0 };
   const lockedRows = await executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(tx, `engine_lock${shape(has)}`, () => {
     const named = [sql`SELECT unnest(${sql.placeholder('deliveryIds')}::uuid[])`];
@@ -81,7 +82,9 @@ export async function loadWorkingSets(
     ${needs.notes ? sql`(SELECT json_agg(${notes}) FROM ${notes} WHERE ${ofSets(notes.deliveryId)})` : sql`NULL`} AS notes,
     ${needs.notes ? sql`(SELECT json_agg(${attachments}) FROM ${attachments} WHERE ${ofSets(attachments.deliveryId)} AND ${attachments.kind} = 'note_image')` : sql`NULL`} AS images,
     ${needs.services ? sql`(SELECT json_agg(${deliveryServiceValues}) FROM ${deliveryServiceValues} WHERE ${ofSets(deliveryServiceValues.deliveryId)})` : sql`NULL`} AS service_values,
-    (SELECT json_agg(${processedEvents}) FROM ${processedEvents} WHERE ${inList(processedEvents.eventId, eventIds)}) AS processed`);
+    (SELECT json_agg(json_build_object('event', ${processedEvents}, 'line',
+        (SELECT scan_audit.delivery_item_id FROM ${scanAudit} WHERE scan_audit.client_scan_id = processed_events.event_id)))
+      FROM ${processedEvents} WHERE ${inList(processedEvents.eventId, eventIds)}) AS processed`);
   const lines = (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[];
   fromJsonRows(deliveryItems, lines.map((l) => l.item)).forEach((row, i) => {
     sets.get(row.deliveryId)!.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false });
@@ -89,7 +92,8 @@ export async function loadWorkingSets(
   for (const row of fromJsonRows(notes, read.notes)) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
   for (const image of fromJsonRows(attachments, read.images)) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image);
   for (const row of fromJsonRows(deliveryServiceValues, read.service_values)) sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
-  return { sets, processed: fromJsonRows(processedEvents, read.processed) };
+  const recorded = (read.processed ?? []) as { event: Record<string, unknown>; line: string | null }[];
+  return { sets, processed: fromJsonRows(processedEvents, recorded.map((r) => r.event)).map((row, i) => ({ ...row, lineId: recorded[i].line })) };
 }
 
 export const currentDelivery = (ws: WorkingSet) => toDelivery(ws.delivery, [...ws.items.values()].map((i) => i.row));

@@ -197,6 +197,24 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     });
   });
 
+  it('refuses a credit or payment id already used for another event of the account with 400 naming clientEventId', async () => {
+    const first = await setup({ openAmountCents: 5000 });
+    const sibling = `/deliveries/${(await newTour(api.db, { accountId: first.accountId, openAmountCents: 5000 })).deliveries[0].delivery.id}`;
+    const id = randomUUID();
+    expect((await api.post(`${first.path}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token: first.token })).status).toBe(200);
+    const method = (await api.post('/payment-methods', { code: `EC-${randomUUID().slice(0, 8)}`, name: 'EC', collectOnSite: true }, { token: first.token })).body.paymentMethod;
+    const reused = [
+      await api.post(`${sibling}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token: first.token }),
+      await api.post(`${first.path}/payment`, { clientEventId: id, expectedAmountCents: 4000, paymentMethodId: method.id }, { token: first.token }),
+    ];
+    for (const response of reused) {
+      expect(response.status).toBe(400);
+      expect(response.body).toMatchObject({ code: 'validation', errors: [{ path: 'clientEventId', message: 'already used for another event' }] });
+    }
+    expect((await api.db.select().from(creditEvents).where(eq(creditEvents.clientEventId, id)))).toHaveLength(1);
+    expect(await api.db.select().from(paymentProtocol).where(eq(paymentProtocol.clientEventId, id))).toEqual([]);
+  });
+
   describe('payment', () => {
     async function method(token: string, active = true) {
       const created = (await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 8)}`, name: 'Bar', collectOnSite: true }, { token })).body.paymentMethod;

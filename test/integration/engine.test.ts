@@ -3,7 +3,7 @@ import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import type { DriverActor } from '../../server/context.js';
-import { deliveryItems, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
+import { deliveries, deliveryItems, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
 import { applyEvents } from '../../server/engine/apply.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
@@ -67,7 +67,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
   });
 
   it('answers an event id seen before as duplicate with the current state, whatever the copy carries', async () => {
-    const { actor, line, other } = await setup();
+    const { actor, tour, line, other } = await setup();
     const id = randomUUID();
     const first = scanEvent(line.id, 'scan', id);
     const results = await applyEvents(api.db, actor, [first, { ...first }, scanEvent(other.id, 'scan', id)]);
@@ -75,9 +75,15 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(results[2].entity).toMatchObject({ id: line.id, scannedQuantity: 1 });
     const [unscan] = await applyEvents(api.db, actor, [scanEvent(line.id, 'unscan', id)]);
     expect(unscan).toMatchObject({ status: 'duplicate', entity: { id: line.id, scannedQuantity: 1 } });
-    // A copy naming something else says nothing about it: the event did not touch it.
+    // A later copy naming another line of the delivery is answered with the line the event scanned.
+    const sibling = tour.deliveries[0].items[1];
+    const [elsewhere] = await applyEvents(api.db, actor, [scanEvent(sibling.id, 'scan', id)]);
+    expect(elsewhere).toMatchObject({ status: 'duplicate', entity: { id: line.id, scannedQuantity: 1 } });
+    // A copy of another kind says nothing about what it names: the event did not touch it.
+    const [holdHere] = await applyEvents(api.db, actor, [{ ...first, type: 'delivery.hold', deliveryId: line.deliveryId, reason: 'x' } as SyncEvent]);
     const [hold] = await applyEvents(api.db, actor, [{ ...first, type: 'delivery.hold', deliveryId: other.deliveryId, reason: 'x' } as SyncEvent]);
-    expect(hold).toMatchObject({ status: 'duplicate', entity: null });
+    expect([holdHere, hold]).toMatchObject([{ status: 'duplicate', entity: null }, { status: 'duplicate', entity: null }]);
+    expect((await api.db.select().from(deliveries).where(eq(deliveries.id, line.deliveryId)))[0].state).toBe('active');
     const items = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, [line.id, other.id]));
     expect(items.map((i) => i.scannedQuantity).sort()).toEqual([0, 1]);
     expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
