@@ -36,6 +36,15 @@ function refuse(socket: Duplex, code: ErrorCode, detail: string) {
     + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
+/** What `ws` would refuse in its own words (text/html), found first so that the answer is a problem. */
+function handshakeProblem(req: IncomingMessage): string | undefined {
+  if (req.method !== 'GET') return 'A WebSocket handshake is a GET';
+  if (req.headers.upgrade?.toLowerCase() !== 'websocket') return 'The Upgrade header must be websocket';
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(req.headers['sec-websocket-key'] ?? '')) return 'Missing or invalid Sec-WebSocket-Key header';
+  if (!['8', '13'].includes(req.headers['sec-websocket-version'] ?? '')) return 'Sec-WebSocket-Version must be 13';
+  return undefined;
+}
+
 /** The token from `Authorization: Bearer` or, for browsers that cannot set headers, the subprotocol pair `bearer, <token>`. */
 function upgradeToken(req: IncomingMessage): string | undefined {
   const fromHeader = bearerToken(req.headers.authorization);
@@ -83,6 +92,8 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
       return refuse(socket, 'internal', 'An internal error occurred');
     }
     if (closing || socket.destroyed) return socket.destroy();
+    const problem = handshakeProblem(req);
+    if (problem) return refuse(socket, 'validation', problem);
     wss.handleUpgrade(req, socket, head, (ws) => {
       const connection = new SyncConnection(ws, actor, ctx, maxBufferedBytes);
       connections.add(connection);

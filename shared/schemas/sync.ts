@@ -65,10 +65,10 @@ export const SyncCursorResponse = z.object({ cursor: z.string() }).meta({ id: 'S
 export const WsClientMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('resume'), cursor: z.string().nullable().optional() }),
   z.object({ type: z.literal('ping') }),
-]);
+]).meta({ id: 'WsClientMessage' });
 export const WsServerMessage = z.discriminatedUnion('type', [
   z.object({ type: z.literal('changes'), changes: z.array(Change), cursor: z.string() }),
   z.object({ type: z.literal('error'), code: z.string(), message: z.string(), errors: Problem.shape.errors }),
   z.object({ type: z.literal('pong') }),
-]);
+]).meta({ id: 'WsServerMessage' });
 export type WsServerMessage = z.infer<typeof WsServerMessage>;

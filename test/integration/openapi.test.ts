@@ -100,6 +100,17 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     }
   });
 
+  it('documents the WebSocket feed with the messages each side sends', async () => {
+    const { paths, components } = await document();
+    const feed = paths['/sync/ws'].get as Omit<Operation, 'responses'> & { responses: Record<string, { content?: Record<string, { schema: unknown }>; 'x-client-messages'?: unknown }> };
+    expect(feed.security).toEqual([{ bearer_auth: [] }]);
+    expect(feed.responses['101'].content!['application/json'].schema).toEqual({ $ref: '#/components/schemas/WsServerMessage' });
+    expect(feed.responses['101']['x-client-messages']).toEqual({ $ref: '#/components/schemas/WsClientMessage' });
+    expect(Object.keys(feed.responses).sort()).toEqual(['101', '400', '401', '502']);
+    expect(JSON.stringify(components.schemas.WsServerMessage)).toContain('pong');
+    expect(JSON.stringify(components.schemas.WsClientMessage)).toContain('resume');
+  });
+
   it('declares the security schemes bearer_auth and admin_api_key', async () => {
     const { components } = await document();
     expect(components.securitySchemes).toEqual({

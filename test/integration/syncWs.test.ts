@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { recordChanges } from '../../server/engine/changeLog.js';
 import { pruneChangeLog } from '../../server/jobs/changeRetention.js';
@@ -64,6 +65,30 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       } finally {
         await socket.close();
       }
+    });
+
+    it.each([
+      ['without a key', { 'sec-websocket-version': '13' }, 'Sec-WebSocket-Key'],
+      ['with a key that is not 16 bytes in base64', { 'sec-websocket-key': 'kurz', 'sec-websocket-version': '13' }, 'Sec-WebSocket-Key'],
+      ['of another protocol version', { 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '7' }, 'Version'],
+    ])('refuses a handshake %s with 400 problem+json', async (_what, headers, named) => {
+      const { token } = await driver();
+      const answer = await new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
+        const req = http.request(`${api.url}/sync/ws`, {
+          headers: { connection: 'Upgrade', upgrade: 'websocket', authorization: `Bearer ${token}`, ...headers },
+        });
+        req.on('upgrade', () => reject(new Error('upgraded')));
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (chunk) => (body += chunk));
+          res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'] ?? '', body }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+      expect(answer.status).toBe(400);
+      expect(answer.type).toBe('application/problem+json');
+      expect(JSON.parse(answer.body)).toMatchObject({ status: 400, code: 'validation', detail: expect.stringContaining(named) });
     });
 
     it('refuses an upgrade on another path with 404', async () => {
