@@ -190,13 +190,25 @@ function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): O
   if (!noteHasContent(next)) return invalid('A note needs text or an image', 'note_without_content');
   note.row = next;
   if (note.state === 'clean') note.state = 'dirty';
+  if (input.ws.noteImages.get(next.id)?.reference !== next.imageAttachment) releaseImage(input.ws, next.id);
   return { ok: true, entity: toNote(next, input.ws.noteImages.get(next.id)?.id ?? null) };
+}
+
+/** The note's uploaded image, if any, is no longer shown by it. */
+function releaseImage(ws: WorkingSet, noteId: string) {
+  const image = ws.noteImages.get(noteId);
+  if (!image) return;
+  ws.noteImages.delete(noteId);
+  // One uploaded in this batch is written without its note; a stored one is let go by the flush.
+  if (ws.inserts.attachments.includes(image)) image.noteId = null;
+  else ws.releasedImages.push(image);
 }
 
 function noteDelete(input: OperationInput, event: SyncEventOf<'note.delete'>): Outcome {
   const note = input.ws.notes!.get(event.noteId);
   if (!note || note.state === 'deleted') return rejected('not_found', 'not_found', 'Note not found');
   note.state = 'deleted';
+  releaseImage(input.ws, note.row.id);
   return { ok: true, entity: null };
 }
 

@@ -29,6 +29,8 @@ export interface WorkingSet {
   notes?: Map<string, { row: NoteRow; state: 'clean' | 'new' | 'dirty' | 'deleted' }>;
   /** Note id → its image attachment. */
   noteImages: Map<string, AttachmentRow>;
+  /** Images whose note was deleted or now shows another image: they stay, no longer a note's. */
+  releasedImages: AttachmentRow[];
   serviceValues?: Map<string, { row: ServiceValueRow; state: 'clean' | 'dirty' | 'deleted' }>;
   inserts: {
     audit: (typeof scanAudit.$inferInsert)[];
@@ -70,7 +72,7 @@ export async function loadWorkingSets(
   }, { deliveryIds: arrayLiteral(targets.deliveryIds), itemIds: arrayLiteral(targets.itemIds), noteIds: arrayLiteral(targets.noteIds) });
   const locked = fromJsonRows(deliveries, lockedRows.map((r) => r.delivery)).map((delivery, i) => ({ delivery, accountId: Number(lockedRows[i].account_id) }));
   const sets = new Map<string, WorkingSet>(locked.map(({ delivery, accountId }) => [delivery.id, {
-    accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(),
+    accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(), releasedImages: [],
     notes: needs.notes ? new Map() : undefined, serviceValues: needs.services ? new Map() : undefined,
     inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
   }]));
@@ -189,10 +191,9 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
       FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz)
       WHERE ${notes.id} = v.id AND ${inList(notes.id, updated.map((n) => n.id))}`);
   }
-  if (deleted.length) {
-    await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.noteId, deleted));
-    await tx.delete(notes).where(inArray(notes.id, deleted));
-  }
+  const released = all((ws) => ws.releasedImages).map((image) => image.id);
+  if (released.length) await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.id, released));
+  if (deleted.length) await tx.delete(notes).where(inArray(notes.id, deleted));
   const newAttachments = all((ws) => ws.inserts.attachments);
   if (newAttachments.length) await tx.insert(attachments).values(newAttachments);
 
@@ -240,11 +241,9 @@ function changesOf(ws: WorkingSet): ChangeRecord[] {
       changes.push({ entity: 'note', op: 'upsert', id: note.row.id, ...owner, data: toNote(note.row, ws.noteImages.get(note.row.id)?.id ?? null) });
     } else if (note.state === 'deleted') {
       changes.push({ entity: 'note', op: 'delete', id: note.row.id, ...owner });
-      // Its image stays, no longer a note's (see flushWorkingSets).
-      const image = ws.noteImages.get(note.row.id);
-      if (image) changes.push({ entity: 'attachment', op: 'upsert', id: image.id, ...owner, data: toAttachment({ ...image, noteId: null }) });
     }
   }
+  for (const image of ws.releasedImages) changes.push({ entity: 'attachment', op: 'upsert', id: image.id, ...owner, data: toAttachment({ ...image, noteId: null }) });
   for (const row of ws.inserts.attachments) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
   for (const value of ws.serviceValues?.values() ?? []) {
     const id = serviceValueChangeId(value.row);

@@ -211,6 +211,27 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     expect(published.map((c) => (c.data as { noteId: string | null }).noteId)).toEqual([note.id, null]);
   });
 
+  it.each([
+    ['removed', { imageAttachment: null, text: 'nur Text' }],
+    ['replaced by another reference', { imageAttachment: '~anderes-bild' }],
+  ])('lets go of a note\'s uploaded image when the note\'s image is %s', async (_what, change) => {
+    const { token, delivery: d } = await activeDelivery(api);
+    const image = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer();
+    const { note } = (await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image), { token })).body;
+    const changed = await api.patch(`/deliveries/${d.id}/notes/${note.id}`, change, { token });
+    expect(changed.status).toBe(200);
+    expect(changed.body.note).toMatchObject({ ...change, imageAttachmentId: null });
+    const [row] = await api.db.select().from(attachments).where(eq(attachments.id, note.imageAttachmentId));
+    expect(row.noteId).toBeNull();
+    const published = await api.db.select().from(changeLog)
+      .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, note.imageAttachmentId))).orderBy(changeLog.seq);
+    expect(published.map((c) => (c.data as { noteId: string | null }).noteId)).toEqual([note.id, null]);
+    // Changing only the text keeps an image the note still shows.
+    const kept = (await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image), { token })).body.note;
+    const retexted = await api.patch(`/deliveries/${d.id}/notes/${kept.id}`, { text: 'dazu Text' }, { token });
+    expect(retexted.body.note.imageAttachmentId).toBe(kept.imageAttachmentId);
+  });
+
   it('answers a resend with the same ids with the same note, once, with its attachment in the change feed', async () => {
     const { token, delivery: d } = await activeDelivery(api);
     const image = await signaturePng();

@@ -3,7 +3,7 @@ import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import type { DriverActor } from '../../server/context.js';
-import { deliveries, deliveryItems, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
+import { attachments, deliveries, deliveryItems, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
 import { applyEvents } from '../../server/engine/apply.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
@@ -130,6 +130,21 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(row.text).toBe('zweite Fassung');
     const deleted = await applyEvents(api.db, actor, [{ ...base, eventId: randomUUID(), type: 'note.delete' }]);
     expect(deleted[0].status).toBe('applied');
+  });
+
+  it('keeps the uploaded image of a note that the same batch creates and deletes, as no note\'s', async () => {
+    const { actor, tour } = await setup();
+    const deliveryId = tour.deliveries[0].delivery.id;
+    const noteId = randomUUID();
+    const base = { occurredAt: now(), noteId };
+    const results = await applyEvents(api.db, actor, [
+      { ...base, eventId: randomUUID(), type: 'note.create', deliveryId, imageAttachment: '~bild' },
+      { ...base, eventId: randomUUID(), type: 'note.delete' },
+    ], { attachment: { reference: '~bild', contentType: 'image/png', sizeBytes: 3 } });
+    expect(results.map((r) => r.status)).toEqual(['applied', 'applied']);
+    expect(await api.db.select().from(notes).where(eq(notes.id, noteId))).toEqual([]);
+    const images = await api.db.select().from(attachments).where(eq(attachments.deliveryId, deliveryId));
+    expect(images).toMatchObject([{ reference: '~bild', noteId: null }]);
   });
 
   it('writes a batch of 100 scans of one delivery with a fixed number of statements', async () => {
