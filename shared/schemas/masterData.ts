@@ -37,7 +37,8 @@ export const CreatePaymentMethodRequest = z.object({
   name: RequiredText.max(200),
   collectOnSite: z.boolean().optional(),
 }).meta({ id: 'CreatePaymentMethodRequest' });
-export const UpdatePaymentMethodRequest = z.object({
+// Strict: the code is the ERP's key for the method and cannot change; sending it must not look accepted.
+export const UpdatePaymentMethodRequest = z.strictObject({
   name: RequiredText.max(200).optional(),
   active: z.boolean().optional(),
   collectOnSite: z.boolean().optional(),

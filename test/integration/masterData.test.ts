@@ -74,6 +74,16 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       expect((await api.patch(`/payment-methods/${id}`, { name: 'x' }, { token })).status).toBe(404);
     });
 
+    it('refuses to change the code, or anything it does not know, with 400 naming the field', async () => {
+      const token = await api.token(2013);
+      const method = (await api.post('/payment-methods', { code: 'SCHECK', name: 'Scheck' }, { token })).body.paymentMethod;
+      const refused = await api.patch(`/payment-methods/${method.id}`, { code: 'CHEQUE', name: 'Cheque' }, { token });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ message: expect.stringContaining('code') })] });
+      expect((await api.get('/payment-methods', { token })).body.paymentMethods.find((m: { id: string }) => m.id === method.id))
+        .toMatchObject({ code: 'SCHECK', name: 'Scheck' });
+    });
+
     it('refuses a duplicate code with 400', async () => {
       const token = await api.token(2011);
       await api.post('/payment-methods', { code: 'RECHNUNG', name: 'Rechnung' }, { token });
