@@ -65,6 +65,8 @@ describe('delivery report PDF', () => {
   it('lists every position with ordered, delivered, credited and removed quantities', async () => {
     const { text } = await readPdf(await renderDeliveryReport(await sampleData()));
     expect(text).toMatch(/10 A-100 Mineralwasser 12 x 1 l 5 Kst 3 Kst 2 Kst – geliefert/);
+    // A charge without scans counts as delivered, not as open.
+    expect(text).toMatch(/30 F-1 Lieferpauschale \(Leistung\) 1 1 – – geliefert/);
     expect(text).toMatch(/20 A-200 Apfelschorle 24 x 0,33 l 4 Kst 0 Kst – 4 Kst entfernt/);
     expect(text).toContain('Lieferpauschale (Leistung)');
   });
@@ -81,6 +83,45 @@ describe('delivery report PDF', () => {
     expect(text).toContain('Interne Notiz des Fahrers');
     expect(text).toContain('01.07.2026, 12:05 Uhr · Max Müller · Fahrzeug B-TL 100');
     expect(text).toContain('Hund im Hof, vorher klingeln');
+  });
+
+  it('writes names and notes in any European script as they were entered', async () => {
+    const { text } = await readPdf(await renderDeliveryReport(await sampleData({
+      customer: { name: 'Łukasz Żółć Spółka z o.o.', erpCustomerId: 4711, address: { ...sampleAddress('Łąkowa'), city: 'Gdańsk' } },
+      driver: { name: 'Ömer Çelik', personalnummer: 1001 },
+      notes: [{ text: 'proszę dzwonić – Łukasz; Спасибо; Çok teşekkürler; Ελλάδα', hasImage: false, createdAt: new Date('2026-06-30T08:00:00Z') }],
+      internalNote: { text: 'Klient prosił o dostawę przez bramę', at: new Date('2026-07-01T10:05:00Z'), driver: 'Ömer Çelik', carPlate: null },
+    })));
+    for (const expected of ['Łukasz Żółć Spółka z o.o.', 'Łąkowa', 'Gdańsk', 'Ömer Çelik', 'proszę dzwonić – Łukasz; Спасибо; Çok teşekkürler; Ελλάδα', 'Klient prosił o dostawę przez bramę']) {
+      expect(text).toContain(expected);
+    }
+  });
+
+  it('moves the next header line below a tour name that wraps, and keeps long text off the footer', async () => {
+    const pdf = await renderDeliveryReport(await sampleData({
+      tourName: 'Tour Berlin Mitte und Umland Nord-Ost mit Nachlieferung',
+      internalNote: { text: 'Sehr lange Notiz. '.repeat(400), at: new Date('2026-07-01T10:05:00Z'), driver: 'Max Müller', carPlate: null },
+    }));
+    const mupdf = await import('mupdf');
+    const document = mupdf.Document.openDocument(pdf, 'application/pdf');
+    // Every line of text with its box: nothing may overlap another line, the footer included.
+    for (let i = 0; i < document.countPages(); i++) {
+      const lines: { text: string; y0: number; y1: number; x0: number; x1: number }[] = [];
+      let current: (typeof lines)[number] | undefined;
+      document.loadPage(i).toStructuredText().walk({
+        beginLine: (bbox: number[]) => { current = { text: '', x0: bbox[0], y0: bbox[1], x1: bbox[2], y1: bbox[3] }; },
+        onChar: (c: string) => { current!.text += c; },
+        endLine: () => { lines.push(current!); },
+      });
+      for (const a of lines) {
+        for (const b of lines) {
+          if (a === b) continue;
+          const overlap = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0) > 1 && Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0) > 1;
+          expect(overlap, `"${a.text}" overlaps "${b.text}" on page ${i + 1}`).toBe(false);
+        }
+      }
+    }
+    document.destroy();
   });
 
   it('writes timestamps in Berlin time, in summer and in winter', async () => {

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { Address } from '../../../shared/schemas/common.js';
 import { plainPng } from '../images.js';
 
@@ -59,7 +61,23 @@ const addressLines = (a: Address) => [
 ];
 const stateLabel: Record<string, string> = { Done: 'geliefert', Removed: 'entfernt', InProgress: 'offen', Held: 'zurückgehalten' };
 
+/**
+ * DejaVu Sans, embedded: PDF's standard fonts know only Windows-1252, so a Polish, Turkish or
+ * Cyrillic name or note would come out garbled. The condensed cut sets about as wide as the
+ * standard sans serif did.
+ */
+const fontFiles = (() => {
+  const require = createRequire(import.meta.url);
+  const file = (name: string) => require.resolve(`dejavu-fonts-ttf/ttf/${name}`);
+  return { regular: file('DejaVuSansCondensed.ttf'), bold: file('DejaVuSansCondensed-Bold.ttf') };
+})();
+let fonts: { regular: Buffer; bold: Buffer } | undefined;
+const REGULAR = 'Regular';
+const BOLD = 'Bold';
+
 const PAGE_MARGIN = 50;
+/** Room kept free at the foot of every page for the footer line. */
+const FOOTER_SPACE = 30;
 const INK = '#1f2933';
 const MUTED = '#616e7c';
 const RULE = '#cbd2d9';
@@ -70,10 +88,13 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   // Loaded on first use, like sharp: only completions need it, and loading it slows every start.
   const { default: PDFDocument } = await import('pdfkit');
   const [customerSignature, driverSignature] = await Promise.all([plainPng(data.signatures.customer), plainPng(data.signatures.driver)]);
+  fonts ??= { regular: readFileSync(fontFiles.regular), bold: readFileSync(fontFiles.bold) };
   const doc = new PDFDocument({
-    size: 'A4', margin: PAGE_MARGIN, bufferPages: true,
+    size: 'A4', margins: { top: PAGE_MARGIN, left: PAGE_MARGIN, right: PAGE_MARGIN, bottom: PAGE_MARGIN + FOOTER_SPACE }, bufferPages: true,
     info: { Title: `Lieferbericht ${data.belegnummer}`, Author: data.companyName, Subject: `Lieferschein ${data.belegnummer}` },
   });
+  doc.registerFont(REGULAR, fonts.regular);
+  doc.registerFont(BOLD, fonts.bold);
   const chunks: Buffer[] = [];
   doc.on('data', (chunk: Buffer) => chunks.push(chunk));
   const finished = new Promise<Buffer>((resolve, reject) => {
@@ -83,7 +104,7 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
 
   const left = PAGE_MARGIN;
   const width = doc.page.width - 2 * PAGE_MARGIN;
-  const bottom = () => doc.page.height - PAGE_MARGIN - 30;
+  const bottom = () => doc.page.height - PAGE_MARGIN - FOOTER_SPACE;
   const ensureSpace = (height: number) => {
     if (doc.y + height > bottom()) doc.addPage();
   };
@@ -91,21 +112,21 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   const section = (title: string, minSpace = 60) => {
     ensureSpace(minSpace);
     doc.moveDown(0.9);
-    doc.font('Helvetica-Bold').fontSize(11).fillColor(ACCENT).text(title, left, doc.y, { width });
+    doc.font(BOLD).fontSize(11).fillColor(ACCENT).text(title, left, doc.y, { width });
     rule(doc.y + 2);
     doc.moveDown(0.5);
-    doc.font('Helvetica').fontSize(9.5).fillColor(INK);
+    doc.font(REGULAR).fontSize(9.5).fillColor(INK);
   };
   const field = (label: string, value: string) => {
-    doc.font('Helvetica-Bold').fontSize(9.5).fillColor(INK).text(`${label}: `, left, doc.y, { continued: true, width });
-    doc.font('Helvetica').text(value);
+    doc.font(BOLD).fontSize(9.5).fillColor(INK).text(`${label}: `, left, doc.y, { continued: true, width });
+    doc.font(REGULAR).text(value);
   };
 
   // ---- header ----
-  doc.font('Helvetica-Bold').fontSize(18).fillColor(INK).text(data.companyName, left, PAGE_MARGIN, { width: width * 0.55 });
-  doc.font('Helvetica-Bold').fontSize(14).fillColor(ACCENT)
+  doc.font(BOLD).fontSize(18).fillColor(INK).text(data.companyName, left, PAGE_MARGIN, { width: width * 0.55 });
+  doc.font(BOLD).fontSize(14).fillColor(ACCENT)
     .text('Lieferschein / Lieferbericht', left + width * 0.45, PAGE_MARGIN + 2, { width: width * 0.55, align: 'right' });
-  doc.font('Helvetica').fontSize(9.5).fillColor(INK);
+  doc.font(REGULAR).fontSize(9.5).fillColor(INK);
   const meta = [
     ['Beleg-Nr.', data.belegnummer],
     ['Belegart', String(data.belegartId)],
@@ -114,9 +135,10 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   ];
   let metaY = PAGE_MARGIN + 24;
   for (const [label, value] of meta) {
-    doc.font('Helvetica').fillColor(MUTED).text(label, left + width * 0.45, metaY, { width: width * 0.27, align: 'right' });
-    doc.font('Helvetica-Bold').fillColor(INK).text(value, left + width * 0.74, metaY, { width: width * 0.26, align: 'right' });
-    metaY += 13;
+    doc.font(REGULAR).fillColor(MUTED).text(label, left + width * 0.45, metaY, { width: width * 0.27, align: 'right' });
+    doc.font(BOLD).fillColor(INK).text(value, left + width * 0.74, metaY, { width: width * 0.26, align: 'right' });
+    // A value that wraps (a long tour name) pushes the next line down.
+    metaY = Math.max(metaY + 13, doc.y + 2);
   }
   doc.y = Math.max(doc.y, metaY) + 8;
   rule();
@@ -125,13 +147,13 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   // ---- addresses ----
   const columnWidth = (width - 20) / 2;
   const top = doc.y;
-  doc.font('Helvetica-Bold').fontSize(9).fillColor(MUTED).text('KUNDE', left, top, { width: columnWidth });
-  doc.font('Helvetica-Bold').fontSize(10.5).fillColor(INK).text(data.customer.name, { width: columnWidth });
-  doc.font('Helvetica').fontSize(9.5).text([...addressLines(data.customer.address), `Kunden-Nr. ${data.customer.erpCustomerId}`].join('\n'), { width: columnWidth });
+  doc.font(BOLD).fontSize(9).fillColor(MUTED).text('KUNDE', left, top, { width: columnWidth });
+  doc.font(BOLD).fontSize(10.5).fillColor(INK).text(data.customer.name, { width: columnWidth });
+  doc.font(REGULAR).fontSize(9.5).text([...addressLines(data.customer.address), `Kunden-Nr. ${data.customer.erpCustomerId}`].join('\n'), { width: columnWidth });
   const leftBottom = doc.y;
-  doc.font('Helvetica-Bold').fontSize(9).fillColor(MUTED).text('LIEFERANSCHRIFT', left + columnWidth + 20, top, { width: columnWidth });
-  doc.font('Helvetica-Bold').fontSize(10.5).fillColor(INK).text(data.customer.name, { width: columnWidth });
-  doc.font('Helvetica').fontSize(9.5).text(addressLines(data.deliveryAddress).join('\n'), { width: columnWidth });
+  doc.font(BOLD).fontSize(9).fillColor(MUTED).text('LIEFERANSCHRIFT', left + columnWidth + 20, top, { width: columnWidth });
+  doc.font(BOLD).fontSize(10.5).fillColor(INK).text(data.customer.name, { width: columnWidth });
+  doc.font(REGULAR).fontSize(9.5).text(addressLines(data.deliveryAddress).join('\n'), { width: columnWidth });
   doc.y = Math.max(leftBottom, doc.y) + 10;
   doc.x = left;
   field('Fahrer', `${data.driver.name} (Pers.-Nr. ${data.driver.personalnummer})`);
@@ -142,15 +164,15 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   const columns = [
     { title: 'Pos.', width: 30, align: 'left' as const },
     { title: 'Art.-Nr.', width: 70, align: 'left' as const },
-    { title: 'Artikel', width: 150, align: 'left' as const },
+    { title: 'Artikel', width: 142, align: 'left' as const },
     { title: 'Bestellt', width: 44, align: 'right' as const },
     { title: 'Geliefert', width: 48, align: 'right' as const },
-    { title: 'Gutgeschr.', width: 52, align: 'right' as const },
+    { title: 'Gutgeschr.', width: 60, align: 'right' as const },
     { title: 'Entfernt', width: 44, align: 'right' as const },
     { title: 'Status', width: width - 438, align: 'right' as const },
   ];
   const drawRow = (cells: string[], bold: boolean, shade: boolean) => {
-    doc.font(bold ? 'Helvetica-Bold' : 'Helvetica').fontSize(8.5);
+    doc.font(bold ? BOLD : REGULAR).fontSize(8.5);
     const height = Math.max(...cells.map((cell, i) => doc.heightOfString(cell, { width: columns[i].width - 6 }))) + 6;
     if (doc.y + height > bottom()) {
       doc.addPage();
@@ -172,7 +194,8 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
     drawRow([
       String(p.lineNumber), p.articleNumber, p.articleName + (p.scannable ? '' : ' (Leistung)'),
       `${p.ordered}${unit}`, `${p.delivered}${unit}`, p.credited ? `${p.credited}${unit}` : '–', p.removed ? `${p.removed}${unit}` : '–',
-      stateLabel[p.state] ?? p.state,
+      // A line without scans (a charge, a service) counts as delivered unless removed.
+      !p.scannable && p.state === 'InProgress' ? stateLabel.Done : stateLabel[p.state] ?? p.state,
     ], false, i % 2 === 1);
   });
   doc.x = left;
@@ -199,8 +222,8 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   if (data.notes.length === 0) doc.fillColor(MUTED).text('keine');
   for (const note of data.notes) {
     ensureSpace(28);
-    doc.font('Helvetica').fontSize(8.5).fillColor(MUTED).text(formatBerlin(note.createdAt), left, doc.y, { width });
-    doc.font('Helvetica').fontSize(9.5).fillColor(INK)
+    doc.font(REGULAR).fontSize(8.5).fillColor(MUTED).text(formatBerlin(note.createdAt), left, doc.y, { width });
+    doc.font(REGULAR).fontSize(9.5).fillColor(INK)
       .text([note.text, note.hasImage ? '[Foto hinterlegt]' : null].filter(Boolean).join(' '), { width });
     doc.moveDown(0.3);
   }
@@ -209,9 +232,9 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   if (data.internalNote) {
     section('Interne Notiz des Fahrers', 50);
     const n = data.internalNote;
-    doc.font('Helvetica').fontSize(8.5).fillColor(MUTED)
+    doc.font(REGULAR).fontSize(8.5).fillColor(MUTED)
       .text(`${formatBerlin(n.at)} · ${n.driver}${n.carPlate ? ` · Fahrzeug ${n.carPlate}` : ''}`, left, doc.y, { width });
-    doc.font('Helvetica').fontSize(9.5).fillColor(INK).text(n.text, { width });
+    doc.font(REGULAR).fontSize(9.5).fillColor(INK).text(n.text, { width });
   }
 
   // ---- signatures ----
@@ -222,14 +245,14 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   signatures.forEach(([label, image], i) => {
     const x = left + i * (columnWidth + 20);
     if (image) doc.image(image, x + 4, boxTop, { fit: [columnWidth - 8, boxHeight], align: 'center', valign: 'bottom' });
-    else doc.font('Helvetica').fontSize(8.5).fillColor(MUTED).text('(Bild nicht lesbar)', x + 4, boxTop + boxHeight - 12, { width: columnWidth - 8 });
+    else doc.font(REGULAR).fontSize(8.5).fillColor(MUTED).text('(Bild nicht lesbar)', x + 4, boxTop + boxHeight - 12, { width: columnWidth - 8 });
     doc.moveTo(x, boxTop + boxHeight + 4).lineTo(x + columnWidth, boxTop + boxHeight + 4).lineWidth(0.8).strokeColor(INK).stroke();
-    doc.font('Helvetica').fontSize(8.5).fillColor(MUTED)
+    doc.font(REGULAR).fontSize(8.5).fillColor(MUTED)
       .text(`${label}, ${formatBerlin(data.completedAt)}`, x, boxTop + boxHeight + 8, { width: columnWidth });
   });
   doc.y = boxTop + boxHeight + 24;
   doc.x = left;
-  doc.font('Helvetica').fontSize(8.5).fillColor(MUTED)
+  doc.font(REGULAR).fontSize(8.5).fillColor(MUTED)
     .text('Mit der Unterschrift bestätigt der Kunde den Empfang der oben aufgeführten Ware in einwandfreiem Zustand, soweit nicht anders vermerkt.', left, doc.y, { width });
 
   // ---- footer on every page ----
@@ -239,7 +262,7 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
     const y = doc.page.height - PAGE_MARGIN - 12;
     // Writing below the bottom margin would open a new page; lift the margin for the footer.
     doc.page.margins.bottom = 0;
-    doc.font('Helvetica').fontSize(7.5).fillColor(MUTED)
+    doc.font(REGULAR).fontSize(7.5).fillColor(MUTED)
       .text(`${data.companyName} · Lieferbericht ${data.belegnummer} · Zeiten in Europe/Berlin`, left, y, { width: width * 0.75, lineBreak: false });
     doc.text(`Seite ${i - range.start + 1} von ${range.count}`, left + width * 0.75, y, { width: width * 0.25, align: 'right', lineBreak: false });
   }
