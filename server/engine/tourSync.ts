@@ -133,6 +133,8 @@ const openDelivery = inArray(deliveries.state, ['active', 'held']);
  */
 async function masterDataForOthers(tx: Db, accountId: number, changed: {
   warehouses: WarehouseRow[]; articles: ArticleRow[]; customers: CustomerRow[]; flipped: Set<string>; positionsWritten: Set<string>;
+  /** Every warehouse of the synced tour: a changed article may now name one the others never had. */
+  warehouseRows: WarehouseRow[];
 }): Promise<ChangeRecord[]> {
   const warehouseById = new Map(changed.warehouses.map((w) => [w.id, w]));
   const articleById = new Map(changed.articles.map((a) => [a.id, a]));
@@ -159,9 +161,12 @@ async function masterDataForOthers(tx: Db, accountId: number, changed: {
     if (reader.accountId !== accountId) add({ entity, op: 'upsert', id, tourId: reader.tourId, accountId: reader.accountId, data });
   };
   for (const r of readers) forOther(r, 'customer', r.customerId, toCustomer(customerById.get(r.customerId)!));
+  const anyWarehouse = new Map(changed.warehouseRows.map((w) => [w.id, w]));
   for (const line of lines) {
     const article = articleById.get(line.item.articleId);
     if (article) forOther(line, 'article', article.id, toArticle(article));
+    const newDefault = article?.defaultWarehouseId ? anyWarehouse.get(article.defaultWarehouseId) : undefined;
+    if (newDefault) forOther(line, 'warehouse', newDefault.id, toWarehouse(newDefault));
     for (const id of [line.item.warehouseId, line.defaultWarehouseId]) {
       const warehouse = id ? warehouseById.get(id) : undefined;
       if (warehouse) forOther(line, 'warehouse', warehouse.id, toWarehouse(warehouse));
@@ -388,11 +393,14 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     const moved = open.filter((o) => o.prev && o.prev.delivery.tourId !== tour.id);
     const movedRows = moved.map((o) => current.get(deliveryKey(o.input))!);
 
-    // A driver who receives a delivery for the first time also receives the master data it references.
-    const arrivedArticles = new Set(arrived.flatMap((d) => (itemsByDelivery.get(d.id) ?? []).map((i) => i.articleId)));
-    const arrivedWarehouses = new Set(arrived.flatMap((d) => (itemsByDelivery.get(d.id) ?? []).map((i) => i.warehouseId))
+    // The driver receives the master data that what they receive names: all of a delivery that
+    // arrives for the first time, and what written lines and deliveries name (a line may name an
+    // article another driver's tour brought in, a delivery another customer).
+    const namingLines = [...arrived.flatMap((d) => itemsByDelivery.get(d.id) ?? []), ...writtenItems];
+    const arrivedArticles = new Set(namingLines.map((i) => i.articleId));
+    const arrivedWarehouses = new Set(namingLines.map((i) => i.warehouseId)
       .concat([...arrivedArticles].map((id) => articleById.get(id)?.defaultWarehouseId ?? null)));
-    const arrivedCustomers = new Set(arrived.map((d) => d.customerId));
+    const arrivedCustomers = new Set([...arrived, ...writtenDeliveries].map((d) => d.customerId));
     const changedIds = new Set([...changedWarehouses, ...changedArticles, ...changedCustomers].map((r) => r.id));
     for (const w of warehouseRows) if (changedIds.has(w.id) || arrivedWarehouses.has(w.id)) changes.push({ entity: 'warehouse', op: 'upsert', id: w.id, ...scope, data: toWarehouse(w) });
     for (const a of articleRows) if (changedIds.has(a.id) || arrivedArticles.has(a.id)) changes.push({ entity: 'article', op: 'upsert', id: a.id, ...scope, data: toArticle(a) });
@@ -405,7 +413,9 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     };
     if (changedExisting.warehouses.length || changedExisting.articles.length || changedExisting.customers.length) {
       const flipped = new Set(changedExisting.articles.filter((a) => articlesBefore.get(a.articleNumber)!.scannable !== a.scannable).map((a) => a.id));
-      changes.push(...await masterDataForOthers(tx, accountId, { ...changedExisting, flipped, positionsWritten: new Set(writtenItems.map((i) => i.id)) }));
+      changes.push(...await masterDataForOthers(tx, accountId, {
+        ...changedExisting, flipped, positionsWritten: new Set(writtenItems.map((i) => i.id)), warehouseRows,
+      }));
     }
 
     for (const { prev } of moved) {

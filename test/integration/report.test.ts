@@ -108,7 +108,7 @@ describe('delivery report PDF', () => {
     for (let i = 0; i < document.countPages(); i++) {
       const lines: { text: string; y0: number; y1: number; x0: number; x1: number }[] = [];
       let current: (typeof lines)[number] | undefined;
-      document.loadPage(i).toStructuredText().walk({
+      document.loadPage(i).toStructuredText('preserve-whitespace').walk({
         beginLine: (bbox: number[]) => { current = { text: '', x0: bbox[0], y0: bbox[1], x1: bbox[2], y1: bbox[3] }; },
         onChar: (c: string) => { current!.text += c; },
         endLine: () => { lines.push(current!); },

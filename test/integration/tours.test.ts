@@ -236,6 +236,42 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(await maxSeq()).toBe(settled);
     });
 
+    it('gives a driver the master data that a re-sync newly names in their tour, also through another driver\'s change', async () => {
+      const [a, b] = [await driver(), await driver()];
+      const stock = { code: `AW-${a.personalnummer}`, name: 'Lager Ost' };
+      const theirs = { articleNumber: `AX-${a.personalnummer}`, name: 'Artikel von A', scannable: true, defaultWarehouse: stock };
+      const payloadA = tourPayload(a.personalnummer, { deliveries: 1 });
+      payloadA.deliveries[0].positions[0] = position(10, { article: theirs, warehouse: stock });
+      await api.post('/sync/tour', payloadA, { token: a.token });
+      const payloadB = tourPayload(b.personalnummer, { deliveries: 1 });
+      const tourB = (await api.post('/sync/tour', payloadB, { token: b.token })).body.tour;
+
+      // B's delivery now goes to A's customer and gains a line of A's article: B never had either.
+      let seq = await maxSeq();
+      const resent = copy(payloadB);
+      resent.deliveries[0].customer = payloadA.deliveries[0].customer;
+      resent.deliveries[0].positions.push(position(90, { article: theirs, warehouse: stock }));
+      await api.post('/sync/tour', resent, { token: b.token });
+      // Each change for the account as entity and ERP key: article number, warehouse code, customer number.
+      const idsFor = async (accountId: number, since: number) => (await changesSince(since)).filter((ch) => ch.accountId === accountId).map((ch) => {
+        const data = ch.data as Record<string, unknown> | null;
+        return `${ch.entity}:${data?.articleNumber ?? data?.code ?? data?.erpCustomerId ?? ''}`;
+      });
+      const forB = await idsFor(b.personalnummer, seq);
+      expect(forB).toEqual(expect.arrayContaining([
+        `customer:${payloadA.deliveries[0].customer.erpCustomerId}`, `article:${theirs.articleNumber}`, `warehouse:${stock.code}`,
+      ]));
+      expect((await changesSince(seq)).every((ch) => ch.accountId !== b.personalnummer || ch.tourId === tourB.id)).toBe(true);
+
+      // A's tour moves the article to a warehouse new to everyone: B, whose line names it, gets both.
+      seq = await maxSeq();
+      const moved = copy(payloadA);
+      const north = { code: `NW-${a.personalnummer}`, name: 'Lager Nord' };
+      moved.deliveries[0].positions[0] = position(10, { article: { ...theirs, defaultWarehouse: north }, warehouse: stock });
+      await api.post('/sync/tour', moved, { token: a.token });
+      expect(await idsFor(b.personalnummer, seq)).toEqual(expect.arrayContaining([`article:${theirs.articleNumber}`, `warehouse:${north.code}`]));
+    });
+
     it('moves a delivery to another driver with its local work and tells the old owner it is gone', async () => {
       const a = await driver();
       const b = await driver();
