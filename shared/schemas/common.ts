@@ -31,13 +31,16 @@ export function isRealDate(value: string): boolean {
 /** Text that must carry content: trimmed, at least one character. */
 export const RequiredText = z.string().trim().min(1, 'must not be empty');
 
+/** Text the ERP sends: generous, but bounded, so that no value can outgrow what the database indexes. */
+export const ErpText = z.string().max(500);
+
 export const Address = z.object({
-  street: z.string(),
-  houseNumber: z.string(),
-  postalCode: z.string(),
-  city: z.string(),
-  country: z.string(),
-  addition: z.string().nullable().default(null).overwrite((v) => (v?.trim() ? v : null)),
+  street: ErpText,
+  houseNumber: ErpText,
+  postalCode: ErpText,
+  city: ErpText,
+  country: ErpText,
+  addition: ErpText.nullable().default(null).overwrite((v) => (v?.trim() ? v : null)),
 }).meta({ id: 'Address' });
 export type Address = z.output<typeof Address>;
 

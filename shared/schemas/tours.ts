@@ -1,42 +1,47 @@
 import { z } from 'zod';
-import { Address, Belegnummer, ContactKind, ContactRole, IsoDate, Timestamp, Uuid } from './common.js';
+import { Address, Belegnummer, ContactKind, ContactRole, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
 
 const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-const Code = z.object({ code: z.string().trim().min(1), name: z.string() });
+/** An ERP key (article number, warehouse code): unique in the database, so of a length it can index. */
+const ErpKey = z.string().trim().min(1).max(100);
+const Code = z.object({ code: ErpKey, name: ErpText });
 
 export const SyncPosition = z.object({
-  lineNumber: z.int32().min(0),
+  lineNumber: z.int32(),
   quantity: z.int32().min(1),
-  unit: z.string().optional(),
+  unit: ErpText.optional(),
   // Any int, as the contract has it: a line that takes back a deposit has a negative price.
   unitPriceCents: z.int32().nullable().optional(),
   article: z.object({
-    articleNumber: z.string().trim().min(1),
-    name: z.string(),
+    articleNumber: ErpKey,
+    name: ErpText,
     scannable: z.boolean(),
     defaultWarehouse: Code.nullable().optional(),
   }),
   warehouse: Code.nullable().optional(),
 });
 
-const OptionalName = z.string().nullable().optional();
+const OptionalName = ErpText.nullable().optional();
+// The contract carries no fax ("Fax is not carried"): an ERP's fax numbers are dropped, not refused.
+const Channel = z.object({ kind: z.enum([...ContactKind.options, 'fax']), position: z.int32(), value: ErpText.trim().min(1) });
+const isCarried = (channel: z.output<typeof Channel>): channel is z.output<typeof Channel> & { kind: ContactKind } => channel.kind !== 'fax';
 
 export const SyncContact = z.object({
   role: ContactRole,
   anrede: OptionalName, titel: OptionalName, name1: OptionalName, name2: OptionalName, name3: OptionalName,
   abteilung: OptionalName, funktion: OptionalName,
   address: Address.nullable().optional(),
-  channels: z.array(z.object({ kind: ContactKind, position: z.int32().min(1), value: z.string().trim().min(1) })).default([]),
+  channels: z.array(Channel).default([]).transform((channels) => channels.filter(isCarried)),
 });
 
 export const SyncDelivery = z.object({
   belegartId: z.int32(),
   belegnummer: Belegnummer,
   sequence: z.int32().optional(),
-  customer: z.object({ erpCustomerId: Int64, name: z.string(), address: Address }),
+  customer: z.object({ erpCustomerId: Int64, name: ErpText, address: Address }),
   deliveryAddress: Address,
-  paymentMethodCode: z.string().nullable().optional(),
-  paymentTerm: z.string().nullable().optional(),
+  paymentMethodCode: ErpText.nullable().optional(),
+  paymentTerm: ErpText.nullable().optional(),
   openAmountCents: z.int32().min(0),
   positions: z.array(SyncPosition),
   contacts: z.array(SyncContact).default([]),
@@ -46,9 +51,9 @@ export const SyncDelivery = z.object({
 export const deliveryKey = (d: { belegartId: number; belegnummer: string }) => `${d.belegartId}/${d.belegnummer}`;
 
 export const SyncTourRequest = z.object({
-  driver: z.object({ personalnummer: Int64, name: z.string().trim().min(1), active: z.boolean().optional() }),
+  driver: z.object({ personalnummer: Int64, name: ErpText.trim().min(1), active: z.boolean().optional() }),
   tourDate: IsoDate,
-  name: z.string().optional(),
+  name: ErpText.optional(),
   deliveries: z.array(SyncDelivery),
 }).superRefine((tour, ctx) => {
   const seen = new Set<string>();

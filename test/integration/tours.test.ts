@@ -393,6 +393,10 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       ['an open amount beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].openAmountCents = 2 ** 31; }],
       ['a unit price beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].unitPriceCents = 2 ** 31; }],
       ['a document number the back office cannot look up', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].belegnummer = 'L'.repeat(101); }],
+      ['an article number beyond 100 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].article.articleNumber = 'A'.repeat(3000); }],
+      ['a warehouse code beyond 100 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].warehouse = { code: 'W'.repeat(10_000), name: 'x' }; }],
+      ['a contact channel beyond 500 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].contacts![0].channels![0].value = '0'.repeat(12_000); }],
+      ['a customer name beyond 500 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].customer.name = 'K'.repeat(501); }],
     ])('refuses a tour with %s with 400 and writes nothing', async (_what, spoil) => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer);
@@ -401,6 +405,20 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(response.status).toBe(400);
       expect(response.body.code).toBe('validation');
       expect(await api.db.select().from(tours).where(eq(tours.accountId, personalnummer))).toEqual([]);
+    });
+
+    it('drops fax numbers, which the contract does not carry, and takes any integer as line number', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 1 });
+      (payload.deliveries[0].contacts![2].channels as { kind: string; position: number; value: string }[]).push({ kind: 'fax', position: 2, value: '030 7654321' });
+      payload.deliveries[0].positions[1].lineNumber = -5;
+      const response = await api.post('/sync/tour', payload, { token });
+      expect(response.status).toBe(200);
+      const [delivery] = (await details(response.body.tour.id, token)).deliveries;
+      const channels = delivery.contacts.flatMap((c: { channels: { kind: string; value: string }[] }) => c.channels);
+      expect(channels.map((c: { kind: string }) => c.kind)).not.toContain('fax');
+      expect(channels.map((c: { value: string }) => c.value)).toContain('0171 2345678');
+      expect(delivery.positions.map((p: { lineNumber: number }) => p.lineNumber)).toContain(-5);
     });
 
     it('takes a line with a negative unit price, a deposit taken back', async () => {
