@@ -97,6 +97,8 @@ export const tours = pgTable('tours', {
   accountId: personalnummer('account_id').notNull().references(() => accounts.personalnummer),
   tourDate: date('tour_date', { mode: 'string' }).notNull(),
   name: text('name'),
+  /** When the driver first set the order (PUT delivery-order); from then on a re-sync keeps it. */
+  orderedByDriverAt: ts('ordered_by_driver_at'),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 }, (t) => [uniqueIndex('tours_account_date_uq').on(t.accountId, t.tourDate)]);

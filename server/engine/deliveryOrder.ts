@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { SetDeliveryOrderResponse } from '../../shared/schemas/tours.js';
 import type { Db } from '../db/client.js';
 import { deliveries, deliveryItems, tours } from '../db/schema.js';
@@ -29,6 +29,8 @@ export function setDeliveryOrder(db: Db, accountId: number, tourId: string, deli
     if (missing.length) problems.push({ path: 'deliveryIds', message: `missing deliveries of the tour: ${missing.join(', ')}` });
     if (problems.length) throw validation('deliveryIds must name every delivery of the tour exactly once', problems);
     if (deliveryIds.length === 0) return { tourId, deliveryIds };
+    // Kept apart from the order itself, which may happen to equal the ERP's now or after a re-sync.
+    await tx.update(tours).set({ orderedByDriverAt: sql`now()` }).where(and(eq(tours.id, tourId), isNull(tours.orderedByDriverAt)));
 
     const position = sql`CASE ${deliveries.id} ${sql.join(deliveryIds.map((id, i) => sql`WHEN ${id}::uuid THEN ${i}::integer`), sql` `)} END`;
     const changed = await tx.update(deliveries).set({ sortOrder: position, updatedAt: sql`now()` })

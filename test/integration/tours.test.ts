@@ -370,6 +370,22 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(order).toEqual([payload.deliveries[2].belegnummer, payload.deliveries[0].belegnummer, payload.deliveries[1].belegnummer, changed.deliveries[3].belegnummer]);
     });
 
+    it('keeps the driver\'s order also after a re-sync whose ERP order happened to match it', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 3, positions: 1 });
+      const [a, b, c] = payload.deliveries;
+      const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
+      const idOf = new Map((await details(tourId, token)).deliveries.map((d: { id: string; belegnummer: string }) => [d.belegnummer, d.id]));
+      expect((await api.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [b, c, a].map((d) => idOf.get(d.belegnummer)) }, { token })).status).toBe(200);
+      const d = delivery({}, 1);
+      const order = async () => (await details(tourId, token)).deliveries.map((x: { belegnummer: string }) => x.belegnummer);
+      // The ERP now lists the deliveries as the driver does, then goes back to its own order.
+      await api.post('/sync/tour', { ...copy(payload), deliveries: [b, c, a, d].map((x) => ({ ...copy(x), sequence: undefined })) }, { token });
+      expect(await order()).toEqual([b, c, a, d].map((x) => x.belegnummer));
+      await api.post('/sync/tour', { ...copy(payload), deliveries: [a, b, c, d].map((x) => ({ ...copy(x), sequence: undefined })) }, { token });
+      expect(await order()).toEqual([b, c, a, d].map((x) => x.belegnummer));
+    });
+
     it('follows a changed ERP sequence while the driver has not reordered the tour', async () => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer, { deliveries: 3, positions: 1 });
