@@ -165,6 +165,15 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5822))).toEqual([]);
     });
 
+    it('refuses a tour of another day than the one asked for and imports the others', async () => {
+      const [today, tomorrow] = [tourPayload(5831, { date: '2026-04-07', deliveries: 1 }), tourPayload(5832, { date: '2026-04-08', deliveries: 1 })];
+      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [today, tomorrow] })));
+      const response = await erpApi.post('/admin/import-erp?date=2026-04-07', undefined, { admin: true });
+      expect(response.status).toBe(200);
+      expect(response.body).toMatchObject({ success: false, tours: 1, error: 'tour 2 of the answer is of 2026-04-08, not of 2026-04-07' });
+      expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5832))).toEqual([]);
+    });
+
     it('answers 502 when no tour of the answer fits the contract, and logs the run as failed', async () => {
       msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [{ x: 1 }, { driver: null }] })));
       const response = await erpApi.post('/admin/import-erp?date=2026-04-06', undefined, { admin: true });
@@ -178,12 +187,14 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       const [a, b] = [tourPayload(5811, { date: '2026-04-04', deliveries: 2 }), tourPayload(5812, { date: '2026-04-04', deliveries: 1 })];
       b.deliveries[0].positions[0].article = { ...a.deliveries[0].positions[0].article, name: 'Anders benannt' };
       b.deliveries.push(structuredClone(a.deliveries[1]));
-      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [a, b] })));
+      // A's tour again, under another name and with one more document.
+      const aAgain = { ...tourPayload(5811, { date: '2026-04-04', deliveries: 1 }), name: 'Tour Süd' };
+      msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [a, b, aAgain] })));
       const first = await erpApi.post('/admin/import-erp?date=2026-04-04', undefined, { admin: true });
-      expect(first.body).toMatchObject({ success: true, deliveries_created: 3, deliveries_moved: 0 });
+      expect(first.body).toMatchObject({ success: true, deliveries_created: 4, deliveries_moved: 0 });
       const changes = (await erpApi.db.select({ n: count() }).from(changeLog))[0].n;
       const again = await erpApi.post('/admin/import-erp?date=2026-04-04', undefined, { admin: true });
-      expect(again.body).toMatchObject({ success: true, deliveries_moved: 0, deliveries_updated: 0, deliveries_unchanged: 3 });
+      expect(again.body).toMatchObject({ success: true, deliveries_moved: 0, deliveries_updated: 0, deliveries_unchanged: 4 });
       expect((await erpApi.db.select({ n: count() }).from(changeLog))[0].n).toBe(changes);
       const [shared] = await erpApi.db.select({ tourId: deliveries.tourId }).from(deliveries).where(eq(deliveries.belegnummer, a.deliveries[1].belegnummer));
       expect((await erpApi.db.select().from(tours).where(eq(tours.id, shared.tourId)))[0].accountId).toBe(5811);

@@ -37,6 +37,20 @@ describe('consistentDay', () => {
     b.deliveries.push(copy(a.deliveries[1]));
     const { tours, conflicts } = consistentDay([a, b]);
     expect(tours.map((t) => t.deliveries.map((d) => d.belegnummer))).toEqual([a.deliveries.map((d) => d.belegnummer), [b.deliveries[0].belegnummer]]);
-    expect(conflicts).toEqual([`document 20/${a.deliveries[1].belegnummer} is listed in more than one tour; it stays in the first`]);
+    expect(conflicts).toEqual([`document 20/${a.deliveries[1].belegnummer} is listed more than once; its first listing counts`]);
+  });
+
+  it('makes the tours of one driver and date one tour with every document once and the last name', () => {
+    const [first, other, second] = [tour(1, 2), tour(2), tour(1, 1)];
+    first.name = 'Tour Nord';
+    second.name = 'Tour Nord-Ost';
+    second.deliveries.push(copy(first.deliveries[0]));
+    const { tours, conflicts } = consistentDay([first, other, second]);
+    expect(tours.map((t) => [t.driver.personalnummer, t.name])).toEqual([[1, 'Tour Nord-Ost'], [2, other.name]]);
+    expect(tours[0].deliveries.map((d) => d.belegnummer)).toEqual([...first.deliveries, second.deliveries[0]].map((d) => d.belegnummer));
+    expect(conflicts).toEqual([
+      'the tour of driver 1 on 2026-12-02 is listed more than once; its lists go together',
+      `document 20/${first.deliveries[0].belegnummer} is listed more than once; its first listing counts`,
+    ]);
   });
 });

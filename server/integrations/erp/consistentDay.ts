@@ -10,11 +10,20 @@ type Warehouse = NonNullable<Position['warehouse']>;
  * transaction of its own. An answer that describes an article, customer or warehouse differently
  * in two tours would otherwise have each tour overwrite the other's version on every import, and
  * a document listed in two tours would move between their drivers every time (clearing the
- * assigned car). So the last description of each master record counts for the whole day, and a
- * document stays in the first tour that lists it. `conflicts` says what was evened out, for the log.
+ * assigned car). So the last description of each master record counts for the whole day, a
+ * document stays in the first tour that lists it, and the tours of one driver and date are one
+ * tour (its identity), with the last name. `conflicts` says what was evened out, for the log.
  */
-export function consistentDay(tours: SyncTourRequest[]): { tours: SyncTourRequest[]; conflicts: string[] } {
+export function consistentDay(answer: SyncTourRequest[]): { tours: SyncTourRequest[]; conflicts: string[] } {
   const conflicts = new Set<string>();
+  const byIdentity = new Map<string, SyncTourRequest>();
+  for (const tour of answer) {
+    const key = `${tour.driver.personalnummer}/${tour.tourDate}`;
+    const known = byIdentity.get(key);
+    if (known) conflicts.add(`the tour of driver ${tour.driver.personalnummer} on ${tour.tourDate} is listed more than once; its lists go together`);
+    byIdentity.set(key, known ? { ...tour, name: tour.name ?? known.name, deliveries: [...known.deliveries, ...tour.deliveries] } : tour);
+  }
+  const tours = [...byIdentity.values()];
   const lastOf = <T>(items: T[], keyOf: (item: T) => string | number, what: string) => {
     const last = new Map<string | number, T>();
     for (const item of items) {
@@ -32,18 +41,19 @@ export function consistentDay(tours: SyncTourRequest[]): { tours: SyncTourReques
   const articles = lastOf(positionsIn.map((p) => ({ ...p.article, defaultWarehouse: warehouse(p.article.defaultWarehouse) })), (a) => a.articleNumber, 'article');
   const customers = lastOf(deliveriesIn.map((d) => d.customer), (c) => c.erpCustomerId, 'customer');
 
-  const listedIn = new Map<string, SyncTourRequest>();
+  // The first listing of each document counts; later ones, in another tour or the same, are dropped.
+  const firstListing = new Map<string, Delivery>();
   for (const tour of tours) {
     for (const d of tour.deliveries) {
       const key = deliveryKey(d);
-      if (!listedIn.has(key)) listedIn.set(key, tour);
-      else if (listedIn.get(key) !== tour) conflicts.add(`document ${key} is listed in more than one tour; it stays in the first`);
+      if (!firstListing.has(key)) firstListing.set(key, d);
+      else conflicts.add(`document ${key} is listed more than once; its first listing counts`);
     }
   }
   const consistent = tours.map((tour) => ({
     ...tour,
     deliveries: tour.deliveries
-      .filter((d) => listedIn.get(deliveryKey(d)) === tour)
+      .filter((d) => firstListing.get(deliveryKey(d)) === d)
       .map((d) => ({
         ...d,
         customer: customers.get(d.customer.erpCustomerId)!,

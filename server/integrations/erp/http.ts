@@ -10,15 +10,16 @@ const ToursAnswer = z.object({ tours: z.array(z.unknown()) });
 const issuesOf = (error: z.ZodError) => error.issues.slice(0, 3).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
 
 /**
- * Each tour checked on its own: one that does not fit is refused, the others are imported. An
- * answer none of whose tours fits could not be read at all.
+ * Each tour checked on its own: one that does not fit, or is of another day than asked for, is
+ * refused, the others are imported. An answer none of whose tours fits could not be read at all.
  */
-function toursOf(answer: unknown[]): ErpDay {
+function toursOf(answer: unknown[], date: string): ErpDay {
   const day: ErpDay = { tours: [], refused: [] };
   answer.forEach((raw, i) => {
     const tour = SyncTourRequest.safeParse(raw);
-    if (tour.success) day.tours.push(tour.data);
-    else day.refused.push(`tour ${i + 1} of the answer does not fit the contract (${issuesOf(tour.error)})`);
+    if (!tour.success) day.refused.push(`tour ${i + 1} of the answer does not fit the contract (${issuesOf(tour.error)})`);
+    else if (tour.data.tourDate !== date) day.refused.push(`tour ${i + 1} of the answer is of ${tour.data.tourDate}, not of ${date}`);
+    else day.tours.push(tour.data);
   });
   if (day.tours.length === 0 && day.refused.length > 0) throw upstream(`ERP tours could not be read: ${day.refused.join('; ')}`);
   return day;
@@ -72,7 +73,7 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
       }
       const parsed = ToursAnswer.safeParse(body);
       if (!parsed.success) throw upstream(`ERP tour read failed: the answer does not fit the contract (${issuesOf(parsed.error)})`);
-      return toursOf(parsed.data.tours);
+      return toursOf(parsed.data.tours, date);
     }),
     pushCompletion: (document, writeBack) => call(
       'write-back',
