@@ -199,8 +199,9 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
         driverSignatureId: driverSignature.id,
         completedAt,
       }).returning();
-      // A method chosen at completion replaces the document's; none keeps it.
-      const method = ack.paymentMethodId ? { paymentMethodId: ack.paymentMethodId } : {};
+      // The method the completion settled on becomes the delivery's: a logged payment's (it
+      // supplies the method), else one chosen at completion; with none the document's stays.
+      const method = result.payment.paymentMethodId ? { paymentMethodId: result.payment.paymentMethodId } : {};
       const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: completedAt, ...method })
         .where(eq(deliveries.id, request.deliveryId)).returning();
       if (ack.clientEventId) {

@@ -268,11 +268,14 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const card = await paymentMethod(api, setupResult.token, true);
       const paid = await api.post(`/deliveries/${setupResult.delivery.id}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 3000, paymentMethodId: card }, { token: setupResult.token });
       expect(paid.status).toBe(200);
-      const response = await complete(api, setupResult.token, setupResult.delivery.id);
+      // The logged payment supplies the method, whatever the completion names.
+      const invoice = await paymentMethod(api, setupResult.token, false);
+      const response = await complete(api, setupResult.token, setupResult.delivery.id, { acknowledgements: { receiptConfirmed: true, paymentMethodId: invoice } });
       expect(response.status).toBe(200);
       expect(await completionOf(api, setupResult.delivery.id)).toMatchObject({
         paymentId: paid.body.payment.id, paymentMethodId: card, paymentCollected: true, collectedAmountCents: 3000,
       });
+      expect(response.body.delivery.paymentMethodId).toBe(card);
     });
 
     it('needs no confirmation for a method that is not collected on site, nor without an open amount', async () => {
