@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, asc, eq, getTableColumns, inArray, notExists, or, sql, type SQL } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import { mergeContacts, type MergedContact } from '../../shared/rules/contacts.js';
-import { removedWhole, settledState } from '../../shared/rules/items.js';
+import { settledState } from '../../shared/rules/items.js';
 import { serviceValueChangeId } from '../../shared/rules/services.js';
 import type { Address } from '../../shared/schemas/common.js';
 import { deliveryKey, type SyncTourRequest, type SyncTourResponse } from '../../shared/schemas/tours.js';
@@ -320,9 +320,8 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
         const prev = itemsOf.get(deliveryId)?.get(p.lineNumber);
         const requiredQuantity = p.quantity;
         // Scans and credits stay; only a changed quantity moves the line's state, by the scan rules.
-        // The driver's own decisions stay: a line removed as a whole, a held line.
         const state = !prev ? 'InProgress' as const
-          : prev.requiredQuantity === requiredQuantity || removedWhole(prev) || prev.state === 'Held' ? prev.state
+          : prev.requiredQuantity === requiredQuantity || prev.state === 'Removed' || prev.state === 'Held' ? prev.state
             : settledState({ requiredQuantity, creditedQuantity: prev.creditedQuantity, scannedQuantity: prev.scannedQuantity });
         return {
           deliveryId, lineNumber: p.lineNumber,

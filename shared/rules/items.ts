@@ -25,13 +25,6 @@ export function settledState(item: Pick<ItemSnapshot, 'requiredQuantity' | 'cred
   return item.scannedQuantity >= effective ? 'Done' : 'InProgress';
 }
 
-/**
- * A Removed line that the driver removed as a whole, rather than one its piece credits left
- * without pieces (which a raised quantity gives pieces again).
- */
-export const removedWhole = (item: Pick<ItemSnapshot, 'state' | 'requiredQuantity' | 'creditedQuantity'>) =>
-  item.state === 'Removed' && item.creditedQuantity < item.requiredQuantity;
-
 /** Done and Removed lines are finished; non-scannable lines never block. */
 export const isFinished = (item: Pick<ItemSnapshot, 'state' | 'scannable'>) =>
   !item.scannable || item.state === 'Done' || item.state === 'Removed';
