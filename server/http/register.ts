@@ -6,6 +6,8 @@ import { ifNoneMatch } from './etag.js';
 import { parseInput } from './problem.js';
 import type { AnyRoute, Versioned } from './route.js';
 
+const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+
 function parsePart(schema: z.ZodType | undefined, value: unknown, where: string) {
   return schema && parseInput(schema, value ?? {}, `Invalid ${where}`, where === 'body' ? undefined : where);
 }
@@ -32,7 +34,8 @@ export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppConte
       const actor = await authenticate(route, req, ctx);
       // Only after authentication: a caller without a token gets 401 whatever it sent, and costs no parsing.
       if (route.body) await readJson(req, res);
-      if (route.body && req.body === undefined && req.headers['content-type'] && !req.is('application/json')) {
+      // A body the JSON parser left alone (no or another content type) must not pass for an empty one.
+      if (route.body && req.body === undefined && hasBody(req)) {
         throw new DomainError('unsupported_media_type', 'Send the body as application/json');
       }
       const params = parsePart(route.params, req.params, 'params');

@@ -62,7 +62,7 @@ export const Problem = z.object({
   type: z.string(),
   title: z.string(),
   status: z.number().int(),
-  detail: z.string().optional(),
+  detail: z.string(),
   code: ErrorCode,
   errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
 }).meta({ id: 'Problem' });

@@ -100,6 +100,16 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     expectProblem(await api.post('/me/cars', 'B-X', { token, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
   });
 
+  it('answers 415 for a body sent without a content type, instead of taking it for an empty one', async () => {
+    const car = (await api.post('/me/cars', { plate: 'B-CT 1' }, { token })).body.car;
+    const response = await fetch(`${api.url}/me/cars/${car.id}`, {
+      method: 'PATCH', headers: { authorization: `Bearer ${token}` }, body: new TextEncoder().encode('{"plate":"B-CT 2","active":false}'),
+    });
+    expect(response.status).toBe(415);
+    expect(await response.json()).toMatchObject({ status: 415, code: 'unsupported_media_type' });
+    expect((await api.get('/me/cars', { token })).body.cars.find((c: { id: string }) => c.id === car.id)).toMatchObject({ plate: 'B-CT 1', active: true });
+  });
+
   it('answers 415 for JSON in a charset other than UTF', async () => {
     expectProblem(await api.post('/me/cars', '{"plate":"B-X"}', { token, headers: { 'content-type': 'application/json; charset=latin1' } }), 415, 'unsupported_media_type');
   });

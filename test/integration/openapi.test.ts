@@ -130,7 +130,7 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     const { components } = await document();
     expect(components.schemas.Problem).toMatchObject({
       type: 'object',
-      required: expect.arrayContaining(['type', 'title', 'status', 'code']),
+      required: expect.arrayContaining(['type', 'title', 'status', 'detail', 'code']),
       properties: { code: { enum: expect.arrayContaining(['validation', 'unauthorized', 'not_found', 'internal']) } },
     });
   });
