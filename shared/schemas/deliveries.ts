@@ -118,8 +118,9 @@ export const CancelDeliveryRequest = z.object({ reason: RequiredText.max(2000) }
 export const DeliveryCreditEventRequest = z.object({
   clientEventId: Uuid,
   action: CreditAction,
-  amountCents: z.int32().optional(),
-  reason: z.string().max(2000).optional(),
+  // The amount's rule is the engine's (a rejected event, not a malformed one); documented here.
+  amountCents: z.int32().optional().meta({ description: 'With `set`: 1000 to 15000, a multiple of 1000 (10 to 150 euro in steps of 10)' }),
+  reason: z.string().max(2000).optional().meta({ description: 'With `set`: not empty after trimming' }),
   authorCarId: Uuid.nullable().optional(),
 }).meta({ id: 'DeliveryCreditEventRequest' });
 export const DeliveryCreditResponse = z.object({ credit: Credit.nullable(), openAmountCents: z.number().int() }).meta({ id: 'DeliveryCreditResponse' });
@@ -164,7 +165,7 @@ export const CompleteDeliveryAcknowledgements = z.object({
   notesAcknowledged: z.boolean().optional(),
   acknowledgedNoteIds: z.array(Uuid).optional(),
   authorCarId: Uuid.nullable().optional(),
-  internalNote: z.string().nullable().optional(),
+  internalNote: z.string().nullable().optional().meta({ description: 'Trimmed; at most 2000 characters (counted as characters, not UTF-16 units); blank means none' }),
   paymentCollected: z.boolean().optional(),
   paymentMethodId: Uuid.nullable().optional(),
   clientEventId: Uuid.optional(),
