@@ -91,6 +91,12 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       expect(JSON.parse(answer.body)).toMatchObject({ status: 400, code: 'validation', detail: expect.stringContaining(named) });
     });
 
+    it('answers a plain GET without a token with 401, and with one with 400 saying it takes a handshake', async () => {
+      const { token } = await driver();
+      expect(await api.get('/sync/ws')).toMatchObject({ status: 401, body: { code: 'unauthorized' } });
+      expect(await api.get('/sync/ws', { token })).toMatchObject({ status: 400, body: { code: 'validation', detail: expect.stringContaining('WebSocket handshake') } });
+    });
+
     it('refuses an upgrade on another path with 404', async () => {
       const { token } = await driver();
       const WebSocket = (await import('ws')).default;
