@@ -114,14 +114,14 @@ describe.each(databaseKinds)('attachment previews on %s', (kind) => {
     expect(huge.metadata).toMatchObject({ width: 1654, height: 2339 });
   });
 
-  it('refuses a page beyond the document with 400', async () => {
+  it('answers a page beyond the document with 404', async () => {
     const result = await preview(api, token, reportId, '?page=99');
-    expect(result.status).toBe(400);
-    expect(result.body).toMatchObject({ code: 'validation', errors: [{ path: 'query.page' }] });
+    expect(result.status).toBe(404);
+    expect(result.body).toMatchObject({ code: 'not_found', errors: [{ path: 'query.page' }] });
     // Not cached, and not turned into a 304 by the ETag of a preview that does not exist.
     expect(result.headers.get('cache-control') ?? '').not.toContain('max-age');
     expect(result.headers.get('etag')).not.toBe(api.ctx.previews.etag(reportId, { width: 1024, height: 1024, quality: 85, format: 'jpeg', page: 99 }));
-    expect((await preview(api, token, signatureId, '?page=2')).status).toBe(400);
+    expect((await preview(api, token, signatureId, '?page=2')).status).toBe(404);
   });
 
   it('sends an ETag over the attachment and the parameters and answers If-None-Match with 304', async () => {

@@ -1,4 +1,4 @@
-import { DomainError, validation } from '../../errors.js';
+import { DomainError } from '../../errors.js';
 import { imageMetadata, loadSharp } from '../images.js';
 import type { PreviewRequest, StoredDocument } from '../documents/store.js';
 
@@ -9,8 +9,9 @@ export const previewContentTypes: Record<PreviewRequest['format'], string> = {
 // PDF pages are rasterized at most at this resolution; that is their "original size" for previews.
 const PDF_MAX_DPI = 200;
 
-const pageOutOfRange = (page: number, pages: number) =>
-  validation(`The document has ${pages} page${pages === 1 ? '' : 's'}; page ${page} does not exist`, [{ path: 'query.page', message: `must be between 1 and ${pages}` }]);
+// A page the document does not have is a resource that is not there: the spec's errors for previews are 401 and 404.
+const pageOutOfRange = (page: number, pages: number) => new DomainError('not_found',
+  `The document has ${pages} page${pages === 1 ? '' : 's'}; page ${page} does not exist`, [{ path: 'query.page', message: `must be between 1 and ${pages}` }]);
 
 const isPdf = (document: StoredDocument) =>
   document.contentType === 'application/pdf' || document.bytes.subarray(0, 5).toString('latin1') === '%PDF-';
