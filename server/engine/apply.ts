@@ -30,6 +30,8 @@ interface Entry {
 
 const rejection = (event: SyncEvent, { code, reason, message, errors }: Rejection): EngineResult =>
   ({ eventId: event.eventId, status: 'rejected', code, reason, message, ...(errors && { errors }) });
+/** A copy whose id stands for another event: nothing of what it names was touched under that id. */
+const reusedId = (event: SyncEvent): EngineResult => ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event' });
 /** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
 const notFound = (event: SyncEvent) => {
   const what = event.type === 'scan' ? 'Delivery item' : event.type === 'note.update' || event.type === 'note.delete' ? 'Note' : 'Delivery';
@@ -52,9 +54,13 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
   if (result.status === 'rejected') throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', result.errors);
-  // Over REST only a credit's and a payment's id is the client's: a copy showing nothing names another event.
-  if (result.status === 'duplicate' && result.entity === null && (event.type === 'credit' || event.type === 'payment')) {
-    throw validation('This clientEventId was already used for another event', [{ path: 'clientEventId', message: 'already used for another event' }]);
+  // Over REST only a credit's and a payment's id is the client's. A repeat that shows nothing is
+  // another event's id, or the caller's own event on a delivery that has moved to another driver.
+  if (result.status === 'duplicate' && (event.type === 'credit' || event.type === 'payment')) {
+    if (result.reason === 'other_event') {
+      throw validation('This clientEventId was already used for another event', [{ path: 'clientEventId', message: 'already used for another event' }]);
+    }
+    if (result.entity === null) throw new DomainError('not_found', 'Delivery not found');
   }
   return result.entity;
 }
@@ -224,11 +230,12 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
         // Whatever the copy carries, the id stands for the event recorded under it. Also when the
         // delivery has moved to another driver since, or the event deleted its note: the sender's
         // outbox must not take it for refused. What it touched may no longer be theirs to see; a
-        // copy of another kind or on another delivery shows nothing, one naming another line the
-        // line the recorded scan counted.
+        // copy of another kind or on another delivery is another event, and one naming another
+        // line of the delivery is answered with the line the recorded scan counted.
         const recorded = event.type === 'scan' ? { ...event, deliveryItemId: seen.lineId ?? event.deliveryItemId } : event;
-        const touched = ws && seen.deliveryId === deliveryId && seen.type === event.type ? ws : undefined;
-        out.set(entry, { eventId: event.eventId, status: 'duplicate', entity: touched ? entityOf(touched, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
+        const sameEvent = seen.deliveryId === deliveryId && seen.type === event.type;
+        out.set(entry, !sameEvent ? reusedId(event)
+          : { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
         continue;
       }
       if (seen || !deliveryId || !ws) {
@@ -255,9 +262,11 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
       const ws = ownSet(deliveryOf(first.event), entry.actor.personalnummer);
       const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
         ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
+      const sameEvent = entry.event.type === first.event.type && deliveryOf(entry.event) === deliveryOf(first.event);
       out.set(entry, !sameSender ? notFound(entry.event)
         : original.status === 'rejected' ? original
-          : { eventId: entry.event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, first.event, payment) : original.entity });
+          : !sameEvent ? reusedId(entry.event)
+            : { eventId: entry.event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, first.event, payment) : original.entity });
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     if (changed.length > 0) await flushWorkingSets(tx, changed);

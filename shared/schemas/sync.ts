@@ -32,7 +32,9 @@ export const EventResult = z.object({
   eventId: Uuid,
   status: EventStatus,
   code: z.string().optional(),
-  reason: z.string().optional().meta({ description: 'With a rejection: the rule that refused it, e.g. quantity_exceeded or delivery_not_active' }),
+  reason: z.string().optional().meta({
+    description: 'With a rejection: the rule that refused it, e.g. quantity_exceeded or delivery_not_active; with a duplicate: other_event when the id stands for another event than the copy describes',
+  }),
   message: z.string().optional(),
   errors: Problem.shape.errors.meta({ description: 'With a rejection for a field of the event: which one, and why' }),
   entity: z.unknown().optional(),

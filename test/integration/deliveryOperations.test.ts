@@ -215,6 +215,18 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     expect(await api.db.select().from(paymentProtocol).where(eq(paymentProtocol.clientEventId, id))).toEqual([]);
   });
 
+  it('answers a credit repeated after its delivery moved to another driver with 404', async () => {
+    const first = await setup();
+    const other = await setup();
+    const body = { clientEventId: randomUUID(), action: 'set', amountCents: 1000, reason: 'x' };
+    expect((await api.post(`${first.path}/credit`, body, { token: first.token })).status).toBe(200);
+    const [{ tourId }] = await api.db.select({ tourId: deliveries.tourId }).from(deliveries).where(eq(deliveries.id, other.delivery.id));
+    await api.db.update(deliveries).set({ tourId }).where(eq(deliveries.id, first.delivery.id));
+    const repeated = await api.post(`${first.path}/credit`, body, { token: first.token });
+    expect(repeated.status).toBe(404);
+    expect(repeated.body.code).toBe('not_found');
+  });
+
   describe('payment', () => {
     async function method(token: string, active = true) {
       const created = (await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 8)}`, name: 'Bar', collectOnSite: true }, { token })).body.paymentMethod;

@@ -72,7 +72,8 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const first = scanEvent(line.id, 'scan', id);
     const results = await applyEvents(api.db, actor, [first, { ...first }, scanEvent(other.id, 'scan', id)]);
     expect(results.map((r) => r.status)).toEqual(['applied', 'duplicate', 'duplicate']);
-    expect(results[2].entity).toMatchObject({ id: line.id, scannedQuantity: 1 });
+    // A copy in the batch naming a line of another delivery is another event: it shows nothing.
+    expect(results[2]).toMatchObject({ entity: null, reason: 'other_event' });
     const [unscan] = await applyEvents(api.db, actor, [scanEvent(line.id, 'unscan', id)]);
     expect(unscan).toMatchObject({ status: 'duplicate', entity: { id: line.id, scannedQuantity: 1 } });
     // A later copy naming another line of the delivery is answered with the line the event scanned.
@@ -82,7 +83,14 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     // A copy of another kind says nothing about what it names: the event did not touch it.
     const [holdHere] = await applyEvents(api.db, actor, [{ ...first, type: 'delivery.hold', deliveryId: line.deliveryId, reason: 'x' } as SyncEvent]);
     const [hold] = await applyEvents(api.db, actor, [{ ...first, type: 'delivery.hold', deliveryId: other.deliveryId, reason: 'x' } as SyncEvent]);
-    expect([holdHere, hold]).toMatchObject([{ status: 'duplicate', entity: null }, { status: 'duplicate', entity: null }]);
+    expect([holdHere, hold]).toMatchObject([{ status: 'duplicate', entity: null, reason: 'other_event' }, { status: 'duplicate', entity: null, reason: 'other_event' }]);
+    // The same within one batch: a copy of another kind is another event, not the first one's state.
+    const reused = randomUUID();
+    const inBatch = await applyEvents(api.db, actor, [
+      scanEvent(tour.deliveries[1].items[1].id, 'scan', reused),
+      { type: 'delivery.hold', eventId: reused, occurredAt: now(), deliveryId: other.deliveryId, reason: 'x' } as SyncEvent,
+    ]);
+    expect(inBatch).toMatchObject([{ status: 'applied' }, { status: 'duplicate', entity: null, reason: 'other_event' }]);
     expect((await api.db.select().from(deliveries).where(eq(deliveries.id, line.deliveryId)))[0].state).toBe('active');
     const items = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, [line.id, other.id]));
     expect(items.map((i) => i.scannedQuantity).sort()).toEqual([0, 1]);
