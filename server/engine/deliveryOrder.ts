@@ -12,7 +12,11 @@ import { recordChanges } from './changeLog.js';
  */
 export function setDeliveryOrder(db: Db, accountId: number, tourId: string, deliveryIds: string[]): Promise<SetDeliveryOrderResponse> {
   return db.transaction(async (tx) => {
-    const [tour] = await tx.select({ id: tours.id }).from(tours).where(and(eq(tours.id, tourId), eq(tours.accountId, accountId)));
+    // The tour's row first, then its deliveries, as a re-sync locks them: the other way round the
+    // two could wait on each other. No key update: a delivery joining the tour meanwhile only
+    // needs the key (its foreign key check), and may.
+    const [tour] = await tx.select({ id: tours.id }).from(tours)
+      .where(and(eq(tours.id, tourId), eq(tours.accountId, accountId))).for('no key update');
     if (!tour) throw notFound('Tour');
     const current = await tx.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.tourId, tourId))
       .orderBy(deliveries.id).for('update');

@@ -158,6 +158,27 @@ describe('two instances on one PostgreSQL', () => {
     }
   });
 
+  it('lets a first reorder wait for a re-sync that holds the tour, without a deadlock', async () => {
+    const x = await driver();
+    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-07', deliveries: 2 }), { token: x.tokenA })).body.tour.id;
+    const ids: string[] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      // As a re-sync does: the tour's row first, then its deliveries.
+      await holder.query('BEGIN');
+      await holder.query('SELECT id FROM tours WHERE id = $1 FOR NO KEY UPDATE', [tourId]);
+      const reordering = a.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [ids[1], ids[0]] }, { token: x.tokenA });
+      for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
+      expect(await lockWaiters(holder)).toBe(1);
+      await holder.query('SELECT id FROM deliveries WHERE tour_id = $1 ORDER BY id FOR UPDATE', [tourId]);
+      await holder.query('COMMIT');
+      expect((await reordering).status).toBe(200);
+    } finally {
+      await holder.end();
+    }
+  });
+
   describe('four-eyes review against changes in flight', () => {
     const resolve = (deliveryId: string) => a.post(`/admin/reviews/${deliveryId}/resolve`, { processor: 'Frau Weber' }, { admin: true });
     const pendingIds = async () => (await a.get('/admin/reviews', { admin: true })).body.map((r: { delivery_id: string }) => r.delivery_id);
