@@ -33,7 +33,7 @@ export interface OperationInput {
 }
 
 const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[]): Outcome =>
-  ({ ok: false, rejection: errors ? { code, reason, message, errors } : { code, reason, message } });
+  ({ ok: false, rejection: { code, reason, message, ...(errors && { errors }) } });
 const invalid = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors);
 const notOwnCar = (path: 'authorCarId' | 'carId') =>
   invalid('The car does not belong to your account', 'car_not_of_account', [{ path, message: 'is not a car of your account' }]);

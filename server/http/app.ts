@@ -1,13 +1,11 @@
 import { createRequire } from 'node:module';
 import express from 'express';
 import type { AppContext } from '../context.js';
-import { DomainError } from '../errors.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { registerRoutes } from './register.js';
 import { requestLog } from './requestLog.js';
 import type { AnyRoute } from './route.js';
-import { SYNC_WS_PATH } from './ws.js';
 
 const require = createRequire(import.meta.url);
 // Only the assets' folder: the package's main module loads the whole UI bundle into the server.
@@ -31,12 +29,6 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   app.get('/openapi.json', (_req, res) => { res.json(openApi); });
   app.get('/docs', (_req, res) => { res.type('html').send(docsPage); });
   app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
-
-  // Upgrades never reach express (see ws.ts): a plain request to the feed learns what it takes, once authenticated.
-  app.get(SYNC_WS_PATH, async (req) => {
-    await ctx.auth.driver(req.headers.authorization);
-    throw new DomainError('validation', `${SYNC_WS_PATH} takes a WebSocket handshake (Upgrade: websocket)`);
-  });
 
   const router = express.Router();
   registerRoutes(router, routes, ctx);

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { Problem } from '../../shared/schemas/common.js';
-import { WsClientMessage, WsServerMessage } from '../../shared/schemas/sync.js';
 import { errorCatalogue } from '../errors.js';
 import type { AnyRoute } from './route.js';
-import { SYNC_WS_PATH } from './ws.js';
 
 type Json = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -120,37 +118,6 @@ function errorStatuses(route: AnyRoute): number[] {
   return [...statuses].sort((a, b) => a - b);
 }
 
-/**
- * The live feed is a WebSocket, not an express route: OpenAPI has no words for its messages, so
- * the handshake is documented as an operation and the messages as schemas it names.
- */
-function webSocketOperation(convert: ReturnType<typeof schemaConverter>, problem: Json, requestId: Json): Json {
-  const client = convert(WsClientMessage, 'input');
-  const server = convert(WsServerMessage, 'output');
-  const refused = (description: string) => ({ description, content: { 'application/problem+json': { schema: problem } } });
-  return {
-    operationId: 'syncWebSocket',
-    summary: 'Live change feed over a WebSocket: send `resume` with a cursor, receive `changes` as they commit',
-    description: 'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends '
-      + '`WsClientMessage`s (JSON text frames), the server answers with `WsServerMessage`s. Close codes: 1001 server shutting down, '
-      + '1011 internal error, 4401 token expired, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor.',
-    tags: ['Sync'],
-    security: [{ bearer_auth: [] }],
-    parameters: [],
-    responses: {
-      101: {
-        description: 'Switching Protocols; then the messages below',
-        headers: { 'X-Request-Id': requestId },
-        content: { 'application/json': { schema: server } },
-        'x-client-messages': client,
-      },
-      400: refused('Not a WebSocket handshake'),
-      401: refused('Token missing, invalid or expired, or the account is inactive'),
-      502: refused('The identity provider cannot be reached'),
-    },
-  };
-}
-
 export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
   const components: Record<string, Json> = {};
   const convert = schemaConverter(components);
@@ -162,7 +129,14 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
   for (const route of routes) {
     const responses: Record<string, Json> = {};
     if (route.status === 204) responses['204'] = { description: 'Done', headers: { 'X-Request-Id': requestId } };
-    else {
+    else if (route.webSocket) {
+      // OpenAPI has no words for messages over a socket: the server's go in the 101 answer, the client's beside them.
+      responses['101'] = {
+        description: 'Switching Protocols; then JSON text frames each way',
+        content: { 'application/json': { schema: convert(route.webSocket.serverMessages, 'output') } },
+        'x-client-messages': convert(route.webSocket.clientMessages, 'input'),
+      };
+    } else {
       const content = route.produces
         ? Object.fromEntries(route.produces.map((type) => [type, { schema: type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } }]))
         : { 'application/json': { schema: responseSchemas.get(route) } };
@@ -184,6 +158,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     paths[route.path][route.method] = {
       operationId: operationId(route),
       summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
       tags: route.tags,
       security: route.auth === 'bearer' ? [{ bearer_auth: [] }] : route.auth === 'admin' ? [{ admin_api_key: [] }] : [],
       parameters: parameters(route, convert, components),
@@ -191,7 +166,6 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
       responses,
     };
   }
-  paths[SYNC_WS_PATH] = { get: webSocketOperation(convert, problem, requestId) };
   return {
     openapi: '3.1.0',
     info: { title: 'Tourline', version: info.version, description: 'Offline-first sync server for delivery drivers.' },

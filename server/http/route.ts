@@ -50,6 +50,13 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
    */
   conditional?: boolean;
   errors?: number[];
+  /**
+   * A WebSocket endpoint: documented as its handshake (101) and the messages each side sends.
+   * Upgrades never reach the handler, which answers only plain requests.
+   */
+  webSocket?: { clientMessages: z.ZodType; serverMessages: z.ZodType };
+  /** More than the summary says, for the API reference. */
+  description?: string;
   handler: (input: HandlerInput<P, Q, B, A>) => Promise<unknown>;
 }
 

@@ -41,7 +41,7 @@ function handshakeProblem(req: IncomingMessage): string | undefined {
   if (req.method !== 'GET') return 'A WebSocket handshake is a GET';
   if (req.headers.upgrade?.toLowerCase() !== 'websocket') return 'The Upgrade header must be websocket';
   if (!/^[+/0-9A-Za-z]{22}==$/.test(req.headers['sec-websocket-key'] ?? '')) return 'Missing or invalid Sec-WebSocket-Key header';
-  if (!['8', '13'].includes(req.headers['sec-websocket-version'] ?? '')) return 'Sec-WebSocket-Version must be 13';
+  if (!['8', '13'].includes(req.headers['sec-websocket-version'] ?? '')) return 'Sec-WebSocket-Version must be 13 (or 8)';
   return undefined;
 }
 

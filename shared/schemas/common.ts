@@ -6,10 +6,13 @@ import { z } from 'zod';
  */
 export const Uuid = z.guid().overwrite((id) => id.toLowerCase());
 
-/** A real calendar date `YYYY-MM-DD` (2026-02-30 is refused). */
-/** An ERP document number as stored; numbers that cannot be stored are merely unknown to the lookups. */
-export const Belegnummer = z.string().trim().min(1).max(100);
+/**
+ * An ERP key (document number, article number, warehouse code): unique in the database, so of a
+ * length it can index; a longer one is merely unknown to the lookups.
+ */
+export const ErpKey = z.string().trim().min(1).max(100);
 
+/** A real calendar date `YYYY-MM-DD` (2026-02-30 is refused). */
 export const IsoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD').refine(isRealDate, 'not a calendar date');
 
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');

@@ -1,9 +1,7 @@
 import { z } from 'zod';
-import { Address, Belegnummer, ContactKind, ContactRole, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
+import { Address, ContactKind, ContactRole, ErpKey, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
 
 const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
-/** An ERP key (article number, warehouse code): unique in the database, so of a length it can index. */
-const ErpKey = z.string().trim().min(1).max(100);
 const Code = z.object({ code: ErpKey, name: ErpText });
 
 export const SyncPosition = z.object({
@@ -36,7 +34,7 @@ export const SyncContact = z.object({
 
 export const SyncDelivery = z.object({
   belegartId: z.int32(),
-  belegnummer: Belegnummer,
+  belegnummer: ErpKey,
   sequence: z.int32().optional(),
   customer: z.object({ erpCustomerId: Int64, name: ErpText, address: Address }),
   deliveryAddress: Address,

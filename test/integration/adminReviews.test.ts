@@ -77,6 +77,17 @@ describe.each(databaseKinds)('four-eyes review on %s', (kind) => {
     expect(await reviewOf(delivery.id)).toBeUndefined();
   });
 
+  it('times deviations and confirmations when their row is written, not when their transaction began', async () => {
+    const { deliveries: [{ delivery }] } = await newTour(api.db, { accountId: 8090 });
+    const times = await api.db.transaction(async (tx) => {
+      const [first] = await tx.insert(reviewResolutions).values({ deliveryId: delivery.id, processor: 'A' }).returning();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const [second] = await tx.insert(reviewResolutions).values({ deliveryId: delivery.id, processor: 'B' }).returning();
+      return [first.resolvedAt.getTime(), second.resolvedAt.getTime()];
+    });
+    expect(times[1] - times[0]).toBeGreaterThanOrEqual(15);
+  });
+
   it('stays pending when only one of two deviations is undone', async () => {
     const token = await api.token(8003);
     const driver = driverOf(api, token);

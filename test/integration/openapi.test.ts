@@ -96,7 +96,7 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
       const declared = operation.parameters.filter((p) => p.in === 'path').map((p) => p.name).sort();
       expect(declared, `${r.method.toUpperCase()} ${r.path}`).toEqual(placeholders(r.path).sort());
       if (r.body) expect(operation.requestBody?.content['application/json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
-      expect(operation.responses[String(r.status ?? 200)], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
+      expect(operation.responses[r.webSocket ? '101' : String(r.status ?? 200)], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
     }
   });
 

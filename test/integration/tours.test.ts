@@ -176,6 +176,22 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
         .toEqual([[7, 0, 'Removed'], [2, 3, 'Done']]);
     });
 
+    it('keeps a line whose credits took every piece removed when the ERP raises its quantity', async () => {
+      const { personalnummer, token } = await driver();
+      const payload = tourPayload(personalnummer, { deliveries: 1, positions: 2 });
+      const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
+      const [line] = (await details(tourId, token)).deliveries[0].positions;
+      const credit = { clientScanId: randomUUID(), deliveryItemId: line.id, action: 'remove', quantity: 3, reason: 'Bruch', occurredAt: new Date().toISOString() };
+      expect((await api.post('/scans', { scans: [credit] }, { token })).body.results[0].item).toMatchObject({ state: 'Removed', creditedQuantity: 3 });
+      const raised = copy(payload);
+      raised.deliveries[0].positions[0].quantity = 5;
+      await api.post('/sync/tour', raised, { token });
+      // Only unremove leaves Removed: the line stays removed, all five pieces off the open amount.
+      const [delivery] = (await details(tourId, token)).deliveries;
+      expect(delivery.positions[0]).toMatchObject({ requiredQuantity: 5, creditedQuantity: 3, state: 'Removed' });
+      expect(delivery.openAmountCents).toBe(Math.max(0, payload.deliveries[0].openAmountCents - 5 * 250));
+    });
+
     it('deletes lines the ERP no longer sends unless they were worked on', async () => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer, { deliveries: 1, positions: 4 });

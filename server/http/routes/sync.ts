@@ -1,7 +1,11 @@
-import { ChangesQuery, ChangesResponse, PushRequest, PushResponse, SyncCursorResponse } from '../../../shared/schemas/sync.js';
+import {
+  ChangesQuery, ChangesResponse, PushRequest, PushResponse, SyncCursorResponse, WsClientMessage, WsServerMessage,
+} from '../../../shared/schemas/sync.js';
 import { applyEvents } from '../../engine/apply.js';
 import { currentCursor, pullChanges } from '../../engine/changeFeed.js';
+import { validation } from '../../errors.js';
 import { route } from '../route.js';
+import { SYNC_WS_PATH } from '../ws.js';
 
 export const syncRoutes = [
   route({
@@ -22,5 +26,17 @@ export const syncRoutes = [
     summary: 'The cursor of now: take it before reading the tours, then pull or resume from it (first start and resync).',
     response: SyncCursorResponse,
     handler: async ({ ctx }) => ({ cursor: await currentCursor(ctx.database.db, ctx.database.epoch) }),
+  }),
+  route({
+    method: 'get', path: SYNC_WS_PATH, auth: 'bearer', tags: ['Sync'], errors: [400],
+    summary: 'Live change feed over a WebSocket: send `resume` with a cursor, receive `changes` as they commit',
+    description: 'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends '
+      + '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1001 server shutting down, 1011 internal '
+      + 'error, 4401 token expired, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. '
+      + 'A request without the handshake answers 400.',
+    webSocket: { clientMessages: WsClientMessage, serverMessages: WsServerMessage },
+    handler: async () => {
+      throw validation(`${SYNC_WS_PATH} takes a WebSocket handshake (Upgrade: websocket)`);
+    },
   }),
 ];
