@@ -1,4 +1,4 @@
-import { acceptsWork, nextDeliveryState } from '../shared/rules/delivery.js';
+import { acceptsWork, nextDeliveryState, reasonProblem } from '../shared/rules/delivery.js';
 import { applyItemAction } from '../shared/rules/items.js';
 import { completionProblem } from '../shared/rules/completion.js';
 import { creditProblems, paymentProblem } from '../shared/rules/money.js';
@@ -288,7 +288,7 @@ export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: Ma
     case 'delivery.hold': case 'delivery.resume': case 'delivery.cancel': {
       const operation = event.type.slice('delivery.'.length) as 'hold' | 'resume' | 'cancel';
       const next = nextDeliveryState(d.state, operation);
-      if (!next) return;
+      if (!next || (event.type !== 'delivery.resume' && reasonProblem(event.reason))) return;
       d.state = next;
       d.stateReason = event.type === 'delivery.resume' ? null : event.reason.trim();
       return;

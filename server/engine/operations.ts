@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { applyItemAction } from '../../shared/rules/items.js';
-import { acceptsWork, nextDeliveryState, type DeliveryOperation } from '../../shared/rules/delivery.js';
+import { acceptsWork, nextDeliveryState, reasonProblem, type DeliveryOperation } from '../../shared/rules/delivery.js';
 import { creditProblems, paymentProblem } from '../../shared/rules/money.js';
 import { noteHasContent } from '../../shared/rules/notes.js';
 import { serviceValueProblem } from '../../shared/rules/services.js';
@@ -110,9 +110,11 @@ function changeDelivery(ws: WorkingSet, changes: Partial<DeliveryRow>) {
 
 function transition(input: OperationInput, operation: DeliveryOperation, reason: string | null): Outcome {
   const { ws } = input;
+  const problem = reason === null ? null : reasonProblem(reason);
+  if (problem) return invalid(`A reason to ${operation} is required`, 'validation', [problem]);
   const next = nextDeliveryState(ws.delivery.state, operation);
   if (!next) return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
-  changeDelivery(ws, { state: next, stateReason: reason });
+  changeDelivery(ws, { state: next, stateReason: reason?.trim() ?? null });
   return { ok: true, entity: currentDelivery(ws) };
 }
 
@@ -252,9 +254,9 @@ function assignCar(input: OperationInput, event: SyncEventOf<'delivery.assignCar
 export function applyOperation(input: OperationInput, event: SyncEvent): Outcome {
   switch (event.type) {
     case 'scan': return scan(input, event, event.eventId);
-    case 'delivery.hold': return transition(input, 'hold', event.reason.trim());
+    case 'delivery.hold': return transition(input, 'hold', event.reason);
     case 'delivery.resume': return transition(input, 'resume', null);
-    case 'delivery.cancel': return transition(input, 'cancel', event.reason.trim());
+    case 'delivery.cancel': return transition(input, 'cancel', event.reason);
     case 'delivery.assignCar': return assignCar(input, event);
     case 'credit': return credit(input, event, event.eventId);
     case 'payment': return payment(input, event, event.eventId);

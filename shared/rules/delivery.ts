@@ -14,5 +14,9 @@ export function nextDeliveryState(state: DeliveryState, operation: DeliveryOpera
   return transitions[operation][state] ?? null;
 }
 
+/** Hold and cancel need a reason that is not blank. */
+export const reasonProblem = (reason: string): { path: 'reason'; message: string } | null =>
+  (reason.trim() ? null : { path: 'reason', message: 'must not be empty' });
+
 /** Credit, payment and service values change only an active delivery. */
 export const acceptsWork = (state: DeliveryState) => state === 'active';

@@ -118,10 +118,12 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect((await api.post(`${path}/cancel`, { reason: 'nochmal' }, { token })).status).toBe(400);
     });
 
-    it.each(['hold', 'cancel'])('refuses %s with an empty or missing reason', async (operation) => {
-      const { token, path } = await setup();
-      expect((await api.post(`${path}/${operation}`, { reason: '   ' }, { token })).status).toBe(400);
-      expect((await api.post(`${path}/${operation}`, {}, { token })).status).toBe(400);
+    it.each(['hold', 'cancel'])('refuses %s with an empty or missing reason, naming it, and leaves the delivery active', async (operation) => {
+      const { token, path, delivery } = await setup();
+      const blank = await api.post(`${path}/${operation}`, { reason: '   ' }, { token });
+      expect(blank).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'reason', message: 'must not be empty' }] } });
+      expect((await api.post(`${path}/${operation}`, {}, { token })).body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path: 'reason' })] });
+      expect((await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id)))[0].state).toBe('active');
     });
 
     it('answers 404 for a delivery of another account or an unknown one, and 400 for an invalid id', async () => {

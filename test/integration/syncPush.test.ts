@@ -71,6 +71,17 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     ]);
   });
 
+  it('refuses a hold without a reason on its own and applies the events around it', async () => {
+    const { token, delivery, line } = await setup();
+    const response = await push(token, [scan(line.id), onDelivery(delivery.id, 'delivery.hold', { reason: '  ' }), scan(line.id)]);
+    expect(response.status).toBe(200);
+    expect(response.body.results).toMatchObject([
+      { status: 'applied' }, { status: 'rejected', code: 'validation', errors: [{ path: 'reason' }] }, { status: 'applied' },
+    ]);
+    const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
+    expect(row.state).toBe('active');
+  });
+
   it('answers a resent batch with duplicate and the current state, applying nothing twice', async () => {
     const { token, line } = await setup();
     const events = [scan(line.id), scan(line.id), scan(line.id, 'unscan')];

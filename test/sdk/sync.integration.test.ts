@@ -89,7 +89,7 @@ const countWhere = async (db: Db, table: typeof processedEvents | typeof scanAud
 };
 
 /**
- * A driver's morning: load, scan (one scan too many), hold and resume, a note, a credit,
+ * A driver's morning: load, scan (one scan too many), a hold without a reason (refused), hold and resume, a note, a credit,
  * the payment of what is open, a service value, and the completion of delivery 1.
  */
 async function playDay(client: TourlineClient, tourId: string, ids: { paymentMethodId: string; serviceId: string }) {
@@ -99,6 +99,7 @@ async function playDay(client: TourlineClient, tourId: string, ids: { paymentMet
   const scans: string[] = [];
   for (let i = 0; i < 4; i++) scans.push((await client.scan(line.id)).eventId);
   const events = [...scans];
+  const blankHold = (await client.holdDelivery(d2.id, '  ')).eventId;
   events.push((await client.holdDelivery(d2.id, 'Kunde nicht da')).eventId);
   events.push((await client.resumeDelivery(d2.id)).eventId);
   const note = await client.createNote(d1.id, { text: 'Hintereingang benutzen' });
@@ -110,7 +111,7 @@ async function playDay(client: TourlineClient, tourId: string, ids: { paymentMet
     customerSignature: png, driverSignature: png,
     acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: [note.noteId] },
   });
-  return { scans, applied: events.filter((e) => e !== scans[3]), rejectedScan: scans[3], completionId: completion.eventId, d1, d2 };
+  return { scans, applied: events.filter((e) => e !== scans[3]), rejected: [scans[3], blankHold], completionId: completion.eventId, d1, d2 };
 }
 
 async function masterData(server: TestServer, pnr: number) {
@@ -160,8 +161,11 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     expect(await server.db.select().from(completions).where(inArray(completions.clientEventId, [day.completionId]))).toHaveLength(1);
     expect(await server.db.select().from(creditEvents).where(inArray(creditEvents.deliveryId, [day.d2.id]))).toHaveLength(1);
     expect(await server.db.select().from(paymentProtocol).where(inArray(paymentProtocol.deliveryId, [day.d2.id]))).toHaveLength(1);
-    expect(rejected).toEqual([day.rejectedScan]);
-    expect(client.rejected()).toMatchObject([{ id: day.rejectedScan, type: 'scan', code: 'validation', message: expect.any(String) }]);
+    expect(rejected).toEqual(day.rejected);
+    expect(client.rejected()).toMatchObject([
+      { id: day.rejected[0], type: 'scan', code: 'validation', message: expect.any(String) },
+      { id: day.rejected[1], type: 'delivery.hold', code: 'validation' },
+    ]);
     await expectViewEqualsServer(client, server, pnr, tourId);
     const settled = client.view(tourId)!.deliveries.find((d) => d.id === day.d1.id)!;
     expect(settled.positions.find((p) => p.scannable)!.scannedQuantity).toBe(3);
