@@ -233,7 +233,8 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
         // copy of another kind or on another delivery is another event, and one naming another
         // line of the delivery is answered with the line the recorded scan counted.
         const recorded = event.type === 'scan' ? { ...event, deliveryItemId: seen.lineId ?? event.deliveryItemId } : event;
-        const sameEvent = seen.deliveryId === deliveryId && seen.type === event.type;
+        // A copy naming nothing that exists (a deleted note) contradicts nothing: its own resend.
+        const sameEvent = seen.type === event.type && (deliveryId === undefined || seen.deliveryId === deliveryId);
         out.set(entry, !sameEvent ? reusedId(event)
           : { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
         continue;

@@ -136,8 +136,12 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(results.map((r) => r.status)).toEqual(['applied', 'applied']);
     const [row] = await api.db.select().from(notes).where(eq(notes.id, noteId));
     expect(row.text).toBe('zweite Fassung');
-    const deleted = await applyEvents(api.db, actor, [{ ...base, eventId: randomUUID(), type: 'note.delete' }]);
+    const deletion = { ...base, eventId: randomUUID(), type: 'note.delete' } as SyncEvent;
+    const deleted = await applyEvents(api.db, actor, [deletion]);
     expect(deleted[0].status).toBe('applied');
+    // A resend of the deletion, whose note is gone, is the same event, not a reused id.
+    const [resent] = await applyEvents(api.db, actor, [{ ...deletion }]);
+    expect(resent).toEqual({ eventId: deletion.eventId, status: 'duplicate', entity: null });
   });
 
   it('keeps the uploaded image of a note that the same batch creates and deletes, as no note\'s', async () => {
