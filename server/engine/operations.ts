@@ -9,8 +9,8 @@ import type { ErrorCode } from '../../shared/schemas/common.js';
 import type { SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
 import type { cars, paymentMethods, services } from '../db/schema.js';
 import type { FieldProblem } from '../errors.js';
-import { toCredit, toItem, toNote, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../queries/shapes.js';
-import { currentDelivery, type WorkingSet } from './workingSet.js';
+import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../queries/shapes.js';
+import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
 
 /** `errors` names the fields of the event (the same as the REST request's) that broke the rule. */
 export interface Rejection { code: ErrorCode; reason: string; message: string; errors?: FieldProblem[] }
@@ -64,7 +64,7 @@ export function entityOf(ws: WorkingSet, event: SyncEvent, payment?: PaymentRow)
       return payment ? { payment: toPayment(payment), openAmountCents: openAmount(ws) } : null;
     case 'note.create': case 'note.update': case 'note.delete': {
       const note = ws.notes?.get(event.noteId);
-      return note && note.state !== 'deleted' ? toNote(note.row, ws.noteImages.get(note.row.id)?.id ?? null) : null;
+      return note && note.state !== 'deleted' ? currentNote(ws, note.row) : null;
     }
     case 'service.set': case 'service.clear': {
       const value = ws.serviceValues?.get(event.serviceId);
@@ -177,7 +177,7 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
     ws.inserts.attachments.push(image);
     ws.noteImages.set(row.id, image);
   }
-  return { ok: true, entity: toNote(row, ws.noteImages.get(row.id)?.id ?? null) };
+  return { ok: true, entity: currentNote(ws, row) };
 }
 
 function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): Outcome {
@@ -193,7 +193,7 @@ function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): O
   note.row = next;
   if (note.state === 'clean') note.state = 'dirty';
   if (input.ws.noteImages.get(next.id)?.reference !== next.imageAttachment) releaseImage(input.ws, next.id);
-  return { ok: true, entity: toNote(next, input.ws.noteImages.get(next.id)?.id ?? null) };
+  return { ok: true, entity: currentNote(input.ws, next) };
 }
 
 /** The note's uploaded image, if any, is no longer shown by it. */

@@ -258,10 +258,10 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     const existingRows = lockedRows.map((delivery) => ({ delivery, accountId: accountOfTour.get(delivery.tourId)! }));
     const previous = new Map(existingRows.map((r) => [deliveryKey(r.delivery), r]));
     const inTour = existingRows.filter((r) => r.delivery.tourId === tour.id).map((r) => r.delivery);
-    // The tour follows the ERP's order until the driver reorders it (PUT delivery-order). Read
-    // under the deliveries' locks, which a reorder holds while it marks the tour.
-    const [{ orderedByDriverAt }] = await tx.select({ orderedByDriverAt: tours.orderedByDriverAt }).from(tours).where(eq(tours.id, tour.id));
-    const ownOrder = orderedByDriverAt !== null;
+    // The tour follows the ERP's order until the driver reorders it (PUT delivery-order). The
+    // upsert above locked the tour's row (even when it changed nothing), which a reorder takes
+    // first to mark the tour: the mark read with it is current.
+    const ownOrder = tour.orderedByDriverAt !== null;
     let nextAppended = Math.max(-1, ...inTour.map((d) => d.sortOrder)) + 1;
 
     const open = request.deliveries.map((d, index) => ({ input: d, index, prev: previous.get(deliveryKey(d)) }))

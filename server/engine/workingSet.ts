@@ -100,6 +100,9 @@ export async function loadWorkingSets(
 
 export const currentDelivery = (ws: WorkingSet) => toDelivery(ws.delivery, [...ws.items.values()].map((i) => i.row));
 
+/** A note of the working set in its public shape, with the image it shows now. */
+export const currentNote = (ws: WorkingSet, row: NoteRow) => toNote(row, ws.noteImages.get(row.id)?.id ?? null);
+
 export class ConcurrentDuplicate extends Error {}
 
 /**
@@ -238,7 +241,7 @@ function changesOf(ws: WorkingSet): ChangeRecord[] {
   }
   for (const note of ws.notes?.values() ?? []) {
     if (note.state === 'new' || note.state === 'dirty') {
-      changes.push({ entity: 'note', op: 'upsert', id: note.row.id, ...owner, data: toNote(note.row, ws.noteImages.get(note.row.id)?.id ?? null) });
+      changes.push({ entity: 'note', op: 'upsert', id: note.row.id, ...owner, data: currentNote(ws, note.row) });
     } else if (note.state === 'deleted') {
       changes.push({ entity: 'note', op: 'delete', id: note.row.id, ...owner });
     }

@@ -29,6 +29,24 @@ describe('two instances on one PostgreSQL', () => {
     await b?.close();
   });
 
+  /** Runs `work` on a second connection inside an open transaction: another writer holding locks. */
+  async function withLockHolder(work: (holder: pg.Client) => Promise<void>) {
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await work(holder);
+    } finally {
+      await holder.end();
+    }
+  }
+
+  /** Waits until `count` statements of the database wait for a lock. */
+  async function waitersReach(holder: pg.Client, count: number) {
+    for (let i = 0; i < 100 && await lockWaiters(holder) < count; i++) await sleep(20);
+    expect(await lockWaiters(holder)).toBe(count);
+  }
+
   /** One driver with a token for each instance (each development issuer signs its own). */
   async function driver() {
     const personalnummer = nextAccount++;
@@ -109,15 +127,11 @@ describe('two instances on one PostgreSQL', () => {
     await a.post('/sync/tour', mine, { token: x.tokenA });
     const zTour = (await a.post('/sync/tour', { ...tourPayload(z.personalnummer, { date: '2026-05-04' }), deliveries: [] }, { token: z.tokenA })).body.tour.id;
     const { belegnummer } = mine.deliveries[0];
-    const holder = new pg.Client({ connectionString: url });
-    await holder.connect();
-    try {
+    await withLockHolder(async (holder) => {
       // Another writer holds the delivery and moves it to driver Z; driver Y's sync waits for it meanwhile.
-      await holder.query('BEGIN');
       const [{ id }] = (await holder.query('SELECT id FROM deliveries WHERE belegnummer = $1 FOR UPDATE', [belegnummer])).rows;
       const taking = a.post('/sync/tour', { ...tourPayload(y.personalnummer, { date: '2026-05-04' }), deliveries: mine.deliveries }, { token: y.tokenA });
-      for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
-      expect(await lockWaiters(holder)).toBe(1);
+      await waitersReach(holder, 1);
       await holder.query('UPDATE deliveries SET tour_id = $1 WHERE id = $2', [zTour, id]);
       await holder.query('COMMIT');
 
@@ -126,9 +140,7 @@ describe('two instances on one PostgreSQL', () => {
       expect(taken.body.deliveries).toMatchObject({ created: 0, moved: 1 });
       const forZ = (await a.get(`/sync/changes?since=${z.cursor}`, { token: z.tokenA })).body.changes;
       expect(forZ).toContainEqual(expect.objectContaining({ entity: 'delivery', op: 'delete', id }));
-    } finally {
-      await holder.end();
-    }
+    });
   });
 
   it('reorders a tour that gained a delivery while the reorder waited for its lock, leaving the newcomer in place', async () => {
@@ -136,14 +148,10 @@ describe('two instances on one PostgreSQL', () => {
     const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-05', deliveries: 2 }), { token: x.tokenA })).body.tour.id;
     const other = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-06', deliveries: 1 }), { token: x.tokenA })).body.tour.id;
     const ids: string[] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
-    const holder = new pg.Client({ connectionString: url });
-    await holder.connect();
-    try {
-      await holder.query('BEGIN');
+    await withLockHolder(async (holder) => {
       await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [ids[0]]);
       const reordering = a.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [ids[1], ids[0]] }, { token: x.tokenA });
-      for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
-      expect(await lockWaiters(holder)).toBe(1);
+      await waitersReach(holder, 1);
       // A delivery joins the tour meanwhile, as a re-sync would add it.
       const [{ id: newcomer, sort_order: place }] = (await holder.query(
         'UPDATE deliveries SET tour_id = $1 WHERE tour_id = $2 RETURNING id, sort_order', [tourId, other])).rows;
@@ -153,30 +161,22 @@ describe('two instances on one PostgreSQL', () => {
       const after = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries;
       expect(after.find((d: { id: string }) => d.id === ids[1]).sortOrder).toBe(0);
       expect(after.find((d: { id: string }) => d.id === newcomer).sortOrder).toBe(place);
-    } finally {
-      await holder.end();
-    }
+    });
   });
 
   it('lets a first reorder wait for a re-sync that holds the tour, without a deadlock', async () => {
     const x = await driver();
     const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-07', deliveries: 2 }), { token: x.tokenA })).body.tour.id;
     const ids: string[] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
-    const holder = new pg.Client({ connectionString: url });
-    await holder.connect();
-    try {
+    await withLockHolder(async (holder) => {
       // As a re-sync does: the tour's row first, then its deliveries.
-      await holder.query('BEGIN');
       await holder.query('SELECT id FROM tours WHERE id = $1 FOR NO KEY UPDATE', [tourId]);
       const reordering = a.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [ids[1], ids[0]] }, { token: x.tokenA });
-      for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
-      expect(await lockWaiters(holder)).toBe(1);
+      await waitersReach(holder, 1);
       await holder.query('SELECT id FROM deliveries WHERE tour_id = $1 ORDER BY id FOR UPDATE', [tourId]);
       await holder.query('COMMIT');
       expect((await reordering).status).toBe(200);
-    } finally {
-      await holder.end();
-    }
+    });
   });
 
   describe('four-eyes review against changes in flight', () => {
@@ -190,44 +190,32 @@ describe('two instances on one PostgreSQL', () => {
       const tour = await newTour(a.db, { accountId: personalnummer, deliveries: 2, positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
       // The push locks its deliveries in id order: held at the first, it has not reached the second yet.
       const [first, second] = tour.deliveries.sort((x, y) => x.delivery.id.localeCompare(y.delivery.id));
-      const holder = new pg.Client({ connectionString: url });
-      await holder.connect();
-      try {
-        await holder.query('BEGIN');
+      await withLockHolder(async (holder) => {
         await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [first.delivery.id]);
         const pushing = a.post('/sync/push', { clientId: 'phone', events: [event(first.items[0].id, 'scan'), event(second.items[0].id, 'remove')] }, { token: tokenA });
-        for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
-        expect(await lockWaiters(holder)).toBe(1);
+        await waitersReach(holder, 1);
         expect((await resolve(second.delivery.id)).status).toBe(204);
         await holder.query('COMMIT');
         expect((await pushing).body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied']);
-      } finally {
-        await holder.end();
-      }
+      });
       expect(await pendingIds()).toContain(second.delivery.id);
     });
 
     it('lets a confirmation wait for a change in flight on its delivery, so that it covers it', async () => {
       const { personalnummer, tokenA } = await driver();
       const { deliveries: [{ delivery, items }] } = await newTour(a.db, { accountId: personalnummer, positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
-      const holder = new pg.Client({ connectionString: url });
-      await holder.connect();
       let resolved = false;
-      try {
-        await holder.query('BEGIN');
+      await withLockHolder(async (holder) => {
         await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [delivery.id]);
         const pushing = a.post('/sync/push', { clientId: 'phone', events: [event(items[0].id, 'remove')] }, { token: tokenA });
-        for (let i = 0; i < 100 && await lockWaiters(holder) === 0; i++) await sleep(20);
+        await waitersReach(holder, 1);
         const resolving = resolve(delivery.id).then((response) => { resolved = true; return response; });
-        for (let i = 0; i < 100 && await lockWaiters(holder) < 2; i++) await sleep(20);
-        expect(await lockWaiters(holder)).toBe(2);
+        await waitersReach(holder, 2);
         expect(resolved).toBe(false);
         await holder.query('COMMIT');
         expect((await pushing).body.results[0].status).toBe('applied');
         expect((await resolving).status).toBe(204);
-      } finally {
-        await holder.end();
-      }
+      });
       expect(await pendingIds()).not.toContain(delivery.id);
     });
   });
