@@ -61,6 +61,8 @@ export interface Measured {
   count: number;
   requests: number;
   elapsedMs: number;
+  /** The load process's own CPU time (user and system) over the measured window, in ms. */
+  cpuMs: number;
   errors: string[];
   extra?: Record<string, number>;
   /** tour_read: the reads that each followed a change of the tour. */
@@ -94,7 +96,10 @@ export function batchMaker(driver: Driver, shape: BatchShape) {
 export type WindowMark = 'measuring' | 'done';
 export type OnMark = (mark: WindowMark) => void;
 
-/** Runs `worker` for every slot until the deadline; samples taken during the warm-up are dropped. */
+/**
+ * Runs `worker` for every slot until the deadline; samples taken during the warm-up are dropped.
+ * Answers the measured window's length and the CPU time this process spent in it.
+ */
 async function timed(
   durationMs: number, warmupMs: number, slots: number, worker: (slot: number, measuring: () => boolean, done: () => boolean) => Promise<void>,
   onMark: OnMark = () => undefined,
@@ -102,18 +107,30 @@ async function timed(
   const start = monotonicMs();
   const measureFrom = start + warmupMs;
   const end = measureFrom + durationMs;
-  const marks = [setTimeout(() => onMark('measuring'), warmupMs), setTimeout(() => onMark('done'), warmupMs + durationMs)];
+  let cpuFrom: NodeJS.CpuUsage | undefined;
+  let cpuMs = 0;
+  const marks = [
+    setTimeout(() => {
+      cpuFrom = process.cpuUsage();
+      onMark('measuring');
+    }, warmupMs),
+    setTimeout(() => {
+      const used = process.cpuUsage(cpuFrom);
+      cpuMs = (used.user + used.system) / 1000;
+      onMark('done');
+    }, warmupMs + durationMs),
+  ];
   try {
     await Promise.all(Array.from({ length: slots }, (_, slot) => worker(slot, () => monotonicMs() >= measureFrom, () => monotonicMs() >= end)));
   } finally {
     for (const mark of marks) clearTimeout(mark);
   }
-  return Math.max(1, Math.min(monotonicMs(), end + 60_000) - measureFrom);
+  return { elapsedMs: Math.max(1, Math.min(monotonicMs(), end + 60_000) - measureFrom), cpuMs };
 }
 
 async function runPush(job: PushJob, onMark: OnMark): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
-  out.elapsedMs = await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [] };
+  Object.assign(out, await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
     const driver = job.drivers[slot];
     const next = batchMaker(driver, job);
     // Spread the drivers' first requests over the think time, as phones would.
@@ -138,7 +155,7 @@ async function runPush(job: PushJob, onMark: OnMark): Promise<Measured> {
       }
       if (job.thinkMs) await sleep(job.thinkMs);
     }
-  }, onMark);
+  }, onMark));
   return out;
 }
 
@@ -166,8 +183,8 @@ async function runFloor(job: FloorJob): Promise<Measured> {
 
 /** The floor's batches through any transaction runner (PGlite runs it in the process that holds the database). */
 export async function runFloorWith(job: Omit<FloorJob, 'kind' | 'databaseUrl' | 'connections'>, exec: FloorExecutor): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
-  out.elapsedMs = await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [] };
+  Object.assign(out, await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
     const driver = job.drivers[slot];
     const next = batchMaker(driver, job);
     while (!done()) {
@@ -186,12 +203,12 @@ export async function runFloorWith(job: Omit<FloorJob, 'kind' | 'databaseUrl' | 
         out.requests += 1;
       }
     }
-  });
+  }));
   return out;
 }
 
 async function runTourRead(job: TourReadJob): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [], changedLatencies: [] };
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [], changedLatencies: [] };
   const read = async () => {
     const t0 = monotonicMs();
     const reply = await request('GET', `${job.url}/tours/${job.tourId}`, { token: job.token });
@@ -223,7 +240,7 @@ async function runTourRead(job: TourReadJob): Promise<Measured> {
  * the figure includes the write itself) to the moment its change arrives.
  */
 async function runFanout(job: FanoutJob): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [] };
   const wsUrl = job.url.replace(/^http/, 'ws') + '/sync/ws';
   const { cursor } = await requestJson<{ cursor: string }>('GET', `${job.url}/sync/cursor`, { token: job.accounts[0].token });
   // Sent-at of the writes per account whose change has not arrived at every connection yet.

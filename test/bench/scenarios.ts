@@ -136,6 +136,7 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
  * The service's CPU time per request over the load's measured window: this process's user and
  * system time, all threads (on PGlite the database too, which runs in it). It varies far less
  * between runs than the tail latencies do, so it shows what a change to the hot path saves.
+ * Beside it the load process's, which shares the two vCPUs with the service and the database.
  */
 function serviceCpu() {
   let from: NodeJS.CpuUsage | undefined;
@@ -146,7 +147,7 @@ function serviceCpu() {
       else if (from) used = process.cpuUsage(from);
     },
     perRequest: (measured: Measured): Metrics => (used && measured.requests > 0
-      ? { service_cpu_ms: round((used.user + used.system) / 1000 / measured.requests, 2) } : {}),
+      ? { service_cpu_ms: round((used.user + used.system) / 1000 / measured.requests, 2), load_cpu_ms: round(measured.cpuMs / measured.requests, 2) } : {}),
   };
 }
 

@@ -17,6 +17,7 @@ describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
     expect(results.push.events_per_s).toBeGreaterThan(0);
     // Timed over the window the load process marks; missing if its marks never arrive.
     expect(results.push.service_cpu_ms).toBeGreaterThan(0);
+    expect(results.push.load_cpu_ms).toBeGreaterThan(0);
     expect(results.floor.events_per_s).toBeGreaterThan(0);
   }, 90_000);
 
