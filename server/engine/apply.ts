@@ -109,10 +109,14 @@ function submit(db: Db, entries: Entry[]): Promise<void> {
 
 async function applyEntries(db: Db, entries: Entry[]) {
   if (entries.length === 0) return;
-  await applyBatch(db, entries, await loadLookups(db, entries));
+  await applyBatch(db, entries);
 }
 
-/** What the operations may look up, per account (cars are an account's own). */
+/**
+ * What the operations may look up, per account (cars are an account's own). Read under the
+ * deliveries' locks, so that a method, service or car that a transaction changed while this one
+ * waited for a lock is seen as it is now.
+ */
 async function loadLookups(db: Db, entries: Entry[]): Promise<(accountId: number) => Lookups> {
   const events = entries.map((e) => e.event);
   const serviceIds = events.flatMap((e) => (e.type === 'service.set' || e.type === 'service.clear' ? [e.serviceId] : []));
@@ -143,24 +147,24 @@ async function loadLookups(db: Db, entries: Entry[]): Promise<(accountId: number
  * transaction of its own, and so on down to single events, so that one bad event cannot take the
  * others with it.
  */
-async function applyBatch(db: Db, entries: Entry[], lookups: (accountId: number) => Lookups) {
+async function applyBatch(db: Db, entries: Entry[]) {
   try {
-    await applyInTransaction(db, entries, lookups);
+    await applyInTransaction(db, entries);
     return;
   } catch (error) {
     const violation = constraintViolation(error)?.kind;
     if (entries.length > 1) {
       const half = Math.ceil(entries.length / 2);
-      await applyBatch(db, entries.slice(0, half), lookups);
-      await applyBatch(db, entries.slice(half), lookups);
+      await applyBatch(db, entries.slice(0, half));
+      await applyBatch(db, entries.slice(half));
     } else if (error instanceof ConcurrentDuplicate) {
       // Its id committed meanwhile with another delivery's event: afresh, the event finds it recorded.
-      await applyInTransaction(db, entries, lookups);
+      await applyInTransaction(db, entries);
     } else if (violation === 'unique') {
       // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
       entries[0].result = rejection(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
     } else if (violation === 'foreign_key') {
-      // A payment method or service looked up before the transaction was deleted meanwhile.
+      // A payment method or service looked up in the transaction was deleted before its write.
       entries[0].result = rejection(entries[0].event, { code: 'not_found', reason: 'not_found', message: 'A payment method or service the event names was deleted meanwhile' });
     } else {
       throw error;
@@ -190,7 +194,7 @@ function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (ev
       : event.deliveryId);
 }
 
-async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: number) => Lookups) {
+async function applyInTransaction(db: Db, work: Entry[]) {
   // Ids repeated in the work: the first copy counts, the others are answered after the work with
   // the state it left, as a copy arriving later would be.
   const firstOf = new Map<string, Entry>();
@@ -208,6 +212,7 @@ async function applyInTransaction(db: Db, work: Entry[], lookups: (accountId: nu
   };
   const staged = await db.transaction(async (tx) => {
     const { sets, processed } = await loadWorkingSets(tx, targets, needs, events.map((e) => e.eventId));
+    const lookups = await loadLookups(tx, entries);
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const deliveryOf = deliveryFinder(sets, events);
     // A delivery of another account is not there for the event, as if it did not exist.

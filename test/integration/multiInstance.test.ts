@@ -179,6 +179,25 @@ describe('two instances on one PostgreSQL', () => {
     });
   });
 
+  it('checks a payment against its method as it is once the delivery is locked', async () => {
+    const x = await driver();
+    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-08', deliveries: 1 }), { token: x.tokenA })).body.tour.id;
+    const [deliveryId] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
+    const method = (await a.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 8)}`, name: 'Bar', collectOnSite: true }, { token: x.tokenA })).body.paymentMethod;
+    await withLockHolder(async (holder) => {
+      await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [deliveryId]);
+      const paying = a.post(`/deliveries/${deliveryId}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 1500, paymentMethodId: method.id }, { token: x.tokenA });
+      await waitersReach(holder, 1);
+      // The back office deactivates the method while the payment waits for the delivery.
+      expect((await a.patch(`/payment-methods/${method.id}`, { active: false }, { token: x.tokenA })).status).toBe(200);
+      await holder.query('COMMIT');
+      const paid = await paying;
+      expect(paid.status).toBe(400);
+      expect(paid.body.errors).toEqual([expect.objectContaining({ path: 'paymentMethodId' })]);
+    });
+    expect((await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries[0].latestPayment).toBeNull();
+  });
+
   describe('four-eyes review against changes in flight', () => {
     const resolve = (deliveryId: string) => a.post(`/admin/reviews/${deliveryId}/resolve`, { processor: 'Frau Weber' }, { admin: true });
     const pendingIds = async () => (await a.get('/admin/reviews', { admin: true })).body.map((r: { delivery_id: string }) => r.delivery_id);
