@@ -109,13 +109,24 @@ async function claim(deps: Deps, deliveryId: string): Promise<boolean> {
   return claimed.length > 0;
 }
 
-/** The follow-up of a completion that just committed (the request waits for it; it never fails the request). */
+/**
+ * The follow-up of a completion that just committed; it never fails the request. The request
+ * waits for it for as long as one ERP attempt may take (`ERP_TIMEOUT_MS`): a hanging ERP and its
+ * retries would otherwise hold the driver's phone for half a minute. What is left then goes on
+ * after the answer, and a write-back that fails stays scheduled for the retry job as before.
+ */
 export async function afterCompletion(deps: Deps, deliveryId: string): Promise<void> {
-  try {
-    if (await claim(deps, deliveryId)) await followUpCompletion(deps, deliveryId);
-  } catch (error) {
-    deps.logger.error({ deliveryId, err: error }, 'completion follow-up failed');
-  }
+  const followUp = (async () => {
+    try {
+      if (await claim(deps, deliveryId)) await followUpCompletion(deps, deliveryId);
+    } catch (error) {
+      deps.logger.error({ deliveryId, err: error }, 'completion follow-up failed');
+    }
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, deps.config.erp.timeoutMs); });
+  await Promise.race([followUp, waited]);
+  clearTimeout(timer);
 }
 
 /** Claims due follow-ups (several instances never take the same one) and runs them; returns how many ran. */

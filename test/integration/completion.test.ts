@@ -434,8 +434,11 @@ function switchableErp() {
     failing: true,
     calls,
     async fetchTours() { return { tours: [], refused: [] }; },
+    /** While set, a write-back waits for it to resolve: an ERP that hangs. */
+    hanging: undefined as Promise<void> | undefined,
     async pushCompletion(document: ErpDocument, writeBack: CompletionWriteBack) {
       calls.push({ document, writeBack });
+      await erp.hanging;
       if (erp.failing) throw upstream('ERP write-back failed: answered 503');
     },
   } satisfies ErpGateway & Record<string, unknown>;
@@ -446,7 +449,7 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
   const erp = switchableErp();
   let api: TestServer;
   beforeAll(async () => {
-    api = await startTestServer(kind, { ERP_PUSH_POLL_MS: '40', ERP_PUSH_RETRY_BASE_MS: '60', ERP_PUSH_RETRY_MAX_MS: '200' }, { erp });
+    api = await startTestServer(kind, { ERP_PUSH_POLL_MS: '40', ERP_PUSH_RETRY_BASE_MS: '60', ERP_PUSH_RETRY_MAX_MS: '200', ERP_TIMEOUT_MS: '300' }, { erp });
   });
   afterAll(() => api.close());
 
@@ -477,6 +480,26 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
     const attempts = completion.erpPushAttempts;
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await completionOf(api, delivery.id)).erpPushAttempts).toBe(attempts);
+  });
+
+  it('answers a completion after at most one ERP timeout while the ERP hangs, and writes back once it answers', async () => {
+    erp.failing = false;
+    let answer!: () => void;
+    erp.hanging = new Promise((resolve) => { answer = resolve; });
+    // Far beyond ERP_TIMEOUT_MS: if the request waited for the ERP, it would answer only after this.
+    const released = new Promise((resolve) => setTimeout(resolve, 3000)).then(() => { answer(); return 'released'; });
+    try {
+      const { token, delivery } = await setup(api);
+      const answered = complete(api, token, delivery.id).then((response) => response.status);
+      expect(await Promise.race([answered, released])).toBe(200);
+      expect(erp.calls.at(-1)!.document.belegnummer).toBe(delivery.belegnummer);
+      expect((await completionOf(api, delivery.id)).erpPushStatus).not.toBe('succeeded');
+      answer();
+      await expect.poll(async () => (await completionOf(api, delivery.id)).erpPushStatus, { timeout: 5000 }).toBe('succeeded');
+    } finally {
+      erp.hanging = undefined;
+      answer();
+    }
   });
 
   it('answers push-completion with 502 while the ERP fails and 204 once it accepts', async () => {
