@@ -449,7 +449,7 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
   const erp = switchableErp();
   let api: TestServer;
   beforeAll(async () => {
-    api = await startTestServer(kind, { ERP_PUSH_POLL_MS: '40', ERP_PUSH_RETRY_BASE_MS: '60', ERP_PUSH_RETRY_MAX_MS: '200', ERP_TIMEOUT_MS: '300' }, { erp });
+    api = await startTestServer(kind, { ERP_PUSH_POLL_MS: '40', ERP_PUSH_RETRY_BASE_MS: '60', ERP_PUSH_RETRY_MAX_MS: '200', ERP_TIMEOUT_MS: '1500' }, { erp });
   });
   afterAll(() => api.close());
 
@@ -487,7 +487,7 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
     let answer!: () => void;
     erp.hanging = new Promise((resolve) => { answer = resolve; });
     // Far beyond ERP_TIMEOUT_MS: if the request waited for the ERP, it would answer only after this.
-    const released = new Promise((resolve) => setTimeout(resolve, 3000)).then(() => { answer(); return 'released'; });
+    const released = new Promise((resolve) => setTimeout(resolve, 6000)).then(() => { answer(); return 'released'; });
     try {
       const { token, delivery } = await setup(api);
       const answered = complete(api, token, delivery.id).then((response) => response.status);
