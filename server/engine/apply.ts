@@ -78,7 +78,7 @@ interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
 function createWriter(db: Db) {
   return combining<Request>({ concurrency: 2, maxItems: 16, maxWeight: 2000, weight: (r) => r.entries.length }, async (requests) => {
     try {
-      await applyEntries(db, requests.flatMap((r) => r.entries));
+      await applyBatch(db, requests.flatMap((r) => r.entries));
       for (const r of requests) r.done.resolve();
       return;
     } catch (error) {
@@ -89,7 +89,7 @@ function createWriter(db: Db) {
     }
     for (const r of requests) {
       // Entries answered by a transaction that committed keep that answer.
-      await applyEntries(db, r.entries.filter((e) => !e.result)).then(r.done.resolve, r.done.reject);
+      await applyBatch(db, r.entries.filter((e) => !e.result)).then(r.done.resolve, r.done.reject);
     }
   });
 }
@@ -105,11 +105,6 @@ function submit(db: Db, entries: Entry[]): Promise<void> {
   const done = deferred<void>();
   write({ entries, done });
   return done.promise;
-}
-
-async function applyEntries(db: Db, entries: Entry[]) {
-  if (entries.length === 0) return;
-  await applyBatch(db, entries);
 }
 
 /**
@@ -148,6 +143,7 @@ async function loadLookups(db: Db, entries: Entry[]): Promise<(accountId: number
  * others with it.
  */
 async function applyBatch(db: Db, entries: Entry[]) {
+  if (entries.length === 0) return;
   try {
     await applyInTransaction(db, entries);
     return;

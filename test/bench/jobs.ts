@@ -61,8 +61,8 @@ export interface Measured {
   count: number;
   requests: number;
   elapsedMs: number;
-  /** The load process's own CPU time (user and system) over the measured window, in ms. */
-  cpuMs: number;
+  /** The load process's own CPU time (user and system) over the measured window, in ms; timed jobs only. */
+  cpuMs?: number;
   errors: string[];
   extra?: Record<string, number>;
   /** tour_read: the reads that each followed a change of the tour. */
@@ -129,7 +129,7 @@ async function timed(
 }
 
 async function runPush(job: PushJob, onMark: OnMark): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [] };
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
   Object.assign(out, await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
     const driver = job.drivers[slot];
     const next = batchMaker(driver, job);
@@ -183,7 +183,7 @@ async function runFloor(job: FloorJob): Promise<Measured> {
 
 /** The floor's batches through any transaction runner (PGlite runs it in the process that holds the database). */
 export async function runFloorWith(job: Omit<FloorJob, 'kind' | 'databaseUrl' | 'connections'>, exec: FloorExecutor): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [] };
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
   Object.assign(out, await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
     const driver = job.drivers[slot];
     const next = batchMaker(driver, job);
@@ -208,7 +208,7 @@ export async function runFloorWith(job: Omit<FloorJob, 'kind' | 'databaseUrl' | 
 }
 
 async function runTourRead(job: TourReadJob): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [], changedLatencies: [] };
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [], changedLatencies: [] };
   const read = async () => {
     const t0 = monotonicMs();
     const reply = await request('GET', `${job.url}/tours/${job.tourId}`, { token: job.token });
@@ -240,7 +240,7 @@ async function runTourRead(job: TourReadJob): Promise<Measured> {
  * the figure includes the write itself) to the moment its change arrives.
  */
 async function runFanout(job: FanoutJob): Promise<Measured> {
-  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, cpuMs: 0, errors: [] };
+  const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
   const wsUrl = job.url.replace(/^http/, 'ws') + '/sync/ws';
   const { cursor } = await requestJson<{ cursor: string }>('GET', `${job.url}/sync/cursor`, { token: job.accounts[0].token });
   // Sent-at of the writes per account whose change has not arrived at every connection yet.

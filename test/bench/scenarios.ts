@@ -146,8 +146,10 @@ function serviceCpu() {
       if (mark === 'measuring') from = process.cpuUsage();
       else if (from) used = process.cpuUsage(from);
     },
-    perRequest: (measured: Measured): Metrics => (used && measured.requests > 0
-      ? { service_cpu_ms: round((used.user + used.system) / 1000 / measured.requests, 2), load_cpu_ms: round(measured.cpuMs / measured.requests, 2) } : {}),
+    perRequest: (measured: Measured): Metrics => (used && measured.requests > 0 ? {
+      service_cpu_ms: round((used.user + used.system) / 1000 / measured.requests, 2),
+      ...(measured.cpuMs !== undefined && { load_cpu_ms: round(measured.cpuMs / measured.requests, 2) }),
+    } : {}),
   };
 }
 
