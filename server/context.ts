@@ -6,6 +6,7 @@ import type { ChangeNotifier } from './engine/changeNotifier.js';
 import type { ErpGateway } from './integrations/erp/gateway.js';
 import type { DocumentStore } from './integrations/documents/store.js';
 import type { PreviewService } from './integrations/previews/service.js';
+import type { BackgroundWork } from './jobs/background.js';
 import type { TourReader } from './queries/renderedTours.js';
 
 /** What request handlers and jobs may use. Built once at start, passed in, never global. */
@@ -21,6 +22,8 @@ export interface AppContext {
   changes: ChangeNotifier;
   /** `GET /tours/{id}`: renders a tour again only when it changed. */
   tours: TourReader;
+  /** What requests leave running after their answer; stopping waits for it. */
+  background: BackgroundWork;
 }
 
 export type Actor =

@@ -17,6 +17,7 @@ import { createSyncSocketServer } from './http/ws.js';
 import { createErpGateway, type ErpGateway } from './integrations/erp/gateway.js';
 import { createDocumentStore, type DocumentStore } from './integrations/documents/store.js';
 import { createPreviewService } from './integrations/previews/service.js';
+import { createBackgroundWork } from './jobs/background.js';
 import { startErpWriteBackJob } from './jobs/erpWriteBack.js';
 import { startChangeRetention } from './jobs/changeRetention.js';
 import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
@@ -86,6 +87,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     previews: createPreviewService(documents),
     changes: await createChangeNotifier(database, logger),
     tours: createTourReader(config.tourCacheBytes),
+    background: createBackgroundWork(),
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
@@ -131,6 +133,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       server.close(() => resolve());
       server.closeIdleConnections();
     });
+    await ctx.background.settled();
     await retention.stop();
     await ctx.changes.close();
     await erpWriteBack.stop();

@@ -115,7 +115,7 @@ async function claim(deps: Deps, deliveryId: string): Promise<boolean> {
  * retries would otherwise hold the driver's phone for half a minute. What is left then goes on
  * after the answer, and a write-back that fails stays scheduled for the retry job as before.
  */
-export async function afterCompletion(deps: Deps, deliveryId: string): Promise<void> {
+export async function afterCompletion(deps: Deps & Pick<AppContext, 'background'>, deliveryId: string): Promise<void> {
   const followUp = (async () => {
     try {
       if (await claim(deps, deliveryId)) await followUpCompletion(deps, deliveryId);
@@ -123,6 +123,7 @@ export async function afterCompletion(deps: Deps, deliveryId: string): Promise<v
       deps.logger.error({ deliveryId, err: error }, 'completion follow-up failed');
     }
   })();
+  deps.background.add(followUp);
   let timer: NodeJS.Timeout | undefined;
   const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, deps.config.erp.timeoutMs); });
   await Promise.race([followUp, waited]);

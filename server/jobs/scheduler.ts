@@ -1,5 +1,6 @@
 import schedule from 'node-schedule';
 import { berlinDate } from '../../shared/rules/calendar.js';
+import { createBackgroundWork } from './background.js';
 import { ensureDemoPaymentMethods, hasSuccessfulImport, importTargetDate, runImport, type ImportContext } from './erpImport.js';
 
 export interface ImportJobs {
@@ -22,10 +23,9 @@ export interface ImportJobOptions {
  */
 export function startImportJobs(ctx: ImportContext, options: ImportJobOptions = {}): ImportJobs {
   const now = options.now ?? (() => new Date());
-  const inFlight = new Set<Promise<unknown>>();
+  const inFlight = createBackgroundWork();
   const track = <T>(work: Promise<T>) => {
     inFlight.add(work);
-    void work.finally(() => inFlight.delete(work)).catch(() => undefined);
     return work;
   };
   const logFailure = (date: string) => (error: unknown) => ctx.logger.error({ err: error }, `ERP import of ${date} failed`);
@@ -57,7 +57,7 @@ export function startImportJobs(ctx: ImportContext, options: ImportJobOptions = 
     },
     async stop() {
       job.cancel();
-      await Promise.allSettled([...inFlight]);
+      await inFlight.settled();
     },
   };
 }

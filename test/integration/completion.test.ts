@@ -7,8 +7,9 @@ import { attachments, changeLog, completions, deliveries, deliveryItems, process
 import type { DemoErp } from '../../server/integrations/erp/demo.js';
 import type { CompletionWriteBack, ErpDocument, ErpGateway } from '../../server/integrations/erp/gateway.js';
 import { upstream } from '../../server/errors.js';
+import { openDatabase } from '../../server/db/client.js';
 import { backoffMs } from '../../server/jobs/erpWriteBack.js';
-import { databaseKinds } from '../helpers/databases.js';
+import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 import { newTour, type NewTourOptions } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { completionForm, noisyPng, rawPng, signaturePng, type CompletionParts } from '../helpers/uploads.js';
@@ -514,6 +515,33 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
     expect(erp.calls.length).toBeGreaterThan(calls);
     expect(erp.calls.at(-1)!.writeBack).not.toHaveProperty('quantity');
     expect((await completionOf(api, delivery.id)).erpPushStatus).toBe('succeeded');
+  });
+});
+
+describe.each(databaseKinds)('stopping while a write-back waits for the ERP on %s', (kind) => {
+  it('finishes and records the write-back before the database is closed', async () => {
+    // The test's own database handle, so that it outlives the server and shows what was recorded.
+    const database = await openDatabase(kind === 'postgres' ? { url: await createPostgresDatabase() } : {});
+    const erp = switchableErp();
+    erp.failing = false;
+    let answer!: () => void;
+    erp.hanging = new Promise((resolve) => { answer = resolve; });
+    const api = await startTestServer(kind, { ERP_TIMEOUT_MS: '300' }, { erp, database });
+    try {
+      const { token, delivery } = await setup(api);
+      expect((await complete(api, token, delivery.id)).status).toBe(200);
+      const stopped = api.close().then(() => 'stopped');
+      expect(await Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 1000, 'still stopping'))])).toBe('still stopping');
+      answer();
+      await stopped;
+      const [completion] = await database.db.select().from(completions).where(eq(completions.deliveryId, delivery.id));
+      expect(completion).toMatchObject({ erpPushStatus: 'succeeded', erpPushAttempts: 1, erpNextAttemptAt: null });
+      expect(completion.reportAttachmentId).not.toBeNull();
+    } finally {
+      answer();
+      await api.close();
+      await database.close();
+    }
   });
 });
 
