@@ -76,9 +76,8 @@ export async function loadWorkingSets(
     notes: needs.notes ? new Map() : undefined, serviceValues: needs.services ? new Map() : undefined,
     inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
   }]));
-  const ids = [...sets.keys()];
-  const ofSets = (column: PgColumn) => inList(column, ids);
-  const { rows: [read] } = await tx.execute<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(sql`SELECT
+  const ofSets = (column: PgColumn) => inPlaceholder(column, 'deliveryIds');
+  const [read] = await executePrepared<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(tx, `engine_read${shape(needs)}`, () => sql`SELECT
     (SELECT json_agg(json_build_object('item', ${deliveryItems}, 'scannable', ${articles.scannable}))
       FROM ${deliveryItems} JOIN ${articles} ON ${articles.id} = ${deliveryItems.articleId} WHERE ${ofSets(deliveryItems.deliveryId)}) AS items,
     ${needs.notes ? sql`(SELECT json_agg(${notes}) FROM ${notes} WHERE ${ofSets(notes.deliveryId)})` : sql`NULL`} AS notes,
@@ -86,7 +85,8 @@ export async function loadWorkingSets(
     ${needs.services ? sql`(SELECT json_agg(${deliveryServiceValues}) FROM ${deliveryServiceValues} WHERE ${ofSets(deliveryServiceValues.deliveryId)})` : sql`NULL`} AS service_values,
     (SELECT json_agg(json_build_object('event', ${processedEvents}, 'line',
         (SELECT scan_audit.delivery_item_id FROM ${scanAudit} WHERE scan_audit.client_scan_id = processed_events.event_id)))
-      FROM ${processedEvents} WHERE ${inList(processedEvents.eventId, eventIds)}) AS processed`);
+      FROM ${processedEvents} WHERE ${inPlaceholder(processedEvents.eventId, 'eventIds')}) AS processed`,
+  { deliveryIds: arrayLiteral([...sets.keys()]), eventIds: arrayLiteral(eventIds) });
   const lines = (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[];
   fromJsonRows(deliveryItems, lines.map((l) => l.item)).forEach((row, i) => {
     sets.get(row.deliveryId)!.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false });
