@@ -221,7 +221,11 @@ export const scanAudit = pgTable('scan_audit', {
   authorCarId: uuid('author_car_id'),
   occurredAt: ts('occurred_at').notNull(),
   receivedAt: writtenAt('received_at'),
-}, (t) => [uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId), index('scan_audit_delivery_idx').on(t.deliveryId)]);
+}, (t) => [
+  uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId), index('scan_audit_delivery_idx').on(t.deliveryId),
+  // The deliveries with a removal, of all deliveries ever imported: where the review looks first.
+  index('scan_audit_removal_idx').on(t.deliveryId).where(sql`${t.action} = 'remove'`),
+]);
 
 /** Append-only log of money credit actions; the current credit is kept on the delivery. */
 export const creditEvents = pgTable('credit_events', {

@@ -170,6 +170,14 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
 }
 
 /**
+ * The deliveries that ever had a removal, a piece credit or a money credit: each leaves an audit
+ * row, and these few are looked up by index rather than every delivery ever imported evaluated.
+ */
+const everChanged = sql`${deliveries.id} IN (
+  SELECT ${scanAudit.deliveryId} FROM ${scanAudit} WHERE ${scanAudit.action} = 'remove'
+  UNION SELECT ${creditEvents.deliveryId} FROM ${creditEvents})`;
+
+/**
  * Deliveries waiting for the four-eyes review, oldest change first, in five queries whatever
  * their number. The database narrows to deliveries that deviate now and changed after their
  * latest confirmation; the pure rule then decides on the exact times and positions.
@@ -185,7 +193,7 @@ export async function pendingReviews(db: Db): Promise<PendingReviewResponse[]> {
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
     .innerJoin(accounts, eq(accounts.personalnummer, tours.accountId))
     .innerJoin(customers, eq(customers.id, deliveries.customerId))
-    .where(and(deliveryModifiedSql, or(isNull(lastResolvedAt), sql`${lastChangeAt} > ${lastResolvedAt}`)));
+    .where(and(everChanged, deliveryModifiedSql, or(isNull(lastResolvedAt), sql`${lastChangeAt} > ${lastResolvedAt}`)));
   if (candidates.length === 0) return [];
 
   const ids = candidates.map((c) => c.id);

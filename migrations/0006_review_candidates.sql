@@ -1,0 +1,1 @@
+CREATE INDEX "scan_audit_removal_idx" ON "scan_audit" USING btree ("delivery_id") WHERE "scan_audit"."action" = 'remove';
