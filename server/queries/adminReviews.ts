@@ -170,8 +170,8 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
 }
 
 /**
- * The deliveries that ever had a removal, a piece credit or a money credit: each leaves an audit
- * row, and these few are looked up by index rather than every delivery ever imported evaluated.
+ * The deliveries that ever had a removal, a piece credit or a money credit. Each leaves an audit
+ * row, found by index, so the review weighs these few and not every delivery ever imported.
  */
 const everChanged = sql`${deliveries.id} IN (
   SELECT ${scanAudit.deliveryId} FROM ${scanAudit} WHERE ${scanAudit.action} = 'remove'
