@@ -125,7 +125,7 @@ export async function listServices(db: Db, includeInactive: boolean) {
 
 function checkLimits(kind: Service['kind'], minValue: number | null, maxValue: number | null) {
   if (kind === 'boolean' && (minValue !== null || maxValue !== null)) {
-    throw validation('A boolean service has no limits', [{ path: 'minValue', message: 'only numeric services have limits' }]);
+    throw validation('A boolean service has no limits', [{ path: minValue !== null ? 'minValue' : 'maxValue', message: 'only numeric services have limits' }]);
   }
   if (minValue !== null && maxValue !== null && minValue > maxValue) {
     throw validation('minValue must not exceed maxValue', [{ path: 'minValue', message: 'must be <= maxValue' }]);

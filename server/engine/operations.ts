@@ -110,10 +110,11 @@ function changeDelivery(ws: WorkingSet, changes: Partial<DeliveryRow>) {
 
 function transition(input: OperationInput, operation: DeliveryOperation, reason: string | null): Outcome {
   const { ws } = input;
-  const problem = reason === null ? null : reasonProblem(reason);
-  if (problem) return invalid(`A reason to ${operation} is required`, 'validation', [problem]);
+  // The state comes first: an operation the state does not allow is refused as such, whatever it carries.
   const next = nextDeliveryState(ws.delivery.state, operation);
   if (!next) return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
+  const problem = reason === null ? null : reasonProblem(reason);
+  if (problem) return invalid(`A reason to ${operation} is required`, 'validation', [problem]);
   changeDelivery(ws, { state: next, stateReason: reason?.trim() ?? null });
   return { ok: true, entity: currentDelivery(ws) };
 }

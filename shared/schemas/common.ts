@@ -88,6 +88,7 @@ export const queryInt = (fallback: number, min: number, max: number, what: strin
   .pipe(z.number().int().min(min, `must be an integer between ${min} and ${max}`).max(max, `must be an integer between ${min} and ${max}`))
   .meta(textParameter({ type: 'integer', format: 'int32', minimum: min, maximum: max, description: `${what} (default ${fallback})` }));
 
-/** Query flag: `true`/`false`/`1`/`0`; anything else is a validation error. */
-export const QueryBoolean = z.enum(['true', 'false', '1', '0']).optional().transform((v) => v === 'true' || v === '1')
-  .meta(textParameter({ type: 'boolean', description: 'true or 1; false or 0 (default false)' }));
+/** Query flag: `true`/`false` in any case, `1`/`0`; anything else is a validation error. */
+export const QueryBoolean = z.string().toLowerCase().pipe(z.enum(['true', 'false', '1', '0'])).optional()
+  .transform((v) => v === 'true' || v === '1')
+  .meta(textParameter({ type: 'boolean', description: 'true or 1; false or 0, in any case (default false)' }));

@@ -110,12 +110,15 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const again = await api.post(`${path}/hold`, { reason: 'x' }, { token });
       expect(again.status).toBe(400);
       expect(again.body.code).toBe('invalid_state_transition');
+      // A state that does not allow the operation is the reason given, also when the request is incomplete.
+      expect((await api.post(`${path}/hold`, { reason: '  ' }, { token })).body.code).toBe('invalid_state_transition');
       expect((await api.post(`${path}/resume`, undefined, { token })).body.delivery.state).toBe('active');
       expect((await api.post(`${path}/resume`, undefined, { token })).status).toBe(400);
       const canceled = await api.post(`${path}/cancel`, { reason: 'Storniert' }, { token });
       expect(canceled.body.delivery.state).toBe('canceled');
       expect((await api.post(`${path}/resume`, undefined, { token })).status).toBe(400);
       expect((await api.post(`${path}/cancel`, { reason: 'nochmal' }, { token })).status).toBe(400);
+      expect((await api.post(`${path}/cancel`, { reason: '' }, { token })).body).toMatchObject({ status: 400, code: 'invalid_state_transition' });
     });
 
     it.each(['hold', 'cancel'])('refuses %s with an empty or missing reason, naming it, and leaves the delivery active', async (operation) => {

@@ -18,6 +18,11 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       expect((await api.get('/me/cars', { token })).body.cars).toEqual([]);
       const all = await api.get('/me/cars?includeInactive=true', { token });
       expect(all.body.cars.map((c: { id: string }) => c.id)).toEqual([created.body.car.id]);
+      expect((await api.get('/me/cars?includeInactive=TRUE', { token })).body.cars).toHaveLength(1);
+      expect((await api.get('/me/cars?includeInactive=0', { token })).body.cars).toEqual([]);
+      const unclear = await api.get('/me/cars?includeInactive=yes', { token });
+      expect(unclear.status).toBe(400);
+      expect(unclear.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path: 'query.includeInactive' })] });
     });
 
     it('refuses a plate that differs only in case and outer spaces with 400', async () => {
@@ -120,13 +125,15 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
     });
 
     it.each([
-      [{ key: 'k1', name: 'n', kind: 'numeric', minValue: 5, maxValue: 1 }, 'min above max'],
-      [{ key: 'k2', name: 'n', kind: 'boolean', minValue: 1 }, 'limits on a boolean service'],
-      [{ key: 'k3', name: 'n', kind: 'text' }, 'an unknown kind'],
-      [{ key: '', name: 'n', kind: 'boolean' }, 'an empty key'],
-    ])('refuses %j (%s) with 400', async (body, _why) => {
+      [{ key: 'k1', name: 'n', kind: 'numeric', minValue: 5, maxValue: 1 }, 'minValue'],
+      [{ key: 'k2', name: 'n', kind: 'boolean', minValue: 1 }, 'minValue'],
+      [{ key: 'k2', name: 'n', kind: 'boolean', maxValue: 3 }, 'maxValue'],
+      [{ key: 'k3', name: 'n', kind: 'text' }, 'kind'],
+      [{ key: '', name: 'n', kind: 'boolean' }, 'key'],
+    ])('refuses %j with 400 naming %s', async (body, path) => {
       const token = await api.token(2022);
-      expect((await api.post('/services', body, { token })).status).toBe(400);
+      const response = await api.post('/services', body, { token });
+      expect(response).toMatchObject({ status: 400, body: { code: 'validation', errors: [expect.objectContaining({ path })] } });
     });
 
     it('refuses to change the kind and checks limits against the stored ones', async () => {

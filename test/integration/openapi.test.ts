@@ -182,7 +182,7 @@ describe('buildOpenApi', () => {
     const doc = build([route({ method: 'get', path: '/things', auth: 'bearer', tags: ['T'], summary: 's', query: Query, response: z.object({}), handler: async () => ({}) })]);
     const parameters = doc.paths['/things'].get.parameters;
     expect(parameters).toEqual([
-      { name: 'includeInactive', in: 'query', required: false, description: 'true or 1; false or 0 (default false)', schema: { type: 'boolean' } },
+      { name: 'includeInactive', in: 'query', required: false, description: 'true or 1; false or 0, in any case (default false)', schema: { type: 'boolean' } },
       { name: 'limit', in: 'query', required: false, description: 'page size', schema: expect.objectContaining({ type: 'integer', default: 50 }) },
       { name: 'day', in: 'query', required: false, schema: expect.objectContaining({ type: 'string', pattern: expect.any(String) }) },
       { name: 'since', in: 'query', required: true, schema: { type: 'string' } },
