@@ -320,9 +320,13 @@ export const erpImportRuns = pgTable('erp_import_runs', {
   error: text('error'),
 }, (t) => [index('erp_import_runs_target_idx').on(t.targetDate)]);
 
+/** What a recorded rejection answered: a copy of the event is answered the same. */
+export interface RecordedRejection { code: string; reason: string; message: string; errors?: { path: string; message: string }[] }
+
 /**
- * Every client event id applied, recorded in the same transaction as its effect. No foreign
- * keys, for the reason given at `scanAudit`: accounts and deliveries are never deleted.
+ * Every client event id decided, recorded in the same transaction as its effect: applied, or
+ * refused for what was stored then (`rejection`). No foreign keys, for the reason given at
+ * `scanAudit`: accounts and deliveries are never deleted.
  */
 export const processedEvents = pgTable('processed_events', {
   eventId: uuid('event_id').primaryKey(),
@@ -332,6 +336,7 @@ export const processedEvents = pgTable('processed_events', {
   deliveryId: uuid('delivery_id'),
   occurredAt: ts('occurred_at'),
   receivedAt: ts('received_at').notNull().defaultNow(),
+  rejection: jsonb('rejection').$type<RecordedRejection>(),
 });
 
 /**

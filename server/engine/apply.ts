@@ -237,7 +237,8 @@ async function applyInTransaction(db: Db, work: Entry[]) {
         // A copy naming nothing that exists (a deleted note) contradicts nothing: its own resend.
         const sameEvent = seen.type === event.type && (deliveryId === undefined || seen.deliveryId === deliveryId);
         out.set(entry, !sameEvent ? reusedId(event)
-          : { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
+          : seen.rejection ? { eventId: event.eventId, status: 'rejected', ...seen.rejection }
+            : { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
         continue;
       }
       if (seen || !deliveryId || !ws) {
@@ -246,15 +247,19 @@ async function applyInTransaction(db: Db, work: Entry[]) {
         continue;
       }
       const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
-      if (!outcome.ok) {
-        out.set(entry, rejection(event, outcome.rejection));
-        continue;
+      const result: EngineResult = outcome.ok ? { eventId: event.eventId, status: 'applied', entity: outcome.entity } : rejection(event, outcome.rejection);
+      // A refusal that rests on what is stored is as final for the id as an application: a resend
+      // (after a lost answer, say) must not apply it in a state that later events of its batch made.
+      // One refused for its own fields is refused the same way again, and a corrected copy may reuse the id.
+      if (outcome.ok || !outcome.rejection.ownFields) {
+        const { code, reason, message, errors } = result;
+        ws.inserts.processed.push({
+          eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
+          deliveryId, occurredAt: new Date(event.occurredAt),
+          rejection: outcome.ok ? null : { code: code!, reason: reason!, message: message!, ...(errors && { errors }) },
+        });
       }
-      ws.inserts.processed.push({
-        eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
-        deliveryId, occurredAt: new Date(event.occurredAt),
-      });
-      out.set(entry, { eventId: event.eventId, status: 'applied', entity: outcome.entity });
+      out.set(entry, result);
     }
     for (const entry of work) {
       const first = firstOf.get(entry.event.eventId)!;

@@ -133,7 +133,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   const values = {
     processed: json(processed.map((p) => ({
       event_id: p.eventId, type: p.type, client_id: p.clientId, account_id: p.accountId, delivery_id: p.deliveryId,
-      occurred_at: p.occurredAt?.toISOString() ?? null,
+      occurred_at: p.occurredAt?.toISOString() ?? null, rejection: p.rejection ?? null,
     }))),
     items: json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state }))),
     itemIds: arrayLiteral(dirtyItems.map(({ row }) => row.id)),
@@ -146,9 +146,9 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
   };
   const [written] = await executePrepared<{ inserted: number }>(tx, `engine_write${shape(has)}`, () => {
     const parts = [sql`p AS (
-      INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at)
+      INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, rejection)
       SELECT * FROM jsonb_to_recordset(${sql.placeholder('processed')}::jsonb)
-        AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, occurred_at timestamptz)
+        AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, occurred_at timestamptz, rejection jsonb)
       ON CONFLICT DO NOTHING RETURNING event_id)`];
     // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
     // planner takes any record set for 100 rows, and for a table of some thousand rows it then

@@ -57,6 +57,16 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(response.body.results.map((r: { code: string }) => r.code)).toEqual(['not_found', 'delivery_not_active', 'not_found']);
     });
 
+    it('answers a resent scan with the refusal it got, also after the delivery was resumed', async () => {
+      const { token, items, path } = await setup();
+      await api.post(`${path}/hold`, { reason: 'Kunde nicht da' }, { token });
+      const refused = scan(items[0].id, 'scan');
+      expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toMatchObject({ status: 'rejected', code: 'delivery_not_active' });
+      await api.post(`${path}/resume`, undefined, { token });
+      expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toMatchObject({ status: 'rejected', code: 'delivery_not_active' });
+      expect((await api.post('/scans', { scans: [scan(items[0].id, 'scan')] }, { token })).body.results[0].status).toBe('applied');
+    });
+
     it('credits pieces, removes and unremoves a line and deletes the credit note on unremove', async () => {
       const { token, items, path } = await setup();
       const credited = await api.post('/scans', { scans: [scan(items[0].id, 'remove', { quantity: 1, reason: 'beschädigt' })] }, { token });
@@ -175,6 +185,22 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const response = await api.post(`${at}/credit`, { clientEventId: randomUUID(), ...body }, { token });
       expect(response.status).toBe(400);
       expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path })] });
+    });
+
+    it('applies a corrected credit under the id of one refused for its amount, but repeats a refusal for the delivery\'s state', async () => {
+      const { token, path, delivery } = await setup();
+      const clientEventId = randomUUID();
+      expect((await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1500, reason: 'Bruch' }, { token })).status).toBe(400);
+      const corrected = await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 2000, reason: 'Bruch' }, { token });
+      expect(corrected).toMatchObject({ status: 200, body: { credit: { amountCents: 2000 } } });
+
+      const removal = { clientEventId: randomUUID(), action: 'remove' };
+      await api.post(`${path}/hold`, { reason: 'Pause' }, { token });
+      expect((await api.post(`${path}/credit`, removal, { token })).body.code).toBe('invalid_state_transition');
+      await api.post(`${path}/resume`, undefined, { token });
+      expect((await api.post(`${path}/credit`, removal, { token })).body.code).toBe('invalid_state_transition');
+      const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
+      expect(row.creditAmountCents).toBe(2000);
     });
 
     it('refuses to remove a credit that is not there with 400', async () => {

@@ -95,6 +95,39 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(item.scannedQuantity).toBe(1);
   });
 
+  it('answers a resent batch with the rejections its first push got, so that no refused event applies out of order', async () => {
+    const { token, delivery, line } = await setup();
+    // Offline, the driver held the delivery twice (the second is refused), resumed it, scanned
+    // one piece too many and took one back. The answer is lost; the phone pushes the batch again.
+    const events = [
+      onDelivery(delivery.id, 'delivery.hold', { reason: 'a' }), onDelivery(delivery.id, 'delivery.hold', { reason: 'b' }),
+      onDelivery(delivery.id, 'delivery.resume'), scan(line.id), scan(line.id), scan(line.id), scan(line.id, 'unscan'),
+    ];
+    const first = await push(token, events);
+    expect(first.body.results.map((r: { status: string }) => r.status))
+      .toEqual(['applied', 'rejected', 'applied', 'applied', 'applied', 'rejected', 'applied']);
+    const again = await push(token, events);
+    expect(again.body.results.map((r: { status: string }) => r.status))
+      .toEqual(['duplicate', 'rejected', 'duplicate', 'duplicate', 'duplicate', 'rejected', 'duplicate']);
+    expect(again.body.results[1]).toEqual(first.body.results[1]);
+    expect(again.body.results[5]).toEqual(first.body.results[5]);
+    const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
+    expect(row).toMatchObject({ state: 'active', stateReason: null });
+    const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+    expect(item.scannedQuantity).toBe(1);
+    const recorded = await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, events[1].eventId));
+    expect(recorded[0].rejection).toMatchObject({ code: 'invalid_state_transition' });
+  });
+
+  it('does not keep a refusal for the event\'s own fields: a corrected copy under the same id applies', async () => {
+    const { token, delivery } = await setup();
+    const credit = onDelivery(delivery.id, 'credit', { action: 'set', amountCents: 1500, reason: 'Bruch' });
+    expect((await push(token, [credit])).body.results[0]).toMatchObject({ status: 'rejected', errors: [{ path: 'amountCents' }] });
+    expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, credit.eventId))).toEqual([]);
+    const corrected = await push(token, [{ ...credit, amountCents: 2000 }]);
+    expect(corrected.body.results[0]).toMatchObject({ status: 'applied', entity: { credit: { amountCents: 2000 } } });
+  });
+
   it('answers a copy within the batch with the state after the batch, not the state its first copy left', async () => {
     const { token, delivery, line } = await setup();
     const scanned = scan(line.id);
