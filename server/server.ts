@@ -21,6 +21,7 @@ import { createBackgroundWork } from './jobs/background.js';
 import { startErpWriteBackJob } from './jobs/erpWriteBack.js';
 import { startChangeRetention } from './jobs/changeRetention.js';
 import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
+import { withDatabaseDocuments } from './queries/attachmentContents.js';
 import { createTourReader } from './queries/renderedTours.js';
 
 export interface RunningServer {
@@ -71,7 +72,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     jwksCooldownMs: config.auth.jwksCooldownMs,
   });
 
-  const documents = options.documents ?? createDocumentStore(config.documents, dataDir);
+  const documents = withDatabaseDocuments(options.documents ?? createDocumentStore(config.documents, dataDir), database.db);
   const ctx: AppContext = {
     config,
     database,

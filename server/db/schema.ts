@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import {
-  bigint, bigserial, boolean, check, date, index, integer, jsonb, pgTable, primaryKey, text, timestamp,
+  bigint, bigserial, boolean, check, customType, date, index, integer, jsonb, pgTable, primaryKey, text, timestamp,
   uniqueIndex, uuid,
 } from 'drizzle-orm/pg-core';
 import type { Address, ContactRole } from '../../shared/schemas/common.js';
@@ -16,6 +16,8 @@ const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' 
  */
 const writtenAt = (name: string) => ts(name).notNull().default(sql`statement_timestamp()`);
 const personalnummer = (name: string) => bigint(name, { mode: 'number' });
+// pg answers a Buffer, PGlite a Uint8Array.
+const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({ dataType: () => 'bytea', fromDriver: (value) => Buffer.from(value) });
 
 // ---------- accounts and master data maintained through the API ----------
 
@@ -276,6 +278,16 @@ export const attachments = pgTable('attachments', {
   sizeBytes: integer('size_bytes').notNull(),
   createdAt: createdAt(),
 }, (t) => [index('attachments_delivery_idx').on(t.deliveryId), index('attachments_reference_idx').on(t.reference)]);
+
+/**
+ * The bytes of the attachments the service keeps itself: the signatures, which the spec has stored
+ * locally, written in the transaction that completes their delivery (so a completion never waits
+ * for, or fails with, the document store). Their attachments' reference is `~db/<attachment id>`.
+ */
+export const attachmentContents = pgTable('attachment_contents', {
+  attachmentId: uuid('attachment_id').primaryKey().references(() => attachments.id),
+  bytes: bytea('bytes').notNull(),
+});
 
 export const completions = pgTable('completions', {
   deliveryId: uuid('delivery_id').primaryKey().references(() => deliveries.id),

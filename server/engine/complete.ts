@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import { completionProblem, paymentSettlement, type PaymentSettlement } from '../../shared/rules/completion.js';
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../shared/schemas/deliveries.js';
@@ -5,10 +6,11 @@ import type { DriverActor } from '../context.js';
 import type { Db } from '../db/client.js';
 import { constraintViolation } from '../db/errors.js';
 import {
-  articles, attachments, cars, completions, deliveries, deliveryItems, notes, paymentMethods, paymentProtocol,
+  articles, attachmentContents, attachments, cars, completions, deliveries, deliveryItems, notes, paymentMethods, paymentProtocol,
   processedEvents, tours,
 } from '../db/schema.js';
 import { DomainError, notFound, validation } from '../errors.js';
+import { databaseReference } from '../queries/attachmentContents.js';
 import { toAttachment, toDelivery, type AttachmentRow, type DeliveryRow, type ItemRow } from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
@@ -21,8 +23,9 @@ export interface StoredFile { reference: string; contentType: string; sizeBytes:
 export interface CompletionRequest {
   deliveryId: string;
   acknowledgements: CompleteDeliveryAcknowledgements;
-  customerSignature: StoredFile;
-  driverSignature: StoredFile;
+  /** PNG bytes, checked. */
+  customerSignature: Buffer;
+  driverSignature: Buffer;
 }
 
 export type CompletionRow = typeof completions.$inferSelect;
@@ -83,13 +86,10 @@ export async function loadOwnDelivery(tx: Db, accountId: number, deliveryId: str
   return found?.delivery;
 }
 
-/**
- * The gates of the spec, in its order. Runs once without a lock before the signatures are
- * stored (so a refused completion writes nothing) and again under the row lock, where it counts.
- */
-async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: CompleteDeliveryAcknowledgements, lock: boolean): Promise<Evaluation> {
+/** The gates of the spec, in its order, under the delivery's row lock. */
+async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: CompleteDeliveryAcknowledgements): Promise<Evaluation> {
   const internalNote = normalizeInternalNote(ack.internalNote);
-  const delivery = await loadOwnDelivery(tx, actor.personalnummer, deliveryId, lock);
+  const delivery = await loadOwnDelivery(tx, actor.personalnummer, deliveryId, true);
   if (!delivery) throw notFound('Delivery');
   const itemRows = await tx.select({ item: deliveryItems, scannable: articles.scannable }).from(deliveryItems)
     .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
@@ -162,30 +162,26 @@ function paymentOutcome(
   }
 }
 
-/** Checks every gate without writing; lets a caller refuse before it stores anything. */
-export async function checkCompletion(db: Db, actor: DriverActor, deliveryId: string, ack: CompleteDeliveryAcknowledgements): Promise<{ replay?: Delivery }> {
-  const result = await evaluate(db, actor, deliveryId, ack, false);
-  return result.kind === 'replay' ? { replay: result.delivery } : {};
-}
-
 /**
- * Completes a delivery in one transaction under its row lock: the two signature attachments
- * (already in the document store), the completion row, the new state, the processed event and
- * the change records, all or nothing. A replay of the same clientEventId returns the current delivery.
+ * Completes a delivery in one transaction under its row lock: the two signatures (attachments
+ * with their bytes), the completion row, the new state, the processed event and the change
+ * records, all or nothing. A replay of the same clientEventId returns the current delivery.
  */
 export async function completeDelivery(db: Db, actor: DriverActor, request: CompletionRequest): Promise<{ delivery: Delivery; replayed: boolean }> {
   try {
     return await db.transaction(async (tx) => {
-      const result = await evaluate(tx, actor, request.deliveryId, request.acknowledgements, true);
+      const result = await evaluate(tx, actor, request.deliveryId, request.acknowledgements);
       if (result.kind === 'replay') return { delivery: result.delivery, replayed: true };
       const { acknowledgements: ack } = request;
       const completedAt = new Date();
 
-      const signatureRows: AttachmentRow[] = await tx.insert(attachments).values([
-        { deliveryId: request.deliveryId, kind: 'customer_signature', ...request.customerSignature },
-        { deliveryId: request.deliveryId, kind: 'driver_signature', ...request.driverSignature },
-      ]).returning();
-      const [customerSignature, driverSignature] = signatureRows;
+      const signatures = ([['customer_signature', request.customerSignature], ['driver_signature', request.driverSignature]] as const)
+        .map(([kind, bytes]) => ({ id: randomUUID(), kind, bytes }));
+      const signatureRows: AttachmentRow[] = await tx.insert(attachments).values(signatures.map(({ id, kind, bytes }) => ({
+        id, deliveryId: request.deliveryId, kind, reference: databaseReference(id), contentType: 'image/png', sizeBytes: bytes.length,
+      }))).returning();
+      await tx.insert(attachmentContents).values(signatures.map(({ id, bytes }) => ({ attachmentId: id, bytes })));
+      const [customerSignature, driverSignature] = signatures;
       const [completion] = await tx.insert(completions).values({
         deliveryId: request.deliveryId,
         clientEventId: ack.clientEventId ?? null,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachments, changeLog, completions, notes } from '../../server/db/schema.js';
+import { attachmentContents, attachments, changeLog, completions, notes } from '../../server/db/schema.js';
 import type { DocumentStore } from '../../server/integrations/documents/store.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
@@ -322,14 +322,17 @@ describe.each(databaseKinds)('a failing document store on %s', (kind) => {
     expect(await api.db.select().from(attachments).where(eq(attachments.deliveryId, d.id))).toEqual([]);
   });
 
-  it('fails the signature write before anything is written: no completion, the delivery stays active', async () => {
+  it('completes without it: the signatures are kept in the database and previewed from there, the report waits', async () => {
     const { token, delivery: d } = await activeDelivery(api);
-    const response = await api.post(`/deliveries/${d.id}/complete`, await completionForm(), { token });
-    expect(response.status).toBe(500);
-    expect(response.body.code).toBe('internal');
-    expect(await api.db.select().from(completions).where(eq(completions.deliveryId, d.id))).toEqual([]);
-    expect(await api.db.select().from(attachments).where(eq(attachments.deliveryId, d.id))).toEqual([]);
-    const rows = await api.db.select().from(changeLog).where(eq(changeLog.entityId, d.id));
-    expect(rows).toEqual([]);
+    const customer = await signaturePng(320, 140);
+    const response = await api.post(`/deliveries/${d.id}/complete`, await completionForm({ customer }), { token });
+    expect(response.status).toBe(200);
+    expect(response.body.delivery.state).toBe('completed');
+    const [completion] = await api.db.select().from(completions).where(eq(completions.deliveryId, d.id));
+    expect(completion.reportAttachmentId).toBeNull();
+    const [kept] = await api.db.select().from(attachmentContents).where(eq(attachmentContents.attachmentId, completion.customerSignatureId));
+    expect(kept.bytes.equals(customer)).toBe(true);
+    const shown = await preview(api, token, completion.customerSignatureId, '?w=0&h=0&ext=png');
+    expect(shown).toMatchObject({ status: 200, metadata: { format: 'png', width: 320, height: 140 } });
   });
 });

@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { CompleteDeliveryAcknowledgements, DeliveryResponse } from '../../../shared/schemas/deliveries.js';
-import type { AppContext } from '../../context.js';
-import { checkCompletion, completeDelivery, type StoredFile } from '../../engine/complete.js';
-import { DomainError, validation } from '../../errors.js';
+import { completeDelivery } from '../../engine/complete.js';
+import { validation } from '../../errors.js';
 import { plainPng } from '../../integrations/images.js';
 import { afterCompletion } from '../../jobs/erpWriteBack.js';
 import { readMultipart, type MultipartBody, type UploadedFile } from '../multipart.js';
@@ -33,16 +32,6 @@ function acknowledgements(body: MultipartBody): CompleteDeliveryAcknowledgements
   return parseInput(CompleteDeliveryAcknowledgements, json, 'Invalid acknowledgements', 'acknowledgements');
 }
 
-async function store(ctx: AppContext, file: UploadedFile, name: string): Promise<StoredFile> {
-  try {
-    const reference = await ctx.documents.put(file.bytes, 'image/png', name);
-    return { reference, contentType: 'image/png', sizeBytes: file.bytes.length };
-  } catch (error) {
-    ctx.logger.error({ err: error }, 'storing a signature failed');
-    throw new DomainError('internal', 'Storing the signature in the document store failed', undefined, 500);
-  }
-}
-
 const multipartSchema = {
   type: 'object',
   required: [...SIGNATURE_PARTS, 'acknowledgements'],
@@ -63,15 +52,9 @@ export const completionRoutes = [
       const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
       const ack = acknowledgements(body);
       const [customer, driver] = [await signaturePng(body, 'customer_signature'), await signaturePng(body, 'driver_signature')];
-      const db = ctx.database.db;
-      // Refuse before anything is stored; the transaction checks again under the row lock.
-      const { replay } = await checkCompletion(db, actor, params.delivery_id, ack);
-      if (replay) return { delivery: replay };
-      const stored = {
-        customerSignature: await store(ctx, customer, `customer-signature-${params.delivery_id}.png`),
-        driverSignature: await store(ctx, driver, `driver-signature-${params.delivery_id}.png`),
-      };
-      const result = await completeDelivery(db, actor, { deliveryId: params.delivery_id, acknowledgements: ack, ...stored });
+      const result = await completeDelivery(ctx.database.db, actor, {
+        deliveryId: params.delivery_id, acknowledgements: ack, customerSignature: customer.bytes, driverSignature: driver.bytes,
+      });
       if (!result.replayed) await afterCompletion(ctx, params.delivery_id);
       return { delivery: result.delivery };
     },
