@@ -10,7 +10,7 @@ export interface TokenVerifierOptions {
   audience: string;
   algorithms: string[];
   personalnummerClaim: string;
-  /** How long a fetched key set is trusted before an unknown `kid` may fetch it again. */
+  /** How long after fetching the key set a token naming an unknown `kid` does not fetch it again (default 0). */
   jwksCooldownMs?: number;
 }
 
@@ -38,10 +38,13 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
   const algorithms = options.algorithms.filter((a) => asymmetricAlgorithms.has(a));
   if (algorithms.length === 0) throw new Error('OIDC_ALGORITHMS must name at least one asymmetric algorithm');
   let keys: Promise<{ issuer: string; jwks: ReturnType<typeof createRemoteJWKSet> }> | undefined;
-  // Counts key sets fetched: a token checked against an older set is checked again, so a key the
-  // issuer withdrew stops working as soon as the set is fetched anew. A fetch that failed leaves
-  // the checked tokens as they were, so an outage of the issuer does not log drivers out.
+  // Counts the different key sets fetched: a token checked against an older set is checked again,
+  // so a key the issuer withdrew stops working as soon as the set is fetched anew. A fetch that
+  // failed, or brought the same set, leaves the checked tokens as they were: an outage of the
+  // issuer does not log drivers out, and tokens naming unknown keys cannot make every driver's
+  // token be checked again.
   let keySetGeneration = 0;
+  let lastKeySet: string | undefined;
 
   const fetchFromIssuer = async (what: string, ...args: Parameters<typeof fetch>) => {
     const response = await fetch(...args).catch((error: Error) => {
@@ -58,16 +61,18 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     if (!metadata.success) throw new IssuerUnreachable('OIDC discovery answered no valid metadata');
     if (metadata.data.issuer.replace(/\/$/, '') !== issuer) throw new IssuerUnreachable('OIDC discovery names another issuer');
     const jwks = createRemoteJWKSet(new URL(metadata.data.jwks_uri), {
-      cooldownDuration: options.jwksCooldownMs ?? 30_000,
+      cooldownDuration: options.jwksCooldownMs ?? 0,
       [customFetch]: async (...args: Parameters<typeof fetch>) => {
         const response = await fetchFromIssuer('key set', ...args);
-        keySetGeneration += 1;
+        const keySet = await response.clone().text();
+        if (keySet !== lastKeySet) keySetGeneration += 1;
+        lastKeySet = keySet;
         return response;
       },
     });
     // Fetched with the metadata, so that the first tokens are checked against a set of a known generation.
     await jwks.reload();
-    return { issuer: metadata.data.issuer, jwks };
+    return { issuer: metadata.data.issuer.replace(/\/$/, ''), jwks };
   };
 
   // A token whose signature and claims checked out stays good until it expires or the key set is
@@ -80,8 +85,9 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     const generation = keySetGeneration;
     let payload: JWTPayload;
     try {
+      // The issuer with or without a trailing slash: identity providers differ in how they write it.
       ({ payload } = await jwtVerify(token, jwks, {
-        issuer, audience: options.audience, algorithms, requiredClaims: ['exp'],
+        issuer: [issuer, `${issuer}/`], audience: options.audience, algorithms, requiredClaims: ['exp'],
       }));
     } catch (error) {
       if (error instanceof IssuerUnreachable) throw error;

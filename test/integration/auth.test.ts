@@ -12,9 +12,9 @@ import { SyncSocket } from '../helpers/wsClient.js';
 
 const ISSUER = 'https://idp.example.test';
 const AUDIENCE = 'tourline';
-const oidcEnv = { AUTH_MODE: 'oidc', OIDC_ISSUER: ISSUER, OIDC_AUDIENCE: AUDIENCE, OIDC_JWKS_COOLDOWN_MS: '0' };
+const oidcEnv = { AUTH_MODE: 'oidc', OIDC_ISSUER: ISSUER, OIDC_AUDIENCE: AUDIENCE };
 
-interface SigningKey { kid: string; alg: 'RS256' | 'ES256'; privateKey: CryptoKey; publicKey: CryptoKey; jwk: JWK }
+interface SigningKey { kid: string; alg: 'RS256' | 'ES256' | 'RS512' | 'ES384' | 'PS256'; privateKey: CryptoKey; publicKey: CryptoKey; jwk: JWK }
 
 async function newKey(alg: SigningKey['alg']): Promise<SigningKey> {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
@@ -115,6 +115,18 @@ describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s',
 
   it('accepts a valid ES256 token', async () => {
     expect((await api.get('/me/cars', { token: await idpToken(driver, { key: ecKey }) })).status).toBe(200);
+  });
+
+  it.each(['RS512', 'ES384', 'PS256'] as const)('accepts a valid %s token by default', async (alg) => {
+    const key = await newKey(alg);
+    idp.keys = [rsaKey, ecKey, key];
+    expect((await api.get('/me/cars', { token: await idpToken(driver, { key }) })).status).toBe(200);
+    idp.keys = [rsaKey, ecKey];
+  });
+
+  it('accepts the issuer written with a trailing slash, as some providers do', async () => {
+    expect((await api.get('/me/cars', { token: await idpToken(driver, { issuer: `${ISSUER}/` }) })).status).toBe(200);
+    expectUnauthorized(await api.get('/me/cars', { token: await idpToken(driver, { issuer: `${ISSUER}/x` }) }));
   });
 
   it('accepts a Personalnummer claim given as a numeric string', async () => {

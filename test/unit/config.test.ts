@@ -25,7 +25,7 @@ describe('loadConfig', () => {
       bodyLimitBytes: 2 * 1024 * 1024, logLevel: 'info',
       auth: {
         mode: 'dev', issuer: undefined, audience: 'tourline', personalnummerClaim: 'personalnummer',
-        algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'], jwksCooldownMs: 30_000, adminApiKey: undefined,
+        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'], jwksCooldownMs: 0, adminApiKey: undefined,
       },
       erp: { mode: 'demo', importEnabled: true, importOffsetDays: 1 },
       documents: { mode: 'local' },
@@ -37,8 +37,8 @@ describe('loadConfig', () => {
   });
 
   it('switches to OIDC when an issuer is configured and reads the algorithm list', () => {
-    const config = loadConfig({ OIDC_ISSUER: issuer, OIDC_ALGORITHMS: ' RS256 , ES384 ', OIDC_JWKS_COOLDOWN_MS: '0' });
-    expect(config.auth).toMatchObject({ mode: 'oidc', issuer, algorithms: ['RS256', 'ES384'], jwksCooldownMs: 0 });
+    const config = loadConfig({ OIDC_ISSUER: issuer, OIDC_ALGORITHMS: ' RS256 , ES384 ', OIDC_JWKS_COOLDOWN_MS: '30000' });
+    expect(config.auth).toMatchObject({ mode: 'oidc', issuer, algorithms: ['RS256', 'ES384'], jwksCooldownMs: 30_000 });
   });
 
   it('reads PostgreSQL, flags and numbers from their text form', () => {
