@@ -25,7 +25,7 @@ const Env = z.object({
   OIDC_ALGORITHMS: z.string().default([...asymmetricAlgorithms].join(','))
     .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
     .refine((list) => list.length > 0 && list.every((a) => asymmetricAlgorithms.has(a)), `must list only asymmetric algorithms (${[...asymmetricAlgorithms].join(', ')})`),
-  OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(0),
+  OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(10_000),
   // Tests go below the floor of 10 seconds to see tokens expire (NODE_ENV=test only, checked below).
   DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(12 * 3600),
   ADMIN_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),

@@ -10,7 +10,10 @@ export interface TokenVerifierOptions {
   audience: string;
   algorithms: string[];
   personalnummerClaim: string;
-  /** How long after fetching the key set a token naming an unknown `kid` does not fetch it again (default 0). */
+  /**
+   * The key set is fetched whenever a token names a `kid` it does not hold, up to a few times in a
+   * row (the first fetch, a rotation); past that at most once per this many ms (default 10 s).
+   */
   jwksCooldownMs?: number;
 }
 
@@ -28,6 +31,7 @@ export class TokenError extends Error {}
 export class IssuerUnreachable extends Error {}
 
 const VERIFIED_TOKENS_KEPT = 5000;
+const KEY_SET_FETCHES_IN_A_ROW = 3;
 
 /**
  * Verifies bearer JWTs against an OIDC issuer: metadata and key set are discovered once and
@@ -45,6 +49,19 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
   // token be checked again.
   let keySetGeneration = 0;
   let lastKeySet: string | undefined;
+  // Fetches of the key set are budgeted, so that tokens naming made-up keys cannot make the service
+  // hammer the issuer: over the budget the set in memory answers, and such a token is refused.
+  const refillMs = options.jwksCooldownMs ?? 10_000;
+  let budget = KEY_SET_FETCHES_IN_A_ROW;
+  let budgetAt = Date.now();
+  const mayFetchKeySet = () => {
+    const now = Date.now();
+    budget = Math.min(KEY_SET_FETCHES_IN_A_ROW, budget + (refillMs > 0 ? (now - budgetAt) / refillMs : Infinity));
+    budgetAt = now;
+    if (budget < 1) return false;
+    budget -= 1;
+    return true;
+  };
 
   const fetchFromIssuer = async (what: string, ...args: Parameters<typeof fetch>) => {
     const response = await fetch(...args).catch((error: Error) => {
@@ -61,8 +78,9 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     if (!metadata.success) throw new IssuerUnreachable('OIDC discovery answered no valid metadata');
     if (metadata.data.issuer.replace(/\/$/, '') !== issuer) throw new IssuerUnreachable('OIDC discovery names another issuer');
     const jwks = createRemoteJWKSet(new URL(metadata.data.jwks_uri), {
-      cooldownDuration: options.jwksCooldownMs ?? 0,
+      cooldownDuration: 0,
       [customFetch]: async (...args: Parameters<typeof fetch>) => {
+        if (!mayFetchKeySet() && lastKeySet !== undefined) return new Response(lastKeySet, { headers: { 'content-type': 'application/json' } });
         const response = await fetchFromIssuer('key set', ...args);
         const keySet = await response.clone().text();
         if (keySet !== lastKeySet) keySetGeneration += 1;

@@ -3,7 +3,7 @@ import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type J
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createTokenVerifier, IssuerUnreachable } from '../../server/auth/tokens.js';
+import { createTokenVerifier, IssuerUnreachable, TokenError } from '../../server/auth/tokens.js';
 import { DomainError } from '../../server/errors.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
@@ -12,7 +12,8 @@ import { SyncSocket } from '../helpers/wsClient.js';
 
 const ISSUER = 'https://idp.example.test';
 const AUDIENCE = 'tourline';
-const oidcEnv = { AUTH_MODE: 'oidc', OIDC_ISSUER: ISSUER, OIDC_AUDIENCE: AUDIENCE };
+// Every test here may bring a new key: no limit on fetching the key set (see 'the token verifier').
+const oidcEnv = { AUTH_MODE: 'oidc', OIDC_ISSUER: ISSUER, OIDC_AUDIENCE: AUDIENCE, OIDC_JWKS_COOLDOWN_MS: '0' };
 
 interface SigningKey { kid: string; alg: 'RS256' | 'ES256' | 'RS512' | 'ES384' | 'PS256'; privateKey: CryptoKey; publicKey: CryptoKey; jwk: JWK }
 
@@ -284,6 +285,22 @@ describe('the token verifier', () => {
       await expect(verify(token)).rejects.toThrow(/exp/);
     } finally {
       vi.useRealTimers();
+      idp.keys = [rsaKey, ecKey];
+    }
+  });
+
+  it('fetches the key set for a rotated key at once, but not for every token naming a made-up key', async () => {
+    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256'], personalnummerClaim: 'personalnummer', jwksCooldownMs: 60_000 });
+    const before = idp.hits.jwks;
+    await expect(verify(await idpToken(3107))).resolves.toMatchObject({ personalnummer: 3107 });
+    const rotated = await newKey('RS256');
+    idp.keys = [rotated, ecKey];
+    try {
+      await expect(verify(await idpToken(3107, { key: rotated }))).resolves.toMatchObject({ personalnummer: 3107 });
+      for (let i = 0; i < 10; i += 1) await expect(verify(await idpToken(3107, { key: await newKey('RS256') }))).rejects.toThrow(TokenError);
+      expect(idp.hits.jwks - before).toBe(3);
+      await expect(verify(await idpToken(3108, { key: rotated }))).resolves.toMatchObject({ personalnummer: 3108 });
+    } finally {
       idp.keys = [rsaKey, ecKey];
     }
   });

@@ -25,7 +25,7 @@ describe('loadConfig', () => {
       bodyLimitBytes: 2 * 1024 * 1024, logLevel: 'info',
       auth: {
         mode: 'dev', issuer: undefined, audience: 'tourline', personalnummerClaim: 'personalnummer',
-        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'], jwksCooldownMs: 0, adminApiKey: undefined,
+        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'], jwksCooldownMs: 10_000, adminApiKey: undefined,
       },
       erp: { mode: 'demo', importEnabled: true, importOffsetDays: 1 },
       documents: { mode: 'local' },
