@@ -3,7 +3,7 @@ import type { SyncEvent, SyncEventOf, EventResult } from '../../shared/schemas/s
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
 import { constraintViolation } from '../db/errors.js';
-import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
+import { cars, paymentMethods, paymentProtocol, services, type RecordedRejection } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError, validation } from '../errors.js';
 import type { PaymentRow } from '../queries/shapes.js';
@@ -30,6 +30,7 @@ interface Entry {
 
 const rejection = (event: SyncEvent, { code, reason, message, errors }: Rejection): EngineResult =>
   ({ eventId: event.eventId, status: 'rejected', code, reason, message, ...(errors && { errors }) });
+const answerOf = ({ ownFields: _, ...answer }: Rejection): RecordedRejection => answer;
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
 const reusedId = (event: SyncEvent): EngineResult => ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event' });
 /** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
@@ -252,11 +253,9 @@ async function applyInTransaction(db: Db, work: Entry[]) {
       // (after a lost answer, say) must not apply it in a state that later events of its batch made.
       // One refused for its own fields is refused the same way again, and a corrected copy may reuse the id.
       if (outcome.ok || !outcome.rejection.ownFields) {
-        const { code, reason, message, errors } = result;
         ws.inserts.processed.push({
           eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
-          deliveryId, occurredAt: new Date(event.occurredAt),
-          rejection: outcome.ok ? null : { code: code!, reason: reason!, message: message!, ...(errors && { errors }) },
+          deliveryId, occurredAt: new Date(event.occurredAt), rejection: outcome.ok ? null : answerOf(outcome.rejection),
         });
       }
       out.set(entry, result);
