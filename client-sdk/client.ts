@@ -288,11 +288,13 @@ export class TourlineClient {
   clearServiceValue(deliveryId: string, serviceId: string) { return this.enqueue({ type: 'service.clear', deliveryId, serviceId }); }
 
   /** Completion with both signatures (PNG); replayed safely through `acknowledgements.clientEventId`. */
-  async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId'> }) {
+  async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'> }) {
     const id = this.randomId();
+    const occurredAt = this.isoNow();
+    // The time goes along, so that a completion sent hours later still counts when it happened.
     const action: CompletionAction = {
-      kind: 'completion', deliveryId, occurredAt: this.isoNow(),
-      acknowledgements: { ...input.acknowledgements, clientEventId: id },
+      kind: 'completion', deliveryId, occurredAt,
+      acknowledgements: { ...input.acknowledgements, clientEventId: id, occurredAt },
       customerSignature: await toBase64(input.customerSignature),
       driverSignature: await toBase64(input.driverSignature),
     };

@@ -304,7 +304,9 @@ export const completions = pgTable('completions', {
   customerSignatureId: uuid('customer_signature_id').notNull().references(() => attachments.id),
   driverSignatureId: uuid('driver_signature_id').notNull().references(() => attachments.id),
   reportAttachmentId: uuid('report_attachment_id').references(() => attachments.id),
+  /** When the driver completed the delivery (the device's time, see `completionTime`). */
   completedAt: ts('completed_at').notNull(),
+  receivedAt: writtenAt('received_at'),
   erpPushStatus: text('erp_push_status', { enum: ['pending', 'succeeded', 'failed'] }).notNull().default('pending'),
   erpPushAttempts: integer('erp_push_attempts').notNull().default(0),
   erpPushedAt: ts('erp_pushed_at'),

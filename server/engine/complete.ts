@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, desc, eq, sql } from 'drizzle-orm';
-import { completionProblem, paymentSettlement, type PaymentSettlement } from '../../shared/rules/completion.js';
+import { completionProblem, completionTime, paymentSettlement, type PaymentSettlement } from '../../shared/rules/completion.js';
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../shared/schemas/deliveries.js';
 import type { DriverActor } from '../context.js';
 import type { Db } from '../db/client.js';
@@ -173,7 +173,8 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
       const result = await evaluate(tx, actor, request.deliveryId, request.acknowledgements);
       if (result.kind === 'replay') return { delivery: result.delivery, replayed: true };
       const { acknowledgements: ack } = request;
-      const completedAt = new Date();
+      const now = new Date();
+      const completedAt = completionTime(ack.occurredAt, now);
 
       const signatures = ([['customer_signature', request.customerSignature], ['driver_signature', request.driverSignature]] as const)
         .map(([kind, bytes]) => ({ id: randomUUID(), kind, bytes }));
@@ -198,7 +199,7 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
       // The method the completion settled on becomes the delivery's: a logged payment's (it
       // supplies the method), else one chosen at completion; with none the document's stays.
       const method = result.payment.paymentMethodId ? { paymentMethodId: result.payment.paymentMethodId } : {};
-      const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: completedAt, ...method })
+      const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: now, ...method })
         .where(eq(deliveries.id, request.deliveryId)).returning();
       if (ack.clientEventId) {
         await tx.insert(processedEvents).values({

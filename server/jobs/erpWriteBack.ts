@@ -98,7 +98,7 @@ export async function followUpCompletion(deps: Deps, deliveryId: string): Promis
 }
 
 const due = (graceMs: number) => sql`(${completions.erpPushStatus} <> 'succeeded' OR ${completions.reportAttachmentId} IS NULL)
-  AND coalesce(${completions.erpNextAttemptAt}, ${completions.completedAt} + ${`${graceMs} milliseconds`}::interval) <= now()`;
+  AND coalesce(${completions.erpNextAttemptAt}, ${completions.receivedAt} + ${`${graceMs} milliseconds`}::interval) <= now()`;
 
 /** Claims one completion for a follow-up right after its commit, unless someone else already has it. */
 async function claim(deps: Deps, deliveryId: string): Promise<boolean> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { completionProblem, paymentSettlement, type CompletionGateInput } from './completion.js';
+import { COMPLETION_TIME_MAX_AGE_MS, completionProblem, completionTime, paymentSettlement, type CompletionGateInput } from './completion.js';
 
 const ready: CompletionGateInput = {
   state: 'active',
@@ -71,5 +71,20 @@ describe('completion gates', () => {
       expect(completionProblem({ ...open, latestPaymentCents: 500 })).toBeNull();
       expect(completionProblem({ ...open, method: invoice })).toBeNull();
     });
+  });
+});
+
+describe('completionTime', () => {
+  const now = new Date('2026-03-02T12:00:00.000Z');
+  const at = (ms: number) => new Date(now.getTime() + ms).toISOString();
+
+  it.each([
+    [undefined, now.toISOString(), 'no device time'],
+    [at(-3600_000), at(-3600_000), 'an hour ago'],
+    [at(-COMPLETION_TIME_MAX_AGE_MS), at(-COMPLETION_TIME_MAX_AGE_MS), 'exactly a week ago'],
+    [at(-COMPLETION_TIME_MAX_AGE_MS - 1), now.toISOString(), 'more than a week ago'],
+    [at(1), now.toISOString(), 'ahead of now'],
+  ])('takes %s as %s (%s)', (occurredAt, expected, _why) => {
+    expect(completionTime(occurredAt, now).toISOString()).toBe(expected);
   });
 });

@@ -21,6 +21,18 @@ export interface CompletionProblem {
   errors: { path: string; message: string }[];
 }
 
+/** How far back a device's completion time is believed; a clock further off falls back to the service's. */
+export const COMPLETION_TIME_MAX_AGE_MS = 7 * 24 * 3600_000;
+
+/**
+ * When a delivery counts as completed: when the driver completed it on the device (the outbox may
+ * send it hours later), unless that time lies in the future or too far back for a working clock.
+ */
+export function completionTime(occurredAt: string | undefined, now: Date): Date {
+  const device = occurredAt === undefined ? undefined : new Date(occurredAt);
+  return device && device <= now && now.getTime() - device.getTime() <= COMPLETION_TIME_MAX_AGE_MS ? device : now;
+}
+
 /** How the payment duty is met: by a logged payment, by the legacy on-site confirmation, or not needed. */
 export type PaymentSettlement = 'none_open' | 'logged_payment' | 'collected_on_site' | 'not_collected_on_site';
 

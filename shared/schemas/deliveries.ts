@@ -172,6 +172,9 @@ export const CompleteDeliveryAcknowledgements = z.object({
   paymentCollected: z.boolean().optional(),
   paymentMethodId: Uuid.nullable().optional(),
   clientEventId: Uuid.optional(),
+  occurredAt: Timestamp.optional().meta({
+    description: 'When the driver completed the delivery on the device, for a completion sent later from an outbox: the completion time (and the ERP\'s delivered-at) unless it lies in the future or more than 7 days back, where the service\'s own time counts',
+  }),
 }).meta({ id: 'CompleteDeliveryAcknowledgements' });
 export type CompleteDeliveryAcknowledgements = z.infer<typeof CompleteDeliveryAcknowledgements>;
 

@@ -96,6 +96,28 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
     });
   });
 
+  it('counts a completion sent later from an outbox when it happened on the device, within a week and not ahead of now', async () => {
+    const { token, delivery } = await setup(api);
+    const signedAt = new Date(Date.now() - 3 * 3600_000).toISOString();
+    const response = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, occurredAt: signedAt } });
+    expect(response.body.delivery.completedAt).toBe(signedAt);
+    const completion = await completionOf(api, delivery.id);
+    expect(completion.completedAt.toISOString()).toBe(signedAt);
+    expect(completion.receivedAt.getTime()).toBeGreaterThan(Date.parse(signedAt) + 3 * 3600_000 - 60_000);
+    const pushed = (api.ctx.erp as DemoErp).writeBacks.find((w) => w.document.belegnummer === delivery.belegnummer);
+    expect(pushed?.writeBack.deliveredAt).toBe(signedAt);
+
+    for (const occurredAt of [new Date(Date.now() + 3600_000).toISOString(), new Date(Date.now() - 8 * 24 * 3600_000).toISOString()]) {
+      const other = await setup(api);
+      const before = Date.now();
+      const answer = await complete(api, other.token, other.delivery.id, { acknowledgements: { receiptConfirmed: true, occurredAt } });
+      expect(Date.parse(answer.body.delivery.completedAt)).toBeGreaterThanOrEqual(before - 1000);
+      expect(Date.parse(answer.body.delivery.completedAt)).toBeLessThanOrEqual(Date.now());
+    }
+    const bad = await setup(api);
+    expectProblem(await complete(api, bad.token, bad.delivery.id, { acknowledgements: { receiptConfirmed: true, occurredAt: 'gestern' } }), 400, 'validation');
+  });
+
   describe('requests', () => {
     it('answers 404 for an unknown delivery and for a delivery of another account', async () => {
       const { delivery } = await setup(api);

@@ -140,7 +140,8 @@ describe('flushing', () => {
     const tour = newTour();
     const [a, b] = tour.deliveries;
     const service = fakeService();
-    const client = await open({ fetch: service.fetch });
+    const signedAt = '2026-03-02T08:00:00.000Z';
+    const client = await open({ fetch: service.fetch, now: () => Date.parse(signedAt) });
     await client.state.putTour(tour);
     await client.scan(a.positions[0].id);
     const { eventId: completionId } = await client.complete(a.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
@@ -152,7 +153,8 @@ describe('flushing', () => {
     expect(order).toEqual(['scan+scan', 'complete', 'note.create']);
     const form = service.calls.find((c) => c.path.endsWith('/complete'))!.body as FormData;
     const acknowledgements = JSON.parse(await (form.get('acknowledgements') as Blob).text());
-    expect(acknowledgements).toEqual({ receiptConfirmed: true, clientEventId: completionId });
+    // The time of the completion on the device goes along, however late it is sent.
+    expect(acknowledgements).toEqual({ receiptConfirmed: true, clientEventId: completionId, occurredAt: signedAt });
     expect(new Uint8Array(await (form.get('customer_signature') as Blob).arrayBuffer())).toEqual(PNG);
   });
 
