@@ -281,8 +281,8 @@ export const attachments = pgTable('attachments', {
 
 /**
  * The bytes of the attachments the service keeps itself: the signatures, which the spec has stored
- * locally, written in the transaction that completes their delivery (so a completion never waits
- * for, or fails with, the document store). Their attachments' reference is `~db/<attachment id>`.
+ * locally, written in the transaction that completes their delivery (so a completion never fails
+ * with the document store). Their attachments' reference is `~db/<attachment id>`.
  */
 export const attachmentContents = pgTable('attachment_contents', {
   attachmentId: uuid('attachment_id').primaryKey().references(() => attachments.id),
