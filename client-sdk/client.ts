@@ -290,11 +290,9 @@ export class TourlineClient {
   /** Completion with both signatures (PNG); replayed safely through `acknowledgements.clientEventId`. */
   async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'> }) {
     const id = this.randomId();
-    const occurredAt = this.isoNow();
-    // The time goes along, so that a completion sent hours later still counts when it happened.
     const action: CompletionAction = {
-      kind: 'completion', deliveryId, occurredAt,
-      acknowledgements: { ...input.acknowledgements, clientEventId: id, occurredAt },
+      kind: 'completion', deliveryId, occurredAt: this.isoNow(),
+      acknowledgements: { ...input.acknowledgements, clientEventId: id },
       customerSignature: await toBase64(input.customerSignature),
       driverSignature: await toBase64(input.driverSignature),
     };
@@ -517,7 +515,8 @@ export class TourlineClient {
         await this.api.complete(action.deliveryId, {
           customerSignature: fromBase64(action.customerSignature),
           driverSignature: fromBase64(action.driverSignature),
-          acknowledgements: action.acknowledgements,
+          // Its time goes along, so that a completion sent hours later counts when it happened.
+          acknowledgements: { ...action.acknowledgements, occurredAt: action.occurredAt },
         });
         await this.outbox.acknowledge(entry, this.generation);
       } else if (action.kind === 'noteImage') {

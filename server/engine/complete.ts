@@ -174,7 +174,7 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
       if (result.kind === 'replay') return { delivery: result.delivery, replayed: true };
       const { acknowledgements: ack } = request;
       const now = new Date();
-      const completedAt = completionTime(ack.occurredAt, now);
+      const completedAt = completionTime(ack.occurredAt, now, result.delivery.createdAt);
 
       const signatures = ([['customer_signature', request.customerSignature], ['driver_signature', request.driverSignature]] as const)
         .map(([kind, bytes]) => ({ id: randomUUID(), kind, bytes }));

@@ -77,14 +77,17 @@ describe('completion gates', () => {
 describe('completionTime', () => {
   const now = new Date('2026-03-02T12:00:00.000Z');
   const at = (ms: number) => new Date(now.getTime() + ms).toISOString();
+  const longAgo = new Date('2026-01-01T00:00:00.000Z');
 
   it.each([
-    [undefined, now.toISOString(), 'no device time'],
-    [at(-3600_000), at(-3600_000), 'an hour ago'],
-    [at(-COMPLETION_TIME_MAX_AGE_MS), at(-COMPLETION_TIME_MAX_AGE_MS), 'exactly a week ago'],
-    [at(-COMPLETION_TIME_MAX_AGE_MS - 1), now.toISOString(), 'more than a week ago'],
-    [at(1), now.toISOString(), 'ahead of now'],
-  ])('takes %s as %s (%s)', (occurredAt, expected, _why) => {
-    expect(completionTime(occurredAt, now).toISOString()).toBe(expected);
+    [undefined, longAgo, now.toISOString(), 'no device time'],
+    [at(-3600_000), longAgo, at(-3600_000), 'an hour ago'],
+    [at(-COMPLETION_TIME_MAX_AGE_MS), longAgo, at(-COMPLETION_TIME_MAX_AGE_MS), 'exactly a week ago'],
+    [at(-COMPLETION_TIME_MAX_AGE_MS - 1), longAgo, now.toISOString(), 'more than a week ago'],
+    [at(1), longAgo, now.toISOString(), 'ahead of now'],
+    [at(-3600_000), new Date(at(-3600_000)), at(-3600_000), 'when the delivery was created'],
+    [at(-3600_001), new Date(at(-3600_000)), now.toISOString(), 'before the delivery was created'],
+  ])('takes %s with the delivery created %s as %s (%s)', (occurredAt, notBefore, expected, _why) => {
+    expect(completionTime(occurredAt, now, notBefore).toISOString()).toBe(expected);
   });
 });

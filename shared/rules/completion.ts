@@ -26,11 +26,13 @@ export const COMPLETION_TIME_MAX_AGE_MS = 7 * 24 * 3600_000;
 
 /**
  * When a delivery counts as completed: when the driver completed it on the device (the outbox may
- * send it hours later), unless that time lies in the future or too far back for a working clock.
+ * send it hours later), unless a working clock cannot have shown that time: ahead of now, before
+ * the delivery existed (`notBefore`), or more than a week back.
  */
-export function completionTime(occurredAt: string | undefined, now: Date): Date {
+export function completionTime(occurredAt: string | undefined, now: Date, notBefore: Date): Date {
   const device = occurredAt === undefined ? undefined : new Date(occurredAt);
-  return device && device <= now && now.getTime() - device.getTime() <= COMPLETION_TIME_MAX_AGE_MS ? device : now;
+  const plausible = device && device <= now && device >= notBefore && now.getTime() - device.getTime() <= COMPLETION_TIME_MAX_AGE_MS;
+  return plausible ? device : now;
 }
 
 /** How the payment duty is met: by a logged payment, by the legacy on-site confirmation, or not needed. */

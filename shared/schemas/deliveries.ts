@@ -173,7 +173,7 @@ export const CompleteDeliveryAcknowledgements = z.object({
   paymentMethodId: Uuid.nullable().optional(),
   clientEventId: Uuid.optional(),
   occurredAt: Timestamp.optional().meta({
-    description: 'When the driver completed the delivery on the device, for a completion sent later from an outbox: the completion time (and the ERP\'s delivered-at) unless it lies in the future or more than 7 days back, where the service\'s own time counts',
+    description: 'When the driver completed the delivery on the device, for a completion sent later from an outbox: the completion time (and the ERP\'s delivered-at) unless it lies in the future, before the delivery was created or more than 7 days back, where the service\'s own time counts',
   }),
 }).meta({ id: 'CompleteDeliveryAcknowledgements' });
 export type CompleteDeliveryAcknowledgements = z.infer<typeof CompleteDeliveryAcknowledgements>;

@@ -97,7 +97,9 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
   });
 
   it('counts a completion sent later from an outbox when it happened on the device, within a week and not ahead of now', async () => {
+    const importedAt = new Date(Date.now() - 24 * 3600_000);
     const { token, delivery } = await setup(api);
+    await api.db.update(deliveries).set({ createdAt: importedAt }).where(eq(deliveries.id, delivery.id));
     const signedAt = new Date(Date.now() - 3 * 3600_000).toISOString();
     const response = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, occurredAt: signedAt } });
     expect(response.body.delivery.completedAt).toBe(signedAt);
@@ -107,8 +109,10 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
     const pushed = (api.ctx.erp as DemoErp).writeBacks.find((w) => w.document.belegnummer === delivery.belegnummer);
     expect(pushed?.writeBack.deliveredAt).toBe(signedAt);
 
-    for (const occurredAt of [new Date(Date.now() + 3600_000).toISOString(), new Date(Date.now() - 8 * 24 * 3600_000).toISOString()]) {
+    // Ahead of now, more than a week back, and before the delivery was imported: no working clock shows that.
+    for (const occurredAt of [new Date(Date.now() + 3600_000), new Date(Date.now() - 8 * 24 * 3600_000), new Date(importedAt.getTime() - 60_000)].map((d) => d.toISOString())) {
       const other = await setup(api);
+      await api.db.update(deliveries).set({ createdAt: importedAt }).where(eq(deliveries.id, other.delivery.id));
       const before = Date.now();
       const answer = await complete(api, other.token, other.delivery.id, { acknowledgements: { receiptConfirmed: true, occurredAt } });
       expect(Date.parse(answer.body.delivery.completedAt)).toBeGreaterThanOrEqual(before - 1000);
