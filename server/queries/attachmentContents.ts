@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm';
 import type { Db } from '../db/client.js';
 import { attachmentContents, attachments } from '../db/schema.js';
-import { notFound } from '../errors.js';
+import { notFound, upstream } from '../errors.js';
 import type { DocumentStore } from '../integrations/documents/store.js';
 
 const PREFIX = '~db/';
@@ -16,7 +16,12 @@ export const databaseReference = (attachmentId: string) => `${PREFIX}${attachmen
 export function withDatabaseDocuments(store: DocumentStore, db: Db): DocumentStore {
   const inDatabase = (reference: string) => reference.startsWith(PREFIX);
   return {
-    put: (bytes, contentType, name) => store.put(bytes, contentType, name),
+    async put(bytes, contentType, name) {
+      const reference = await store.put(bytes, contentType, name);
+      // Such a reference would be looked up in the database, not in the store that made it.
+      if (inDatabase(reference)) throw upstream(`The document store answered a reference reserved for the database: ${reference}`);
+      return reference;
+    },
     async get(reference) {
       if (!inDatabase(reference)) return store.get(reference);
       const [row] = await db.select({ bytes: attachmentContents.bytes, contentType: attachments.contentType })

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { attachmentContents, attachments, changeLog, completions, notes } from '../../server/db/schema.js';
 import type { DocumentStore } from '../../server/integrations/documents/store.js';
 import { databaseKinds } from '../helpers/databases.js';
@@ -303,15 +303,22 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
 });
 
 describe.each(databaseKinds)('a failing document store on %s', (kind) => {
+  const diskFull = async (): Promise<string> => { throw new Error('disk full'); };
+  let upload = diskFull;
   const failing: DocumentStore = {
-    async put() { throw new Error('disk full'); },
+    put: () => upload(),
     async get() { throw new Error('disk full'); },
   };
   let api: TestServer;
   beforeAll(async () => { api = await startTestServer(kind, {}, { documents: failing }); });
+  afterEach(() => { upload = diskFull; });
   afterAll(() => api.close());
 
-  it('answers a failed note image upload with 500 and a problem body, creating no note', async () => {
+  it.each([
+    ['failing', diskFull],
+    ['answering a reference the database reserves', async () => `~db/${randomUUID()}`],
+  ])('answers a note image upload to a store %s with 500 and a problem body, creating no note', async (_what, answer) => {
+    upload = answer;
     const { token, delivery: d } = await activeDelivery(api);
     const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(await signaturePng()), { token });
     expect(response.status).toBe(500);
