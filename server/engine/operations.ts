@@ -35,11 +35,10 @@ export interface OperationInput {
   attachment?: AttachmentInput;
 }
 
-const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[]): Outcome =>
-  ({ ok: false, rejection: { code, reason, message, ...(errors && { errors }) } });
+const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[], ownFields?: true): Outcome =>
+  ({ ok: false, rejection: { code, reason, message, ...(errors && { errors }), ...(ownFields && { ownFields }) } });
 const invalid = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors);
-const malformed = (message: string, reason: string, errors?: FieldProblem[]): Outcome =>
-  ({ ok: false, rejection: { code: 'validation', reason, message, ...(errors && { errors }), ownFields: true } });
+const malformed = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors, true);
 const notOwnCar = (path: 'authorCarId' | 'carId') =>
   invalid('The car does not belong to your account', 'car_not_of_account', [{ path, message: 'is not a car of your account' }]);
 const notActive = (ws: WorkingSet) => rejected('invalid_state_transition', 'delivery_not_active', `The delivery is ${ws.delivery.state}, not active`);

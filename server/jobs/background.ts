@@ -4,8 +4,8 @@
  * the database goes), a scheduled import.
  */
 export interface BackgroundWork {
-  /** Keeps `work` until it settles; it handles its own errors. */
-  add(work: Promise<unknown>): void;
+  /** Keeps `work` until it settles and hands it back; it handles its own errors. */
+  add<T>(work: Promise<T>): Promise<T>;
   /** Resolves once everything added so far has settled. */
   settled(): Promise<void>;
 }
@@ -17,6 +17,7 @@ export function createBackgroundWork(): BackgroundWork {
       running.add(work);
       const remove = () => { running.delete(work); };
       work.then(remove, remove);
+      return work;
     },
     async settled() {
       await Promise.allSettled(running);

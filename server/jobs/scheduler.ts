@@ -24,21 +24,17 @@ export interface ImportJobOptions {
 export function startImportJobs(ctx: ImportContext, options: ImportJobOptions = {}): ImportJobs {
   const now = options.now ?? (() => new Date());
   const inFlight = createBackgroundWork();
-  const track = <T>(work: Promise<T>) => {
-    inFlight.add(work);
-    return work;
-  };
   const logFailure = (date: string) => (error: unknown) => ctx.logger.error({ err: error }, `ERP import of ${date} failed`);
 
   const job = schedule.scheduleJob({ rule: ctx.config.erp.importCron, tz: 'Europe/Berlin' }, () => {
     const date = importTargetDate(ctx, now());
-    void track(runImport(ctx, date, 'scheduler').catch(logFailure(date)));
+    void inFlight.add(runImport(ctx, date, 'scheduler').catch(logFailure(date)));
   });
   if (!job) throw new Error(`ERP_IMPORT_CRON "${ctx.config.erp.importCron}" is not a valid cron expression`);
 
   const dates = [importTargetDate(ctx, now())];
   if (ctx.config.erp.mode === 'demo') dates.push(berlinDate(now()));
-  const catchUp = track((async () => {
+  const catchUp = inFlight.add((async () => {
     if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(ctx.database.db).catch((error) => ctx.logger.error({ err: error }, 'could not create the demo payment methods'));
     for (const date of new Set(dates)) {
       try {
