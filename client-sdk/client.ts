@@ -1,3 +1,4 @@
+import { isRefusal } from '../shared/rules/eventResults.js';
 import type { AuditAction, CompleteDeliveryAcknowledgements, DeliveryDetails, TourDetails } from '../shared/schemas/deliveries.js';
 import type { Change, EventResult, SyncEvent } from '../shared/schemas/sync.js';
 import type { TourSummary } from '../shared/schemas/tours.js';
@@ -502,7 +503,7 @@ export class TourlineClient {
     for (const entry of entries) {
       const result = byId.get(entry.id);
       if (!result) continue;
-      if (result.status === 'rejected') await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service', (result as { reason?: string }).reason);
+      if (isRefusal(result)) await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service', (result as { reason?: string }).reason);
       else await this.outbox.acknowledge(entry, this.generation);
     }
     this.emitChange(...entries.map((e) => this.tourOfAction(e.action)));
@@ -555,7 +556,7 @@ export class TourlineClient {
       const event: SyncEvent = { type: 'note.update', eventId: action.followUpEventId, occurredAt: action.occurredAt, deliveryId: action.deliveryId, noteId: uploaded.noteId, text: action.text };
       const { results } = await this.api.push({ clientId: this.clientId, events: [event] });
       const result = results[0];
-      if (result?.status === 'rejected') {
+      if (result && isRefusal(result)) {
         await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service');
         return;
       }

@@ -1,4 +1,5 @@
 import { inArray } from 'drizzle-orm';
+import { isRefusal } from '../../shared/rules/eventResults.js';
 import type { SyncEvent, SyncEventOf, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
@@ -31,6 +32,9 @@ interface Entry {
 const rejection = (event: SyncEvent, { code, reason, message, errors }: Rejection): EngineResult =>
   ({ eventId: event.eventId, status: 'rejected', code, reason, message, ...(errors && { errors }) });
 const answerOf = ({ ownFields: _, ...answer }: Rejection): RecordedRejection => answer;
+/** A copy of a refused event: a `duplicate` that still tells its sender why (see `isRefusal`). */
+const refusedCopy = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, entity: unknown): EngineResult =>
+  ({ eventId: event.eventId, status: 'duplicate', code, reason, message, ...(errors && { errors }), entity });
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
 const reusedId = (event: SyncEvent): EngineResult => ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event' });
 /** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
@@ -54,7 +58,7 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 /** Applies one event for a REST call: returns the touched entity, or throws the rejection as a DomainError. */
 export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
-  if (result.status === 'rejected') throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', result.errors);
+  if (isRefusal(result)) throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', result.errors);
   // Over REST only a credit's and a payment's id is the client's. A repeat that shows nothing is
   // another event's id, or the caller's own event on a delivery that has moved to another driver.
   if (result.status === 'duplicate' && (event.type === 'credit' || event.type === 'payment')) {
@@ -237,9 +241,10 @@ async function applyInTransaction(db: Db, work: Entry[]) {
         const recorded = event.type === 'scan' ? { ...event, deliveryItemId: seen.lineId ?? event.deliveryItemId } : event;
         // A copy naming nothing that exists (a deleted note) contradicts nothing: its own resend.
         const sameEvent = seen.type === event.type && (deliveryId === undefined || seen.deliveryId === deliveryId);
+        const entity = ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null;
         out.set(entry, !sameEvent ? reusedId(event)
-          : seen.rejection ? { eventId: event.eventId, status: 'rejected', ...seen.rejection }
-            : { eventId: event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null });
+          : seen.rejection ? refusedCopy(event, seen.rejection, entity)
+            : { eventId: event.eventId, status: 'duplicate', entity });
         continue;
       }
       if (seen || !deliveryId || !ws) {
@@ -269,10 +274,11 @@ async function applyInTransaction(db: Db, work: Entry[]) {
       const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
         ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
       const sameEvent = entry.event.type === first.event.type && deliveryOf(entry.event) === deliveryOf(first.event);
+      const entity = ws ? entityOf(ws, first.event, payment) : original.entity;
       out.set(entry, !sameSender ? notFound(entry.event)
-        : original.status === 'rejected' ? original
+        : original.status === 'rejected' ? refusedCopy(entry.event, original, entity ?? null)
           : !sameEvent ? reusedId(entry.event)
-            : { eventId: entry.event.eventId, status: 'duplicate', entity: ws ? entityOf(ws, first.event, payment) : original.entity });
+            : { eventId: entry.event.eventId, status: 'duplicate', entity });
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     if (changed.length > 0) await flushWorkingSets(tx, changed);

@@ -31,7 +31,9 @@ export const EventStatus = z.enum(['applied', 'duplicate', 'rejected']);
 export const EventResult = z.object({
   eventId: Uuid,
   status: EventStatus,
-  code: z.string().optional(),
+  code: z.string().optional().meta({
+    description: 'With a rejection, and with the duplicate of a refused event (an id refused before answers duplicate with that refusal): the error code',
+  }),
   reason: z.string().optional().meta({
     description: 'With a rejection: the rule that refused it, e.g. quantity_exceeded or delivery_not_active; with a duplicate: other_event when the id stands for another event than the copy describes',
   }),

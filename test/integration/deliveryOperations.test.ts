@@ -57,13 +57,16 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(response.body.results.map((r: { code: string }) => r.code)).toEqual(['not_found', 'delivery_not_active', 'not_found']);
     });
 
-    it('answers a resent scan with the refusal it got, also after the delivery was resumed', async () => {
+    it('answers a resent refused scan as a duplicate with the refusal it got, also after the delivery was resumed', async () => {
       const { token, items, path } = await setup();
       await api.post(`${path}/hold`, { reason: 'Kunde nicht da' }, { token });
       const refused = scan(items[0].id, 'scan');
       expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toMatchObject({ status: 'rejected', code: 'delivery_not_active' });
       await api.post(`${path}/resume`, undefined, { token });
-      expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toMatchObject({ status: 'rejected', code: 'delivery_not_active' });
+      expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toEqual({
+        clientScanId: refused.clientScanId, status: 'duplicate', code: 'delivery_not_active', reason: expect.any(String),
+        item: expect.objectContaining({ id: items[0].id, scannedQuantity: 0 }),
+      });
       expect((await api.post('/scans', { scans: [scan(items[0].id, 'scan')] }, { token })).body.results[0].status).toBe('applied');
     });
 

@@ -95,7 +95,7 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(item.scannedQuantity).toBe(1);
   });
 
-  it('answers a resent batch with the rejections its first push got, so that no refused event applies out of order', async () => {
+  it('answers a resent batch\'s refused events as duplicates with their refusal, so that none applies out of order', async () => {
     const { token, delivery, line } = await setup();
     // Offline, the driver held the delivery twice (the second is refused), resumed it, scanned
     // one piece too many and took one back. The answer is lost; the phone pushes the batch again.
@@ -107,10 +107,16 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(first.body.results.map((r: { status: string }) => r.status))
       .toEqual(['applied', 'rejected', 'applied', 'applied', 'applied', 'rejected', 'applied']);
     const again = await push(token, events);
-    expect(again.body.results.map((r: { status: string }) => r.status))
-      .toEqual(['duplicate', 'rejected', 'duplicate', 'duplicate', 'duplicate', 'rejected', 'duplicate']);
-    expect(again.body.results[1]).toEqual(first.body.results[1]);
-    expect(again.body.results[5]).toEqual(first.body.results[5]);
+    expect(again.body.results.map((r: { status: string }) => r.status)).toEqual(Array(7).fill('duplicate'));
+    // Each refused copy carries its first answer's code, reason and message, and the current state.
+    for (const i of [1, 5]) {
+      const { status: _, ...refusal } = first.body.results[i];
+      expect(again.body.results[i]).toEqual({ ...refusal, status: 'duplicate', entity: expect.any(Object) });
+    }
+    expect(again.body.results[1]).toMatchObject({ code: 'invalid_state_transition', entity: { id: delivery.id, state: 'active' } });
+    expect(again.body.results[5]).toMatchObject({ code: 'validation', reason: 'quantity_exceeded', entity: { id: line.id, scannedQuantity: 1 } });
+    // Only a refused copy carries a code: a copy of an applied event does not.
+    expect(again.body.results[0]).not.toHaveProperty('code');
     const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
     expect(row).toMatchObject({ state: 'active', stateReason: null });
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
@@ -140,6 +146,19 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(response.body.results[5].entity).toMatchObject({ id: delivery.id, state: 'active' });
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
     expect(item.scannedQuantity).toBe(2);
+  });
+
+  it('answers a copy within the batch of a refused event as a duplicate with the refusal, refused or not for its own fields', async () => {
+    const { token, delivery } = await setup();
+    const badCredit = onDelivery(delivery.id, 'credit', { action: 'set', amountCents: 1500, reason: 'Bruch' });
+    const refusedHold = onDelivery(delivery.id, 'delivery.hold', { reason: 'b' });
+    const response = await push(token, [badCredit, onDelivery(delivery.id, 'delivery.hold', { reason: 'a' }), refusedHold, { ...badCredit }, { ...refusedHold }]);
+    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code ?? null])).toEqual([
+      ['rejected', 'validation'], ['applied', null], ['rejected', 'invalid_state_transition'],
+      ['duplicate', 'validation'], ['duplicate', 'invalid_state_transition'],
+    ]);
+    expect(response.body.results[3]).toMatchObject({ errors: [{ path: 'amountCents' }], entity: { credit: null, openAmountCents: expect.any(Number) } });
+    expect(response.body.results[4]).toMatchObject({ message: response.body.results[2].message, entity: { id: delivery.id, state: 'held', stateReason: 'a' } });
   });
 
   it('rejects a note.create whose noteId another delivery holds with conflict, and applies the events around it', async () => {

@@ -11,9 +11,12 @@ export function fakeService(options: {
   result?: (event: SyncEvent) => Omit<EventResult, 'eventId'>;
   /** Lets a test answer a request differently (fail it, refuse it); undefined = the normal answer. */
   intercept?: (call: FakeCall) => FakeAnswer;
+  /** Handles the request, then loses its answer, as a connection that breaks after the commit. */
+  loseAnswer?: (call: FakeCall) => boolean;
 } = {}) {
   const calls: FakeCall[] = [];
-  const seen = new Set<string>();
+  // As the service: an id seen before answers duplicate, carrying the refusal of a refused one.
+  const seen = new Map<string, Omit<EventResult, 'eventId'>>();
   const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
     new Response(JSON.stringify(body), { status, headers: { 'content-type': status < 400 ? 'application/json' : 'application/problem+json', ...headers } });
 
@@ -28,14 +31,15 @@ export function fakeService(options: {
     if (answer) return answer;
     if (url.pathname === '/sync/push') {
       const events = (body as { events: SyncEvent[] }).events;
-      return json({
-        results: events.map((event) => {
-          if (seen.has(event.eventId)) return { eventId: event.eventId, status: 'duplicate' };
-          const result = options.result?.(event) ?? { status: 'applied' };
-          if (result.status !== 'rejected') seen.add(event.eventId);
-          return { eventId: event.eventId, ...result };
-        }),
+      const results = events.map((event) => {
+        const first = seen.get(event.eventId);
+        if (first) return { eventId: event.eventId, ...first, status: 'duplicate' };
+        const result = options.result?.(event) ?? { status: 'applied' };
+        seen.set(event.eventId, result);
+        return { eventId: event.eventId, ...result };
       });
+      if (options.loseAnswer?.(call)) throw new TypeError('fetch failed');
+      return json({ results });
     }
     if (url.pathname === '/sync/changes') return json({ changes: [], cursor: 'c1', hasMore: false });
     if (url.pathname === '/sync/cursor') return json({ cursor: 'c0' });

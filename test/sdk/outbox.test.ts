@@ -94,6 +94,22 @@ describe('flushing', () => {
     expect(service.pushes()).toHaveLength(1);
   });
 
+  it('takes the copy of a refused event, answered duplicate with the refusal after a lost answer, as refused', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const service = fakeService({
+      result: (e) => (e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no' } : { status: 'applied' }),
+      loseAnswer: (call) => call.path === '/sync/push' && service.pushes().length === 1,
+    });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.cancelDelivery(tour.deliveries[0].id, 'closed');
+    await client.scan(tour.deliveries[0].positions[0].id);
+    await client.sync().catch(() => undefined);
+    await client.sync();
+    expect(service.pushes()).toHaveLength(2);
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no' }] });
+  });
+
   it('halves a batch the service refuses as a whole until the one bad event is rejected alone', async () => {
     const tour = newTour({ deliveries: 1 });
     const d = tour.deliveries[0];

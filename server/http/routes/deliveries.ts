@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { isRefusal } from '../../../shared/rules/eventResults.js';
 import { Uuid } from '../../../shared/schemas/common.js';
 import {
   ApplyScansRequest, ApplyScansResponse, AssignCarRequest, CancelDeliveryRequest, CreateDeliveryNoteRequest,
@@ -39,7 +40,7 @@ export const deliveryRoutes = [
         results: results.map((r) => ({
           clientScanId: r.eventId,
           status: r.status,
-          ...(r.status === 'rejected' ? { code: r.reason ?? r.code, reason: r.message } : {}),
+          ...(isRefusal(r) ? { code: r.reason ?? r.code, reason: r.message } : {}),
           item: (r.entity as z.infer<typeof ApplyScansResponse>['results'][number]['item']) ?? null,
         })),
       };
