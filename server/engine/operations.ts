@@ -7,7 +7,7 @@ import { serviceValueProblem } from '../../shared/rules/services.js';
 import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import type { SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
-import type { cars, paymentMethods, services } from '../db/schema.js';
+import type { cars, paymentMethods, services, RecordedRejection } from '../db/schema.js';
 import type { FieldProblem } from '../errors.js';
 import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../queries/shapes.js';
 import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
@@ -16,7 +16,7 @@ import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
  * `errors` names the fields of the event (the same as the REST request's) that broke the rule.
  * `ownFields`: the event's fields alone refuse it, whatever is stored (see `applyInTransaction`).
  */
-export interface Rejection { code: ErrorCode; reason: string; message: string; errors?: FieldProblem[]; ownFields?: true }
+export interface Rejection extends RecordedRejection { code: ErrorCode; ownFields?: true }
 export type Outcome = { ok: true; entity: unknown } | { ok: false; rejection: Rejection };
 
 /** What an operation may look up besides its delivery; loaded once per batch. */
