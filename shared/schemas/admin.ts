@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ContactKind, ContactRole, IsoDate, isRealDate, RequiredText, Timestamp, Uuid } from './common.js';
+import { ContactKind, ContactRole, ErpNumber, IsoDate, isRealDate, RequiredText, Timestamp, Uuid } from './common.js';
 import { DeliveryState, ItemState } from './deliveries.js';
 
 /** Back-office shapes: every `/admin/...` response is snake_case throughout. */
@@ -83,7 +83,7 @@ export const AdminContact = z.object({
   channels: z.array(AdminContactChannel),
 }).meta({ id: 'AdminContact' });
 
-export const AdminCustomer = z.object({ id: Uuid, erp_customer_id: Int, name: z.string(), address: AdminAddress }).meta({ id: 'AdminCustomer' });
+export const AdminCustomer = z.object({ id: Uuid, erp_customer_id: ErpNumber, name: z.string(), address: AdminAddress }).meta({ id: 'AdminCustomer' });
 export const AdminArticle = z.object({
   id: Uuid, article_number: z.string(), name: z.string(), scannable: z.boolean(), default_warehouse_id: Uuid.nullable(),
 }).meta({ id: 'AdminArticle' });
@@ -119,7 +119,7 @@ export const AdminPayment = z.object({
   payment_method_id: Uuid,
   payment_method_code: z.string(),
   amount_cents: Int,
-  account_id: Int,
+  account_id: ErpNumber,
   author_car_id: Uuid.nullable(),
   occurred_at: Timestamp,
   received_at: Timestamp,
@@ -136,7 +136,7 @@ export const AdminAttachment = z.object({
 
 export const AdminCompletion = z.object({
   completed_at: Timestamp,
-  account_id: Int,
+  account_id: ErpNumber,
   author_car_id: Uuid.nullable(),
   payment_method_id: Uuid.nullable(),
   payment_id: Uuid.nullable(),
@@ -168,7 +168,7 @@ export const AdminReviewStatus = z.object({
 export const AdminDeliveryDetails = z.object({
   id: Uuid,
   tour_id: Uuid,
-  tour: z.object({ id: Uuid, tour_date: IsoDay, name: z.string().nullable(), driver_personalnummer: Int, driver_name: z.string() }),
+  tour: z.object({ id: Uuid, tour_date: IsoDay, name: z.string().nullable(), driver_personalnummer: ErpNumber, driver_name: z.string() }),
   belegart_id: Int,
   belegnummer: z.string(),
   customer_id: Uuid,
@@ -222,7 +222,7 @@ export const CompletedDeliveryItem = z.object({
   completed_at: Timestamp,
   completed_day: IsoDay.meta({ description: 'Berlin calendar day of completed_at' }),
   tour_date: IsoDay,
-  driver_personalnummer: Int,
+  driver_personalnummer: ErpNumber,
   customer_name: z.string(),
   mail_sent_at: Timestamp.nullable(),
 }).meta({ id: 'CompletedDeliveryItem' });
@@ -268,7 +268,7 @@ export const ReviewChange = z.object({
   article_name: z.string().nullable(),
   quantity: Int.nullable().meta({ description: 'Pieces removed, credited or restored' }),
   amount_cents: Int.nullable().meta({ description: 'Money credit set or removed' }),
-  account_id: Int,
+  account_id: ErpNumber,
   ...CarRef,
   reason: z.string().nullable(),
   reason_note: z.object({ id: Uuid, text: z.string().nullable(), image_attachment: z.string().nullable() }).nullable(),
@@ -283,7 +283,7 @@ export const PendingReviewResponse = z.object({
   tour_id: Uuid,
   tour_date: IsoDay,
   driver: z.object({ personalnummer: Int, name: z.string() }),
-  customer: z.object({ id: Uuid, erp_customer_id: Int, name: z.string() }),
+  customer: z.object({ id: Uuid, erp_customer_id: ErpNumber, name: z.string() }),
   state: DeliveryState,
   completed_at: Timestamp.nullable(),
   deviation: z.object({ removed_lines: Int, credited_lines: Int, credited_pieces: Int, money_credit_cents: Int.nullable() }),

@@ -80,6 +80,9 @@ export const textParameter = (meaning: Record<string, unknown>) => ({ pattern: u
 
 export const INT32_MAX = 2_147_483_647;
 
+/** An ERP number (Personalnummer, customer number): int64 in the interface, kept within JavaScript's safe integers. */
+export const ErpNumber = z.number().int().meta({ format: 'int64' });
+
 /** A query integer: digits only, within bounds, with a default when absent. */
 export const queryInt = (fallback: number, min: number, max: number, what: string) => z.string()
   .regex(/^\d{1,10}$/, `must be an integer between ${min} and ${max}`)

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Address, Timestamp, Uuid } from './common.js';
+import { Address, ErpNumber, Timestamp, Uuid } from './common.js';
 import { Article, ContactSource, Customer, Tour, Warehouse } from './tours.js';
 
 export const DeliveryState = z.enum(['active', 'held', 'canceled', 'completed']);
@@ -84,7 +84,7 @@ export const Payment = z.object({
   paymentMethodId: Uuid,
   paymentMethodCode: z.string(),
   amountCents: z.number().int(),
-  accountId: z.number().int(),
+  accountId: ErpNumber,
   authorCarId: Uuid.nullable(),
   occurredAt: Timestamp,
   receivedAt: Timestamp,

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { RequiredText, Uuid } from './common.js';
+import { ErpNumber, RequiredText, Uuid } from './common.js';
 
 export const Account = z.object({
-  personalnummer: z.number().int(),
+  personalnummer: ErpNumber,
   name: z.string(),
   active: z.boolean(),
 }).meta({ id: 'Account' });
@@ -10,7 +10,7 @@ export type Account = z.infer<typeof Account>;
 
 export const Car = z.object({
   id: Uuid,
-  accountId: z.number().int(),
+  accountId: ErpNumber,
   plate: z.string(),
   active: z.boolean(),
 }).meta({ id: 'Car' });

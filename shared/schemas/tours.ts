@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { Address, ContactKind, ContactRole, ErpKey, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
+import { Address, ContactKind, ContactRole, ErpKey, ErpNumber, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
 
-const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({ format: 'int64' });
 const Code = z.object({ code: ErpKey, name: ErpText });
 
 export const SyncPosition = z.object({
@@ -71,7 +71,7 @@ export type SyncTourInput = z.input<typeof SyncTourRequest>;
 
 export const Tour = z.object({
   id: Uuid,
-  accountId: z.number().int(),
+  accountId: ErpNumber,
   tourDate: IsoDate,
   name: z.string().nullable(),
 }).meta({ id: 'Tour' });
@@ -103,7 +103,7 @@ export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid) }).
 export const SetDeliveryOrderResponse = z.object({ tourId: Uuid, deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderResponse' });
 export type SetDeliveryOrderResponse = z.infer<typeof SetDeliveryOrderResponse>;
 
-export const Customer = z.object({ id: Uuid, erpCustomerId: z.number().int(), name: z.string(), address: Address }).meta({ id: 'Customer' });
+export const Customer = z.object({ id: Uuid, erpCustomerId: ErpNumber, name: z.string(), address: Address }).meta({ id: 'Customer' });
 export type Customer = z.infer<typeof Customer>;
 export const Warehouse = z.object({ id: Uuid, code: z.string(), name: z.string() }).meta({ id: 'Warehouse' });
 export type Warehouse = z.infer<typeof Warehouse>;

@@ -153,6 +153,14 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     expect(parameter('/me/cars', 'includeInactive')).toEqual({ type: 'boolean' });
   });
 
+  it('documents ERP numbers as int64, as the specification types them', async () => {
+    const { components: { schemas } } = await document();
+    const property = (schema: string, name: string) => (schemas[schema].properties as Record<string, Record<string, unknown>>)[name];
+    expect(property('Account', 'personalnummer')).toMatchObject({ type: 'integer', format: 'int64' });
+    expect(property('Car', 'accountId')).toMatchObject({ type: 'integer', format: 'int64' });
+    expect(property('Customer', 'erpCustomerId')).toMatchObject({ type: 'integer', format: 'int64' });
+  });
+
   it('serves the interactive reference at /docs with its assets', async () => {
     const page = await api.get('/docs');
     expect(page.status).toBe(200);
