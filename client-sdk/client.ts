@@ -97,6 +97,7 @@ export class TourlineClient {
   private readonly maxBatch: number;
   private flushChain: Promise<unknown> = Promise.resolve();
   private changeChain: Promise<unknown> = Promise.resolve();
+  private addChain: Promise<unknown> = Promise.resolve();
   private flushScheduled = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private retryAttempt = 0;
@@ -253,7 +254,7 @@ export class TourlineClient {
   removeCredit(deliveryId: string, options: { authorCarId?: string | null } = {}) { return this.enqueue({ type: 'credit', deliveryId, action: 'remove', ...options }); }
 
   /** `expectedAmountCents` defaults to the open amount the driver sees in the view. */
-  recordPayment(deliveryId: string, payment: { paymentMethodId: string; expectedAmountCents?: number; authorCarId?: string | null }) {
+  async recordPayment(deliveryId: string, payment: { paymentMethodId: string; expectedAmountCents?: number; authorCarId?: string | null }) {
     const expectedAmountCents = payment.expectedAmountCents ?? this.delivery(deliveryId)?.openAmountCents;
     if (expectedAmountCents === undefined) throw new Error(`delivery ${deliveryId} is not in the local copy; pass expectedAmountCents`);
     return this.enqueue({ type: 'payment', deliveryId, ...payment, expectedAmountCents });
@@ -269,12 +270,13 @@ export class TourlineClient {
   async createImageNote(deliveryId: string, note: { image: Binary; contentType?: string; text?: string | null; authorCarId?: string | null }) {
     const id = this.randomId();
     const noteId = this.randomId();
-    const action: NoteImageAction = {
-      kind: 'noteImage', deliveryId, noteId, occurredAt: this.isoNow(), image: await toBase64(note.image),
+    const occurredAt = this.isoNow();
+    const followUpEventId = this.randomId();
+    await this.add(id, toBase64(note.image).then((image): NoteImageAction => ({
+      kind: 'noteImage', deliveryId, noteId, occurredAt, image,
       contentType: note.contentType ?? 'image/jpeg', text: note.text?.trim() ? note.text : null, authorCarId: note.authorCarId ?? null,
-      followUpEventId: this.randomId(),
-    };
-    await this.add(id, action);
+      followUpEventId,
+    })));
     return { eventId: id, noteId };
   }
 
@@ -291,13 +293,11 @@ export class TourlineClient {
   /** Completion with both signatures (PNG); replayed safely through `acknowledgements.clientEventId`. */
   async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'> }) {
     const id = this.randomId();
-    const action: CompletionAction = {
-      kind: 'completion', deliveryId, occurredAt: this.isoNow(),
-      acknowledgements: { ...input.acknowledgements, clientEventId: id },
-      customerSignature: await toBase64(input.customerSignature),
-      driverSignature: await toBase64(input.driverSignature),
-    };
-    await this.add(id, action);
+    const occurredAt = this.isoNow();
+    await this.add(id, Promise.all([toBase64(input.customerSignature), toBase64(input.driverSignature)])
+      .then(([customerSignature, driverSignature]): CompletionAction => ({
+        kind: 'completion', deliveryId, occurredAt, acknowledgements: { ...input.acknowledgements, clientEventId: id }, customerSignature, driverSignature,
+      })));
     return { eventId: id };
   }
 
@@ -313,11 +313,20 @@ export class TourlineClient {
     return this.enqueue({ type: 'scan', deliveryItemId, action, ...options });
   }
 
-  private async add(id: string, action: OutboxAction) {
-    await this.outbox.add(id, action, this.now(), this.orderKey(action));
-    this.emitChange(this.tourOfAction(action));
-    this.emitStatus();
-    this.scheduleFlush();
+  /**
+   * Entries join the outbox in the order of the calls, also when the app does not await one
+   * call before the next, and when an action's bytes (a photo, signatures) take a moment to read.
+   */
+  private add(id: string, pending: OutboxAction | Promise<OutboxAction>): Promise<void> {
+    const added = this.addChain.then(async () => {
+      const action = await pending;
+      await this.outbox.add(id, action, this.now(), this.orderKey(action));
+      this.emitChange(this.tourOfAction(action));
+      this.emitStatus();
+      this.scheduleFlush();
+    });
+    this.addChain = added.catch(() => undefined);
+    return added;
   }
 
   /** Scans are ordered with the other events of their delivery, which the local copy knows. */

@@ -72,6 +72,31 @@ describe('flushing', () => {
     expect(client.status().pendingCount).toBe(0);
   });
 
+  it('queues actions in the order of the calls when the app does not await them, however long each write or photo takes', async () => {
+    // A storage whose first writes are the slowest, as a busy phone's can be.
+    class SlowFirstStore extends MemoryStore {
+      private writes = 0;
+      override async set(key: string, value: string) {
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, 30 - 10 * this.writes++)));
+        return super.set(key, value);
+      }
+    }
+    const tour = newTour({ deliveries: 1, positions: 1 });
+    const d = tour.deliveries[0];
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch, storage: new SlowFirstStore() });
+    await client.state.putTour(tour);
+    const photo = new Blob([PNG]);
+    const calls = await Promise.all([
+      client.holdDelivery(d.id, 'Tor zu'), client.createImageNote(d.id, { image: photo }), client.resumeDelivery(d.id), client.scan(d.positions[0].id),
+    ]);
+    expect(client.outbox.pending().map((e) => e.id)).toEqual(calls.map((c) => c.eventId));
+    await client.sync();
+    const order = service.calls.filter((c) => c.path !== '/sync/changes').map((c) =>
+      c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop());
+    expect(order).toEqual(['delivery.hold', 'image', 'delivery.resume+scan']);
+  });
+
   it('moves a rejected event to the rejected list, reports it, and still sends the events of other deliveries', async () => {
     const tour = newTour();
     const [a, b] = tour.deliveries;
