@@ -101,7 +101,7 @@ export class Transport {
       let problem: Record<string, unknown> = {};
       try { problem = JSON.parse(text); } catch { problem = { detail: text.slice(0, 500) || undefined }; }
       const now = this.options.now?.() ?? Date.now();
-      throw new ProblemError(response.status, problem as never, parseRetryAfter(response.headers.get('retry-after'), now));
+      throw new ProblemError(response.status, problem as never, parseRetryAfter(response.headers.get('retry-after'), now), type.includes('problem+json'));
     }
     try {
       if (response.status === 204) return undefined as T;
@@ -110,7 +110,9 @@ export class Transport {
     } catch (error) {
       throw new NetworkError('answer lost while reading', error);
     }
-    if (accept === 'text' || !type.includes('json')) return text as T;
+    if (accept === 'text') return text as T;
+    // Anything but JSON here is not the service talking; taking it for an answer would lose the request.
+    if (!type.includes('json')) throw new NetworkError(`not an answer of the service: ${response.status} ${type || 'without a content type'}`);
     return (text ? JSON.parse(text) : undefined) as T;
   }
 }

@@ -79,7 +79,8 @@ function defaultRandomId(): string {
 }
 
 const isServerUnavailable = (e: unknown) => e instanceof ProblemError && (e.status === 429 || e.status === 408 || e.status >= 502);
-const isRejection = (e: unknown) => e instanceof ProblemError && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
+/** The service said no to the request itself; anything else (a proxy's 404 page, too) is tried again later. */
+const isRejection = (e: unknown) => e instanceof ProblemError && e.fromService && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
 
 /**
  * The driver app's side of Tourline. Every action is written to a durable outbox before the
@@ -464,8 +465,13 @@ export class TourlineClient {
       blocked.add(entry.orderKey);
     }
     if (batch.length === 0 && multipart.length === 0) return false;
-    if (batch.length) await this.pushBatch(batch);
-    for (const entry of multipart) await this.sendMultipart(entry);
+    // Each part goes on its own: a photo the service cannot store now must not hold up another
+    // delivery's completion. The round then fails with the first failure, to be retried.
+    const failures: unknown[] = [];
+    const attempt = (work: () => Promise<void>) => work().catch((error: unknown) => { failures.push(error); });
+    if (batch.length) await attempt(() => this.pushBatch(batch));
+    for (const entry of multipart) await attempt(() => this.sendMultipart(entry));
+    if (failures.length) throw failures[0];
     this.succeeded();
     return true;
   }
@@ -476,7 +482,7 @@ export class TourlineClient {
     try {
       ({ results } = await this.api.push({ clientId: this.clientId, events }));
     } catch (error) {
-      if (isRejection(error) || (error instanceof ProblemError && error.status === 500)) {
+      if (isRejection(error) || (error instanceof ProblemError && error.fromService && error.status === 500)) {
         // The batch as a whole was refused (or crashed the server): halve it to find the event at fault.
         if (entries.length > 1) {
           const half = Math.ceil(entries.length / 2);
@@ -557,6 +563,11 @@ export class TourlineClient {
       if (action.text) fields.text = action.text;
       if (action.authorCarId) fields.authorCarId = action.authorCarId;
       const { note } = await this.api.uploadNoteImage(action.deliveryId, { file: fromBase64(action.image), contentType: action.contentType, fields });
+      if (!note) {
+        // A repeat of an upload whose note was deleted since (on another device, say): it is done.
+        await this.outbox.acknowledge(entry, this.generation);
+        return;
+      }
       uploaded = { noteId: note.id, imageAttachment: note.imageAttachment, text: note.text };
       await this.outbox.update(entry, { action: { ...action, uploaded } });
       if (note.id !== action.noteId) await this.outbox.renameNote(action.noteId, note.id);

@@ -9,8 +9,13 @@ export class ProblemError extends Error {
   readonly errors: { path: string; message: string }[] | undefined;
   /** From a `Retry-After` header, when the service sent one. */
   readonly retryAfterMs: number | undefined;
+  /**
+   * The body is problem+json, as every error of the service is. A proxy's or a load balancer's
+   * error page is not the service's verdict on the request.
+   */
+  readonly fromService: boolean;
 
-  constructor(status: number, problem: Partial<Problem> & { code?: string }, retryAfterMs?: number) {
+  constructor(status: number, problem: Partial<Problem> & { code?: string }, retryAfterMs?: number, fromService = true) {
     super(problem.detail ?? problem.title ?? `HTTP ${status}`);
     this.name = 'ProblemError';
     this.status = status;
@@ -19,6 +24,7 @@ export class ProblemError extends Error {
     this.detail = problem.detail;
     this.errors = problem.errors;
     this.retryAfterMs = retryAfterMs;
+    this.fromService = fromService;
   }
 
   /** Worth repeating later: the service was unavailable or asked to slow down. */
@@ -27,7 +33,10 @@ export class ProblemError extends Error {
   }
 }
 
-/** The request never got an answer: no connection, a timeout, or the answer was lost. */
+/**
+ * The request never got the service's answer: no connection, a timeout, the answer was lost, or
+ * something else answered in its place (a captive portal's login page).
+ */
 export class NetworkError extends Error {
   constructor(message: string, readonly cause?: unknown) {
     super(message);

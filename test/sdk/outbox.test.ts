@@ -199,6 +199,41 @@ describe('flushing', () => {
     expect(new Uint8Array(await (form.get('customer_signature') as Blob).arrayBuffer())).toEqual(PNG);
   });
 
+  it('sends another delivery\'s completion while a photo the service cannot store now waits for its retry', async () => {
+    const tour = newTour();
+    const [a, b] = tour.deliveries;
+    const service = fakeService({ intercept: (call) => (call.path.endsWith('/notes/image') ? problem(500, 'internal', 'Uploading the image to the document store failed') : undefined) });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    const { eventId: photo } = await client.createImageNote(a.id, { image: PNG, contentType: 'image/png' });
+    await client.complete(b.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+    await expect(client.sync()).rejects.toThrow(/document store/);
+    expect(service.calls.filter((c) => c.path === `/deliveries/${b.id}/complete`)).toHaveLength(1);
+    expect(client.outbox.pending().map((e) => e.id)).toEqual([photo]);
+  });
+
+  it.each([
+    ['a proxy\'s 404 page for a push', '/sync/push', 404],
+    ['a captive portal\'s 200 login page for a completion', '/complete', 200],
+  ])('keeps the actions queued when %s answers in the service\'s place, and sends them once the service answers', async (_what, path, status) => {
+    const tour = newTour({ deliveries: 1 });
+    const d = tour.deliveries[0];
+    let portal = true;
+    const service = fakeService({
+      intercept: (call) => (portal && call.path.endsWith(path) ? new Response('<html>Please log in</html>', { status, headers: { 'content-type': 'text/html' } }) : undefined),
+    });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.scan(d.positions[0].id);
+    await client.complete(d.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+    await expect(client.sync()).rejects.toThrow();
+    expect(client.status()).toMatchObject({ pendingCount: path === '/sync/push' ? 2 : 1, rejected: [] });
+    portal = false;
+    await client.sync();
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+    expect(service.calls.filter((c) => c.path.endsWith('/complete'))).toHaveLength(path === '/complete' ? 2 : 1);
+  });
+
   it('asks for a fresh token after a 401 and repeats the request without losing its place', async () => {
     const tokens: boolean[] = [];
     const service = fakeService({ intercept: (call) => (call.token === 'fresh' ? undefined : problem(401, 'unauthorized', 'Authentifizierung fehlgeschlagen')) });
@@ -246,6 +281,17 @@ describe('note images', () => {
     expect(pushed.map((e) => `${e.type}:${'noteId' in e ? e.noteId : ''}`)).toEqual(['note.update:server-note', 'note.update:server-note', 'note.delete:server-note']);
     expect(new Set(pushed.filter((e) => e.type === 'note.update').map((e) => e.eventId)).size).toBe(1);
     expect(second.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+  });
+
+  it('takes a repeated upload whose note was deleted since as done, instead of retrying it forever', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const service = fakeService({ intercept: (call) => (call.path.endsWith('/notes/image') ? service.json({ note: null }) : undefined) });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.createImageNote(tour.deliveries[0].id, { image: PNG, contentType: 'image/png', text: 'Delle' });
+    await client.sync();
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+    expect(service.pushes()).toEqual([]);
   });
 });
 
