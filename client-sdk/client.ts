@@ -149,6 +149,7 @@ export class TourlineClient {
       clientId = (options.randomId ?? defaultRandomId)();
       await store.set(CLIENT_ID_KEY, clientId);
     }
+    await outbox.settle({ lastSeq: state.lastSeq });
     return new TourlineClient(options, store, outbox, state, clientId);
   }
 
@@ -519,8 +520,10 @@ export class TourlineClient {
       const result = byId.get(entry.id);
       if (!result) continue;
       if (isRefusal(result)) await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service', (result as { reason?: string }).reason);
-      else await this.outbox.acknowledge(entry, this.generation);
+      else await this.outbox.acknowledge(entry, this.generation, result.seq);
     }
+    // The live feed may have brought these changes before the answer came.
+    await this.settle();
     this.emitChange(...entries.map((e) => this.tourOfAction(e.action)));
   }
 
@@ -638,7 +641,7 @@ export class TourlineClient {
       }
       this.statusState.online = true;
       this.statusState.lastSyncAt = this.now();
-      if (await this.outbox.settle(generation)) this.emitChange(...this.tourIds());
+      await this.settle(generation);
       this.emitStatus();
     });
   }
@@ -646,8 +649,15 @@ export class TourlineClient {
   private async ingest(changes: Change[], cursor: string) {
     const outcome = await this.state.applyChanges(changes, cursor);
     for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.recordError(error));
-    const touched = [...outcome.changedTours, ...outcome.refetch];
+    // Before telling anyone: an entry the server's state now holds must not count twice in the view.
+    const settled = await this.outbox.settle({ lastSeq: this.state.lastSeq });
+    const touched = settled ? this.tourIds() : [...outcome.changedTours, ...outcome.refetch];
     if (touched.length) this.emitChange(...touched);
+  }
+
+  /** Lets go of the acknowledged entries that the local copy of the server's state now holds. */
+  private async settle(generation?: number) {
+    if (await this.outbox.settle({ lastSeq: this.state.lastSeq, generation })) this.emitChange(...this.tourIds());
   }
 
   private async refetchTour(tourId: string) {

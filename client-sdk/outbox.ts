@@ -50,6 +50,8 @@ export interface OutboxEntry {
   rejection?: { code: string; message: string; reason?: string; at: number };
   /** In-memory only: the catch-up generation the acknowledgement happened in. */
   ackGeneration?: number;
+  /** The change-feed seq that carries the acknowledged event, when the service named it. */
+  ackSeq?: number;
 }
 
 const PREFIX = 'outbox/';
@@ -102,17 +104,22 @@ export class Outbox {
     Object.assign(entry, patch);
   }
 
-  acknowledge(entry: OutboxEntry, generation: number) {
-    return this.update(entry, { state: 'acknowledged', ackGeneration: generation, lastError: undefined });
+  acknowledge(entry: OutboxEntry, generation: number, seq?: number) {
+    return this.update(entry, { state: 'acknowledged', ackGeneration: generation, ackSeq: seq, lastError: undefined });
   }
 
   reject(entry: OutboxEntry, code: string, message: string, now: number, reason?: string) {
     return this.update(entry, { state: 'rejected', rejection: { code, message, at: now, ...(reason ? { reason } : {}) } });
   }
 
-  /** Drops acknowledged entries the change feed has caught up with (acknowledged before `generation`). */
-  async settle(generation: number): Promise<number> {
-    const settled = this.entries.filter((e) => e.state === 'acknowledged' && (e.ackGeneration ?? 0) < generation);
+  /**
+   * Drops acknowledged entries that the local copy of the server's state already contains: the
+   * changes up to their seq are applied (`lastSeq`), or a pull that started after their
+   * acknowledgement has caught up (acknowledged before `generation`).
+   */
+  async settle({ lastSeq, generation = 0 }: { lastSeq: number; generation?: number }): Promise<number> {
+    const settled = this.entries.filter((e) => e.state === 'acknowledged'
+      && ((e.ackSeq !== undefined && e.ackSeq <= lastSeq) || (e.ackGeneration ?? 0) < generation));
     for (const entry of settled) await this.remove(entry);
     return settled.length;
   }

@@ -281,7 +281,12 @@ async function applyInTransaction(db: Db, work: Entry[]) {
             : { eventId: entry.event.eventId, status: 'duplicate', entity });
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
-    if (changed.length > 0) await flushWorkingSets(tx, changed);
+    const seqs = changed.length > 0 ? await flushWorkingSets(tx, changed) : new Map<number, number>();
+    // Applied now: from which change of the sender's feed on their copy of the state contains it.
+    for (const [entry, result] of out) {
+      const seq = seqs.get(entry.actor.personalnummer);
+      if (result.status === 'applied' && seq !== undefined) out.set(entry, { ...result, seq });
+    }
     return out;
   });
   for (const [entry, result] of staged) entry.result = result;

@@ -31,9 +31,11 @@ export const changeLogAppend = {
       SELECT e.v->>'entity', e.v->>'op', e.v->>'entity_id', (e.v->>'tour_id')::uuid, (e.v->>'account_id')::bigint, NULLIF(e.v->'data', 'null'::jsonb)
       FROM change_lock, jsonb_array_elements(${sql.placeholder('changes')}::jsonb) WITH ORDINALITY AS e(v, n)
       ORDER BY e.n
-      RETURNING seq)`,
+      RETURNING seq, account_id)`,
   ],
   notify: sql`(SELECT pg_notify('${sql.raw(CHANGES_CHANNEL)}', max(seq)::text || ':' || ${sql.placeholder('audience')}::text) FROM change_rows)`,
+  /** The highest seq taken per account that sees the change (`{ "<account>": seq }`). */
+  accountSeqs: sql`(SELECT jsonb_object_agg(account_id, seq) FROM (SELECT account_id, max(seq) AS seq FROM change_rows WHERE account_id IS NOT NULL GROUP BY account_id) s)`,
 };
 
 /** The values of `changeLogAppend` for these change records. */

@@ -115,9 +115,10 @@ const json = (rows: unknown[]) => JSON.stringify(rows);
 
 /**
  * Writes everything the events of a batch changed, one statement per kind of change whatever the
- * number of deliveries and events, then their change records.
+ * number of deliveries and events, then their change records. Answers the highest change seq
+ * taken per account.
  */
-export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void> {
+export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<number, number>> {
   const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
   const dirtyDeliveries = sets.filter((ws) => ws.deliveryDirty).map((ws) => ws.delivery);
   const changes = sets.flatMap(changesOf);
@@ -144,7 +145,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
     }))),
     ...changeLogValues(changes),
   };
-  const [written] = await executePrepared<{ inserted: number }>(tx, `engine_write${shape(has)}`, () => {
+  const [written] = await executePrepared<{ inserted: number; account_seqs?: Record<string, number> | null }>(tx, `engine_write${shape(has)}`, () => {
     const parts = [sql`p AS (
       INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, rejection)
       SELECT * FROM jsonb_to_recordset(${sql.placeholder('processed')}::jsonb)
@@ -171,7 +172,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
     if (has.changes) parts.push(...changeLogAppend.parts);
     // Every part of a WITH that writes runs to completion, read or not.
     return sql`WITH ${sql.join(parts, sql`, `)}
-      SELECT (SELECT count(*) FROM p)::int AS inserted${has.changes ? sql`, ${changeLogAppend.notify}` : sql``}`;
+      SELECT (SELECT count(*) FROM p)::int AS inserted${has.changes ? sql`, ${changeLogAppend.accountSeqs} AS account_seqs, ${changeLogAppend.notify}` : sql``}`;
   }, values);
   // Another transaction recorded one of these ids for another delivery since we looked.
   if (Number(written.inserted) !== processed.length) throw new ConcurrentDuplicate();
@@ -230,6 +231,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<void
         AS v(id uuid, state text, reason text, car uuid, credit int, credit_reason text, credit_at timestamptz, at timestamptz)
       WHERE ${deliveries.id} = v.id AND ${inList(deliveries.id, dirtyDeliveries.map((d) => d.id))}`);
   }
+  return new Map(Object.entries(written.account_seqs ?? {}).map(([account, seq]) => [Number(account), Number(seq)]));
 }
 
 /** The change records of one delivery: every entity it touched, with the delivery first. */

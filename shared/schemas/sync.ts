@@ -40,6 +40,9 @@ export const EventResult = z.object({
   message: z.string().optional(),
   errors: Problem.shape.errors.meta({ description: 'With a rejection for a field of the event: which one, and why' }),
   entity: z.unknown().optional(),
+  seq: z.number().int().optional().meta({
+    description: 'With an applied event: the change-feed seq up to which the sender\'s feed carries it. A client that has received the changes up to this seq holds a state that contains the event, so it stops adding the event on top of it.',
+  }),
 }).meta({ id: 'EventResult' });
 export type EventResult = z.infer<typeof EventResult>;
 

@@ -95,6 +95,19 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(item.scannedQuantity).toBe(1);
   });
 
+  it('names for each applied event the seq up to which the sender\'s change feed carries it', async () => {
+    const { token, delivery, line } = await setup();
+    const cursor = (await api.get('/sync/cursor', { token })).body.cursor;
+    const events = [scan(line.id), onDelivery(delivery.id, 'delivery.hold', { reason: '' }), onDelivery(delivery.id, 'delivery.assignCar', { carId: null })];
+    const first = await push(token, events);
+    expect(first.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'rejected', 'applied']);
+    const feed = (await api.get(`/sync/changes?since=${cursor}`, { token })).body.changes as { seq: number }[];
+    const last = Math.max(...feed.map((c) => c.seq));
+    expect(first.body.results.map((r: { seq?: number }) => r.seq)).toEqual([last, undefined, last]);
+    // A copy changes nothing, so it names no seq.
+    expect((await push(token, [events[0]])).body.results[0]).not.toHaveProperty('seq');
+  });
+
   it('answers a resent batch\'s refused events as duplicates with their refusal, so that none applies out of order', async () => {
     const { token, delivery, line } = await setup();
     // Offline, the driver held the delivery twice (the second is refused), resumed it, scanned

@@ -6,6 +6,7 @@ import sharp from 'sharp';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
+import { MemoryStore } from '../../client-sdk/storage/keyValue.js';
 import type { Db } from '../../server/db/client.js';
 import { completions, creditEvents, deliveries, paymentProtocol, processedEvents, scanAudit } from '../../server/db/schema.js';
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
@@ -219,6 +220,35 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     await vi.waitFor(() => expect(scannedOn(puller)).toBe(2), { timeout: 5000 });
     await expectViewEqualsServer(watcher, server, pnr, tourId);
     await expectViewEqualsServer(puller, server, pnr, tourId);
+  });
+
+  it('never counts its own scan twice in the view, whether the live feed brings it before or after the answer, and without a pull', async () => {
+    const server = await runningServer();
+    const { pnr, tourId, seeded } = await driverWithTour(server);
+    const faults = new FaultInjector(server.url);
+    const storage = new MemoryStore();
+    const client = await openClient(sdkOptions(() => server, pnr, faults, { webSocket: faults.webSocket, pollIntervalMs: 60_000, storage }));
+    await client.loadTours({ date: seeded.tour.tourDate });
+    const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
+    const quantity = (tour: TourDetails | undefined) => tour!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity;
+    let scans = 0;
+    const seen: number[] = [];
+    client.on('change', () => seen.push(quantity(client.view(tourId)) - scans));
+    client.start();
+    await vi.waitFor(() => expect(client.status().liveConnected).toBe(true), { timeout: 5000 });
+    // From here on every pull fails: only the socket brings the changes.
+    faults.drop(on('/sync/changes'), 1000);
+    for (let i = 1; i <= 3; i++) {
+      scans = i;
+      await client.scan(line.id);
+      await vi.waitFor(() => expect([quantity(client.serverTour(tourId)), client.outbox.all().length]).toEqual([i, 0]), { timeout: 5000 });
+    }
+    expect(quantity(client.view(tourId))).toBe(3);
+    expect(Math.max(...seen)).toBe(0);
+    // After a restart the view is the same, with nothing left to settle.
+    await client.close();
+    const again = await openClient(sdkOptions(() => server, pnr, faults, { storage }));
+    expect([quantity(again.view(tourId)), again.outbox.all().length]).toEqual([3, 0]);
   });
 
   it('loses nothing when the server restarts, and nothing when the app restarts with a file store', async () => {
