@@ -304,6 +304,12 @@ export const completions = pgTable('completions', {
   customerSignatureId: uuid('customer_signature_id').notNull().references(() => attachments.id),
   driverSignatureId: uuid('driver_signature_id').notNull().references(() => attachments.id),
   reportAttachmentId: uuid('report_attachment_id').references(() => attachments.id),
+  /**
+   * What the delivery report shows, kept by the completion's transaction: a report rendered later
+   * (document store down) must not show what changed after the signatures. Null for completions
+   * made before it was kept. Written and read by `server/queries/completionReport.ts`.
+   */
+  reportSource: jsonb('report_source'),
   /** When the driver completed the delivery (the device's time, see `completionTime`). */
   completedAt: ts('completed_at').notNull(),
   receivedAt: writtenAt('received_at'),

@@ -11,6 +11,7 @@ import {
 } from '../db/schema.js';
 import { DomainError, notFound, validation } from '../errors.js';
 import { databaseReference } from '../queries/attachmentContents.js';
+import { readReportSource } from '../queries/completionReport.js';
 import { toAttachment, toDelivery, type AttachmentRow, type DeliveryRow, type ItemRow } from '../queries/shapes.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
@@ -164,8 +165,9 @@ function paymentOutcome(
 
 /**
  * Completes a delivery in one transaction under its row lock: the two signatures (attachments
- * with their bytes), the completion row, the new state, the processed event and the change
- * records, all or nothing. A replay of the same clientEventId returns the current delivery.
+ * with their bytes), the completion row, the new state, what the delivery report will show, the
+ * processed event and the change records, all or nothing. A replay of the same clientEventId
+ * returns the current delivery.
  */
 export async function completeDelivery(db: Db, actor: DriverActor, request: CompletionRequest): Promise<{ delivery: Delivery; replayed: boolean }> {
   try {
@@ -201,6 +203,9 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
       const method = result.payment.paymentMethodId ? { paymentMethodId: result.payment.paymentMethodId } : {};
       const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: now, ...method })
         .where(eq(deliveries.id, request.deliveryId)).returning();
+      // The report is rendered after the commit, maybe much later: it shows the delivery as signed now.
+      const reportSource = await readReportSource(tx, request.deliveryId);
+      await tx.update(completions).set({ reportSource }).where(eq(completions.deliveryId, request.deliveryId));
       if (ack.clientEventId) {
         await tx.insert(processedEvents).values({
           eventId: ack.clientEventId, type: COMPLETE_EVENT_TYPE, accountId: actor.personalnummer,

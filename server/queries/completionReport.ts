@@ -11,8 +11,32 @@ export type ReportSource = Omit<DeliveryReportData, 'companyName' | 'signatures'
   signatureReferences: { customer: string; driver: string };
 };
 
-/** What the delivery report of a completed delivery shows, without the signature bytes; undefined when not completed. */
+/** A value as jsonb gives it back: its Dates are ISO strings. */
+type Stored<T> = T extends Date ? string : T extends object ? { [K in keyof T]: Stored<T[K]> } : T;
+
+/**
+ * What the delivery report of a completed delivery shows, without the signature bytes; undefined
+ * when not completed. As the completion kept it (`completions.report_source`), so that a report
+ * rendered late shows what was signed; a completion made before it was kept is read as it is now.
+ */
 export async function loadReportSource(db: Db, deliveryId: string): Promise<ReportSource | undefined> {
+  const [completion] = await db.select({ kept: completions.reportSource }).from(completions).where(eq(completions.deliveryId, deliveryId));
+  if (!completion) return undefined;
+  return completion.kept ? revive(completion.kept as Stored<ReportSource>) : readReportSource(db, deliveryId);
+}
+
+function revive(kept: Stored<ReportSource>): ReportSource {
+  return {
+    ...kept,
+    completedAt: new Date(kept.completedAt),
+    payment: { ...kept.payment, loggedAt: kept.payment.loggedAt === null ? null : new Date(kept.payment.loggedAt) },
+    notes: kept.notes.map((note) => ({ ...note, createdAt: new Date(note.createdAt) })),
+    internalNote: kept.internalNote && { ...kept.internalNote, at: new Date(kept.internalNote.at) },
+  };
+}
+
+/** The report's source from the data as it is now: what the completion keeps, in its transaction. */
+export async function readReportSource(db: Db, deliveryId: string): Promise<ReportSource | undefined> {
   const [head] = await db.select({ completion: completions, delivery: deliveries, tour: tours, customer: customers, account: accounts })
     .from(completions)
     .innerJoin(deliveries, eq(deliveries.id, completions.deliveryId))
@@ -24,22 +48,21 @@ export async function loadReportSource(db: Db, deliveryId: string): Promise<Repo
   const { completion, delivery } = head;
   const carId = completion.authorCarId ?? delivery.assignedCarId;
 
-  const [itemRows, noteRows, serviceRows, signatureRows, [car], [method], [payment]] = await Promise.all([
-    db.select({ item: deliveryItems, article: articles }).from(deliveryItems)
-      .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
-      .where(eq(deliveryItems.deliveryId, deliveryId)).orderBy(asc(deliveryItems.lineNumber)),
-    db.select().from(notes).where(eq(notes.deliveryId, deliveryId)).orderBy(asc(notes.createdAt)),
-    db.select({ value: deliveryServiceValues, service: services }).from(deliveryServiceValues)
-      .innerJoin(services, eq(services.id, deliveryServiceValues.serviceId))
-      .where(eq(deliveryServiceValues.deliveryId, deliveryId)).orderBy(asc(services.sortOrder), asc(services.name)),
-    db.select({ id: attachments.id, reference: attachments.reference }).from(attachments)
-      .where(inArray(attachments.id, [completion.customerSignatureId, completion.driverSignatureId])),
-    carId ? db.select({ plate: cars.plate }).from(cars).where(eq(cars.id, carId)) : [],
-    completion.paymentMethodId ? db.select().from(paymentMethods).where(eq(paymentMethods.id, completion.paymentMethodId)) : [],
-    completion.paymentId
-      ? db.select().from(paymentProtocol).where(eq(paymentProtocol.id, completion.paymentId)).orderBy(desc(paymentProtocol.receivedAt))
-      : [],
-  ]);
+  // One after the other: in the completion's transaction they share one connection.
+  const itemRows = await db.select({ item: deliveryItems, article: articles }).from(deliveryItems)
+    .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
+    .where(eq(deliveryItems.deliveryId, deliveryId)).orderBy(asc(deliveryItems.lineNumber));
+  const noteRows = await db.select().from(notes).where(eq(notes.deliveryId, deliveryId)).orderBy(asc(notes.createdAt));
+  const serviceRows = await db.select({ value: deliveryServiceValues, service: services }).from(deliveryServiceValues)
+    .innerJoin(services, eq(services.id, deliveryServiceValues.serviceId))
+    .where(eq(deliveryServiceValues.deliveryId, deliveryId)).orderBy(asc(services.sortOrder), asc(services.name));
+  const signatureRows = await db.select({ id: attachments.id, reference: attachments.reference }).from(attachments)
+    .where(inArray(attachments.id, [completion.customerSignatureId, completion.driverSignatureId]));
+  const [car] = carId ? await db.select({ plate: cars.plate }).from(cars).where(eq(cars.id, carId)) : [];
+  const [method] = completion.paymentMethodId ? await db.select().from(paymentMethods).where(eq(paymentMethods.id, completion.paymentMethodId)) : [];
+  const [payment] = completion.paymentId
+    ? await db.select().from(paymentProtocol).where(eq(paymentProtocol.id, completion.paymentId)).orderBy(desc(paymentProtocol.receivedAt))
+    : [];
   const reference = (id: string) => signatureRows.find((r) => r.id === id)!.reference;
   const items = itemRows.map((r) => r.item);
   const carPlate = car?.plate ?? null;

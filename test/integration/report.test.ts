@@ -1,11 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachments, completions, deliveries } from '../../server/db/schema.js';
+import { createLocalDocumentStore } from '../../server/integrations/documents/local.js';
+import type { DocumentStore } from '../../server/integrations/documents/store.js';
 import { renderDeliveryReport, type DeliveryReportData } from '../../server/integrations/report/deliveryReport.js';
+import { followUpCompletion } from '../../server/jobs/erpWriteBack.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour, sampleAddress } from '../helpers/factories.js';
-import { useTestServer } from '../helpers/server.js';
+import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
+import { copy, delivery as erpDelivery, position, tourPayload } from '../helpers/tourPayloads.js';
 import { completionForm, rawPng, signaturePng } from '../helpers/uploads.js';
 
 /** The text of every page and the number of images drawn, read back with mupdf. */
@@ -205,5 +209,78 @@ describe.each(databaseKinds)('the report of a completion on %s', (kind) => {
       'Ware im Kühlraum abstellen', 'Interne Notiz des Fahrers', 'Kunde zahlt künftig per Rechnung',
     ]) expect(text).toContain(expected);
     expect(images).toBe(2);
+  });
+});
+
+describe.each(databaseKinds)('a report stored after the document store was down on %s', (kind) => {
+  // A local store that refuses every upload while `down`, as a full disk or an unreachable HTTP store would.
+  const local = createLocalDocumentStore(undefined);
+  let down = false;
+  const store: DocumentStore = {
+    put: (...args) => (down ? Promise.reject(new Error('document store unavailable')) : local.put(...args)),
+    get: (reference) => local.get(reference),
+    close: () => local.close!(),
+  };
+  let api: TestServer;
+  beforeAll(async () => { api = await startTestServer(kind, {}, { documents: store }); });
+  afterAll(() => api.close());
+
+  /** A tour synced as the ERP sends it, its one delivery completed while the store is down. */
+  async function completedWhileStoreDown(accountId: number) {
+    const token = await api.token(accountId);
+    // Only a charge line, so that no scans are needed; nothing open, so no payment either.
+    const payload = { ...tourPayload(accountId, { deliveries: 0 }), deliveries: [erpDelivery({ openAmountCents: 0, positions: [position(30)] })] };
+    const synced = await api.post('/sync/tour', payload, { token });
+    expect(synced.status).toBe(200);
+    const [delivery] = await api.db.select().from(deliveries).where(eq(deliveries.tourId, synced.body.tour.id));
+    expect((await api.post(`/deliveries/${delivery.id}/notes`, { text: 'Vor Abschluss notiert' }, { token })).status).toBe(200);
+    down = true;
+    const response = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm({ acknowledgements: { receiptConfirmed: true, notesAcknowledged: true } }), { token });
+    expect(response.status).toBe(200);
+    expect((await completionOf(delivery.id)).reportAttachmentId).toBeNull();
+    return { token, payload, delivery };
+  }
+
+  const completionOf = async (deliveryId: string) => (await api.db.select().from(completions).where(eq(completions.deliveryId, deliveryId)))[0];
+
+  /** The store is back: the retry job's follow-up stores the report; its text. */
+  async function reportOnceStoreIsBack(deliveryId: string) {
+    down = false;
+    await followUpCompletion(api.ctx, deliveryId);
+    const { reportAttachmentId } = await completionOf(deliveryId);
+    expect(reportAttachmentId).not.toBeNull();
+    const [report] = await api.db.select().from(attachments).where(eq(attachments.id, reportAttachmentId!));
+    return (await readPdf((await api.ctx.documents.get(report.reference)).bytes)).text;
+  }
+
+  it('shows what the customer signed, not a note or a customer name that came after the completion', async () => {
+    const accountId = 64_000 + databaseKinds.indexOf(kind);
+    const { token, payload, delivery } = await completedWhileStoreDown(accountId);
+    const signedName = payload.deliveries[0].customer.name;
+
+    expect((await api.post(`/deliveries/${delivery.id}/notes`, { text: 'NACH Abschluss geschrieben' }, { token })).status).toBe(200);
+    const renamed = copy(payload);
+    renamed.driver.name = 'Umbenannter Fahrer';
+    renamed.deliveries[0].customer.name = 'Umbenannt nach Abschluss GmbH';
+    expect((await api.post('/sync/tour', renamed, { token })).status).toBe(200);
+
+    const text = await reportOnceStoreIsBack(delivery.id);
+    expect(text).toContain(signedName);
+    expect(text).toContain(`Fahrer ${accountId}`);
+    expect(text).toContain('Vor Abschluss notiert');
+    expect(text).not.toContain('Umbenannt nach Abschluss GmbH');
+    expect(text).not.toContain('Umbenannter Fahrer');
+    expect(text).not.toContain('NACH Abschluss geschrieben');
+  });
+
+  it('still stores the report of a completion made before the report was kept with it, from the data as it is now', async () => {
+    const accountId = 64_100 + databaseKinds.indexOf(kind);
+    const { payload, delivery } = await completedWhileStoreDown(accountId);
+    await api.db.update(completions).set({ reportSource: null }).where(eq(completions.deliveryId, delivery.id));
+
+    const text = await reportOnceStoreIsBack(delivery.id);
+    for (const expected of [delivery.belegnummer, payload.deliveries[0].customer.name, `Fahrer ${accountId}`, 'Frachtpauschale', 'Vor Abschluss notiert']) {
+      expect(text).toContain(expected);
+    }
   });
 });

@@ -349,13 +349,15 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const changed = copy(payload);
       for (const d of changed.deliveries) {
         d.openAmountCents = 999;
+        d.paymentTerm = 'Sofort ohne Abzug';
         d.positions[0].quantity = 9;
       }
       const response = await api.post('/sync/tour', changed, { token });
       expect(response.body.deliveries).toMatchObject({ updated: 0, unchanged: 2 });
       const after = (await details(first.body.tour.id, token)).deliveries;
-      expect(after.map((d: { erpOpenAmountCents: number; positions: { requiredQuantity: number }[] }) => [d.erpOpenAmountCents, d.positions[0].requiredQuantity]))
-        .toEqual([[1500, 3], [1500, 3]]);
+      // The ERP write-back of a completion sends the payment term as the delivery still holds it.
+      expect(after.map((d: { erpOpenAmountCents: number; paymentTerm: string; positions: { requiredQuantity: number }[] }) => [d.erpOpenAmountCents, d.paymentTerm, d.positions[0].requiredQuantity]))
+        .toEqual([[1500, '14 Tage netto', 3], [1500, '14 Tage netto', 3]]);
     });
 
     it('resolves payment method codes and keeps an unknown code without failing', async () => {
