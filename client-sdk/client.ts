@@ -9,7 +9,7 @@ import { backoffDelay, defaultBackoff, type BackoffPolicy } from './backoff.js';
 import { fromBase64, toBase64 } from './binary.js';
 import { Emitter } from './emitter.js';
 import { LiveChanges, detectWebSocket, type WebSocketFactory } from './live.js';
-import { Outbox, orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction, type OutboxEntry } from './outbox.js';
+import { Outbox, orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction, type OutboxEntry, type Refusal } from './outbox.js';
 import { NetworkError, ProblemError } from './problem.js';
 import { LocalState, LOCAL_IMAGE_PREFIX } from './state.js';
 import { JsonStore, MemoryStore, type KeyValueStore } from './storage/keyValue.js';
@@ -45,6 +45,8 @@ export interface RejectedEvent {
   message: string;
   /** The specific cause when the service gives one (for scans: quantity_exceeded, item_removed, ...). */
   reason?: string;
+  /** The fields of the action that broke a rule, when the service names them. */
+  errors?: { path: string; message: string }[];
   rejectedAt: number;
   action: OutboxAction;
 }
@@ -79,6 +81,10 @@ function defaultRandomId(): string {
 }
 
 const isServerUnavailable = (e: unknown) => e instanceof ProblemError && (e.status === 429 || e.status === 408 || e.status >= 502);
+const resultRefusal = (r: EventResult): Refusal =>
+  ({ code: r.code ?? 'rejected', message: r.message ?? 'rejected by the service', reason: r.reason, errors: r.errors });
+const problemRefusal = (p: ProblemError): Refusal => ({ code: p.code, message: p.detail ?? p.title, errors: p.errors });
+
 /** The service said no to the request itself; anything else (a proxy's 404 page, too) is tried again later. */
 const isRejection = (e: unknown) => e instanceof ProblemError && e.fromService && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
 
@@ -507,8 +513,7 @@ export class TourlineClient {
           return;
         }
         if (isRejection(error)) {
-          const p = error as ProblemError;
-          await this.rejectEntry(entries[0], p.code, p.detail ?? p.title);
+          await this.rejectEntry(entries[0], problemRefusal(error as ProblemError));
           return;
         }
       }
@@ -519,7 +524,7 @@ export class TourlineClient {
     for (const entry of entries) {
       const result = byId.get(entry.id);
       if (!result) continue;
-      if (isRefusal(result)) await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service', (result as { reason?: string }).reason);
+      if (isRefusal(result)) await this.rejectEntry(entry, resultRefusal(result));
       else await this.outbox.acknowledge(entry, this.generation, result.seq);
     }
     // The live feed may have brought these changes before the answer came.
@@ -543,8 +548,7 @@ export class TourlineClient {
       }
     } catch (error) {
       if (isRejection(error)) {
-        const p = error as ProblemError;
-        await this.rejectEntry(entry, p.code, p.detail ?? p.title);
+        await this.rejectEntry(entry, problemRefusal(error as ProblemError));
         return;
       }
       await this.failed([entry], error);
@@ -580,15 +584,15 @@ export class TourlineClient {
       const { results } = await this.api.push({ clientId: this.clientId, events: [event] });
       const result = results[0];
       if (result && isRefusal(result)) {
-        await this.rejectEntry(entry, result.code ?? 'rejected', result.message ?? 'rejected by the service');
+        await this.rejectEntry(entry, resultRefusal(result));
         return;
       }
     }
     await this.outbox.acknowledge(entry, this.generation);
   }
 
-  private async rejectEntry(entry: OutboxEntry, code: string, message: string, reason?: string) {
-    await this.outbox.reject(entry, code, message, this.now(), reason);
+  private async rejectEntry(entry: OutboxEntry, refusal: Refusal) {
+    await this.outbox.reject(entry, refusal, this.now());
     this.events.emit('rejected', toRejected(entry));
     this.emitChange(this.tourOfAction(entry.action));
     this.emitStatus();
@@ -641,6 +645,8 @@ export class TourlineClient {
       }
       this.statusState.online = true;
       this.statusState.lastSyncAt = this.now();
+      // The service answers again; an error stays news only while a push waits for its retry.
+      if (!this.retryTimer) this.statusState.lastError = null;
       await this.settle(generation);
       this.emitStatus();
     });
@@ -726,6 +732,7 @@ function toRejected(entry: OutboxEntry): RejectedEvent {
   return {
     id: entry.id, type, deliveryId, code: entry.rejection?.code ?? 'rejected', message: entry.rejection?.message ?? '',
     ...(entry.rejection?.reason ? { reason: entry.rejection.reason } : {}),
+    ...(entry.rejection?.errors ? { errors: entry.rejection.errors } : {}),
     rejectedAt: entry.rejection?.at ?? 0, action,
   };
 }

@@ -31,6 +31,9 @@ export interface NoteImageAction {
 
 export type OutboxAction = { kind: 'event'; event: SyncEvent } | CompletionAction | NoteImageAction;
 
+/** Why the service refused an entry. */
+export interface Refusal { code: string; message: string; reason?: string; errors?: { path: string; message: string }[] }
+
 /**
  * pending: not yet answered by the service. acknowledged: applied (or a duplicate), kept in the
  * optimistic view until the change feed has caught up past it. rejected: the service said no.
@@ -47,7 +50,7 @@ export interface OutboxEntry {
   attempts: number;
   action: OutboxAction;
   lastError?: string;
-  rejection?: { code: string; message: string; reason?: string; at: number };
+  rejection?: Refusal & { at: number };
   /** In-memory only: the catch-up generation the acknowledgement happened in. */
   ackGeneration?: number;
   /** The change-feed seq that carries the acknowledged event, when the service named it. */
@@ -108,8 +111,8 @@ export class Outbox {
     return this.update(entry, { state: 'acknowledged', ackGeneration: generation, ackSeq: seq, lastError: undefined });
   }
 
-  reject(entry: OutboxEntry, code: string, message: string, now: number, reason?: string) {
-    return this.update(entry, { state: 'rejected', rejection: { code, message, at: now, ...(reason ? { reason } : {}) } });
+  reject(entry: OutboxEntry, { code, message, reason, errors }: Refusal, now: number) {
+    return this.update(entry, { state: 'rejected', rejection: { code, message, at: now, ...(reason ? { reason } : {}), ...(errors ? { errors } : {}) } });
   }
 
   /**

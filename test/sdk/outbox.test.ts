@@ -45,13 +45,14 @@ describe('outbox durability', () => {
   it('keeps rejected events, the cursor and the local tours across a restart', async () => {
     const storage = new MemoryStore();
     const tour = newTour();
-    const service = fakeService({ result: (e) => (e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no' } : { status: 'applied' }) });
+    const errors = [{ path: 'reason', message: 'must not be empty' }];
+    const service = fakeService({ result: (e) => (e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no', errors } : { status: 'applied' }) });
     const first = await open({ fetch: service.fetch, storage });
     await first.state.putTour(tour);
     await first.cancelDelivery(tour.deliveries[0].id, 'closed');
     await first.sync();
     const second = await open({ fetch: service.fetch, storage });
-    expect(second.rejected()).toMatchObject([{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no', deliveryId: tour.deliveries[0].id }]);
+    expect(second.rejected()).toMatchObject([{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no', errors, deliveryId: tour.deliveries[0].id }]);
     expect(second.state.cursor).toBe('c1');
     expect(second.serverTour(tour.tour.id)).toEqual(tour);
   });
