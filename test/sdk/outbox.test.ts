@@ -363,4 +363,23 @@ describe('status', () => {
     expect(seen.slice(0, 3)).toEqual([0, 1, 2]);
     expect(seen.at(-1)).toBe(0);
   });
+
+  it('forgets the last error once the service answers a pull, unless a push waits for its retry', async () => {
+    let offline = true;
+    const service = fakeService({ intercept: (call) => (offline ? 'network' : call.path === '/sync/push' ? problem(503, 'upstream_unavailable', 'busy') : undefined) });
+    const client = await open({ fetch: service.fetch });
+    const tour = newTour();
+    await client.state.putTour(tour);
+    await expect(client.sync()).rejects.toThrow(/fetch failed/);
+    expect(client.status().lastError).toMatchObject({ code: 'network' });
+    offline = false;
+    await client.pull();
+    expect(client.status()).toMatchObject({ online: true, lastError: null });
+
+    await client.holdDelivery(tour.deliveries[0].id, 'a');
+    client.start({ live: false });
+    await vi.waitFor(() => expect(client.status().nextRetryAt).not.toBeNull());
+    await client.pull();
+    expect(client.status().lastError).toMatchObject({ status: 503 });
+  });
 });
