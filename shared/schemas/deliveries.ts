@@ -166,7 +166,7 @@ export const ApplyScansResponse = z.object({ results: z.array(ScanResult) }).met
 export const CompleteDeliveryAcknowledgements = z.object({
   receiptConfirmed: z.boolean(),
   notesAcknowledged: z.boolean().optional(),
-  acknowledgedNoteIds: z.array(Uuid).optional(),
+  acknowledgedNoteIds: z.array(Uuid).max(1000).optional(),
   authorCarId: Uuid.nullable().optional(),
   internalNote: z.string().nullable().optional().meta({ description: 'Trimmed; at most 2000 characters (counted as characters, not UTF-16 units); blank means none' }),
   paymentCollected: z.boolean().optional(),

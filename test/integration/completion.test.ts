@@ -180,6 +180,7 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       ['a string as receiptConfirmed', { receiptConfirmed: 'yes' }],
       ['an invalid authorCarId', { receiptConfirmed: true, authorCarId: 'car-1' }],
       ['an invalid clientEventId', { receiptConfirmed: true, clientEventId: 42 }],
+      ['more than 1000 acknowledgedNoteIds', { receiptConfirmed: true, acknowledgedNoteIds: Array.from({ length: 1001 }, () => randomUUID()) }],
     ])('refuses %s with 400', async (_what, acknowledgements) => {
       const { token, delivery } = await setup(api);
       expectProblem(await complete(api, token, delivery.id, { acknowledgements }), 400, 'validation');
