@@ -64,7 +64,9 @@ export const Note = z.object({
   updatedAt: Timestamp,
 }).meta({ id: 'Note' });
 export type Note = z.infer<typeof Note>;
-export const DeliveryNoteResponse = z.object({ note: Note }).meta({ id: 'DeliveryNoteResponse' });
+export const DeliveryNoteResponse = z.object({
+  note: Note.nullable().meta({ description: 'null only for a repeated image upload (same clientEventId) whose note was deleted since' }),
+}).meta({ id: 'DeliveryNoteResponse' });
 
 export const NoteContent = {
   text: z.string().max(5000).nullable().optional(),

@@ -254,6 +254,11 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     const attachmentChanges = await api.db.select().from(changeLog)
       .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, first.body.note.imageAttachmentId)));
     expect(attachmentChanges).toHaveLength(1);
+    // Deleted since (on another device, say), the note a further resend made is gone: 200 with none.
+    expect((await api.delete(`/deliveries/${d.id}/notes/${ids.noteId}`, { token })).status).toBe(204);
+    const late = await send();
+    expect([late.status, late.body]).toEqual([200, { note: null }]);
+    expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toHaveLength(0);
   });
 
   it('refuses a note id that is not a uuid with 400', async () => {
