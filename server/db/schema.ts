@@ -307,7 +307,8 @@ export const completions = pgTable('completions', {
   /**
    * What the delivery report shows, kept by the completion's transaction: a report rendered later
    * (document store down) must not show what changed after the signatures. Null for completions
-   * made before it was kept. Written and read by `server/queries/completionReport.ts`.
+   * made before it was kept. Written in the completion (`completeDelivery`), read by the report
+   * (`loadReportSource`), both through `server/queries/completionReport.ts`.
    */
   reportSource: jsonb('report_source'),
   /** When the driver completed the delivery (the device's time, see `completionTime`). */
@@ -340,7 +341,7 @@ export const erpImportRuns = pgTable('erp_import_runs', {
   error: text('error'),
 }, (t) => [index('erp_import_runs_target_idx').on(t.targetDate)]);
 
-/** What a recorded rejection answered: a copy of the event is answered the same. */
+/** What a recorded rejection answered: a copy of the event answers `duplicate` with it. */
 export interface RecordedRejection { code: string; reason: string; message: string; errors?: { path: string; message: string }[] }
 
 /**

@@ -29,18 +29,19 @@ interface Entry {
   result?: EngineResult;
 }
 
-const rejection = (event: SyncEvent, { code, reason, message, errors }: Rejection): EngineResult =>
-  ({ eventId: event.eventId, status: 'rejected', code, reason, message, ...(errors && { errors }) });
+/**
+ * A refusal; or, given the current state, the answer to a copy of a refused event: a `duplicate`
+ * (an id seen before) that still tells its sender why (see `isRefusal`).
+ */
+const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: unknown }): EngineResult =>
+  ({ eventId: event.eventId, status: copy ? 'duplicate' : 'rejected', code, reason, message, ...(errors && { errors }), ...copy });
 const answerOf = ({ ownFields: _, ...answer }: Rejection): RecordedRejection => answer;
-/** A copy of a refused event: a `duplicate` that still tells its sender why (see `isRefusal`). */
-const refusedCopy = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, entity: unknown): EngineResult =>
-  ({ eventId: event.eventId, status: 'duplicate', code, reason, message, ...(errors && { errors }), entity });
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
 const reusedId = (event: SyncEvent): EngineResult => ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event' });
 /** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
 const notFound = (event: SyncEvent) => {
   const what = event.type === 'scan' ? 'Delivery item' : event.type === 'note.update' || event.type === 'note.delete' ? 'Note' : 'Delivery';
-  return rejection(event, { code: 'not_found', reason: 'not_found', message: `${what} not found` });
+  return refusal(event, { code: 'not_found', reason: 'not_found', message: `${what} not found` });
 };
 
 /**
@@ -163,10 +164,10 @@ async function applyBatch(db: Db, entries: Entry[]) {
       await applyInTransaction(db, entries);
     } else if (violation === 'unique') {
       // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
-      entries[0].result = rejection(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
+      entries[0].result = refusal(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
     } else if (violation === 'foreign_key') {
       // A payment method or service looked up in the transaction was deleted before its write.
-      entries[0].result = rejection(entries[0].event, { code: 'not_found', reason: 'not_found', message: 'A payment method or service the event names was deleted meanwhile' });
+      entries[0].result = refusal(entries[0].event, { code: 'not_found', reason: 'not_found', message: 'A payment method or service the event names was deleted meanwhile' });
     } else {
       throw error;
     }
@@ -243,7 +244,7 @@ async function applyInTransaction(db: Db, work: Entry[]) {
         const sameEvent = seen.type === event.type && (deliveryId === undefined || seen.deliveryId === deliveryId);
         const entity = ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null;
         out.set(entry, !sameEvent ? reusedId(event)
-          : seen.rejection ? refusedCopy(event, seen.rejection, entity)
+          : seen.rejection ? refusal(event, seen.rejection, { entity })
             : { eventId: event.eventId, status: 'duplicate', entity });
         continue;
       }
@@ -253,7 +254,7 @@ async function applyInTransaction(db: Db, work: Entry[]) {
         continue;
       }
       const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
-      const result: EngineResult = outcome.ok ? { eventId: event.eventId, status: 'applied', entity: outcome.entity } : rejection(event, outcome.rejection);
+      const result: EngineResult = outcome.ok ? { eventId: event.eventId, status: 'applied', entity: outcome.entity } : refusal(event, outcome.rejection);
       // A refusal that rests on what is stored is as final for the id as an application: a resend
       // (after a lost answer, say) must not apply it in a state that later events of its batch made.
       // One refused for its own fields is refused the same way again, and a corrected copy may reuse the id.
@@ -276,13 +277,13 @@ async function applyInTransaction(db: Db, work: Entry[]) {
       const sameEvent = entry.event.type === first.event.type && deliveryOf(entry.event) === deliveryOf(first.event);
       const entity = ws ? entityOf(ws, first.event, payment) : original.entity;
       out.set(entry, !sameSender ? notFound(entry.event)
-        : original.status === 'rejected' ? refusedCopy(entry.event, original, entity ?? null)
+        : isRefusal(original) ? refusal(entry.event, original, { entity: entity ?? null })
           : !sameEvent ? reusedId(entry.event)
             : { eventId: entry.event.eventId, status: 'duplicate', entity });
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     const seqs = changed.length > 0 ? await flushWorkingSets(tx, changed) : new Map<number, number>();
-    // Applied now: from which change of the sender's feed on their copy of the state contains it.
+    // Applied now: the seq up to which the sender's change feed carries what the event did.
     for (const [entry, result] of out) {
       const seq = seqs.get(entry.actor.personalnummer);
       if (result.status === 'applied' && seq !== undefined) out.set(entry, { ...result, seq });

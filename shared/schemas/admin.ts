@@ -282,7 +282,7 @@ export const PendingReviewResponse = z.object({
   belegart_id: Int,
   tour_id: Uuid,
   tour_date: IsoDay,
-  driver: z.object({ personalnummer: Int, name: z.string() }),
+  driver: z.object({ personalnummer: ErpNumber, name: z.string() }),
   customer: z.object({ id: Uuid, erp_customer_id: ErpNumber, name: z.string() }),
   state: DeliveryState,
   completed_at: Timestamp.nullable(),

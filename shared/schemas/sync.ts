@@ -35,12 +35,13 @@ export const EventResult = z.object({
     description: 'With a rejection, and with the duplicate of a refused event (an id refused before answers duplicate with that refusal): the error code',
   }),
   reason: z.string().optional().meta({
-    description: 'With a rejection: the rule that refused it, e.g. quantity_exceeded or delivery_not_active; with a duplicate: other_event when the id stands for another event than the copy describes',
+    description: 'With a rejection, and with the duplicate of a refused event: the rule that refused it, e.g. quantity_exceeded or delivery_not_active; with any other duplicate: other_event when the id stands for another event than the copy describes',
   }),
   message: z.string().optional(),
-  errors: Problem.shape.errors.meta({ description: 'With a rejection for a field of the event: which one, and why' }),
+  errors: Problem.shape.errors.meta({ description: 'With a rejection for a field of the event, and with the duplicate of such a refused event: which field, and why' }),
   entity: z.unknown().optional(),
   seq: z.number().int().optional().meta({
+    format: 'int64',
     description: 'With an applied event: the change-feed seq up to which the sender\'s feed carries it. A client that has received the changes up to this seq holds a state that contains the event, so it stops adding the event on top of it.',
   }),
 }).meta({ id: 'EventResult' });
@@ -53,7 +54,7 @@ export const PushRequest = z.object({
 export const PushResponse = z.object({ results: z.array(EventResult) }).meta({ id: 'PushResponse' });
 
 export const Change = z.object({
-  seq: z.number().int(),
+  seq: z.number().int().meta({ format: 'int64' }),
   entity: z.string(),
   op: z.enum(['upsert', 'delete']),
   id: z.string(),

@@ -130,6 +130,9 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(again.body.results[5]).toMatchObject({ code: 'validation', reason: 'quantity_exceeded', entity: { id: line.id, scannedQuantity: 1 } });
     // Only a refused copy carries a code: a copy of an applied event does not.
     expect(again.body.results[0]).not.toHaveProperty('code');
+    // Two copies in one batch: both say why.
+    const twice = await push(token, [events[1], { ...events[1] }]);
+    expect(twice.body.results.map((r: { status: string; code?: string }) => [r.status, r.code])).toEqual([['duplicate', 'invalid_state_transition'], ['duplicate', 'invalid_state_transition']]);
     const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
     expect(row).toMatchObject({ state: 'active', stateReason: null });
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));

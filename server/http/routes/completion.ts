@@ -15,7 +15,7 @@ const SIGNATURE_PARTS = ['customer_signature', 'driver_signature'] as const;
 async function signaturePng(body: MultipartBody, part: (typeof SIGNATURE_PARTS)[number]): Promise<UploadedFile> {
   const file = body.files.get(part);
   if (!file || file.bytes.length === 0) throw validation(`Missing signature: ${part}`, [{ path: part, message: 'a PNG image is required' }]);
-  if (await plainPng(file.bytes) === undefined) throw validation(`The ${part} is not a PNG image that decodes`, [{ path: part, message: 'must be a PNG image of at most 16.7 million pixels (as many as 4096 × 4096)' }]);
+  if (await plainPng(file.bytes) === undefined) throw validation(`The ${part} is not a PNG image that decodes`, [{ path: part, message: 'must be a PNG image of at most 16 777 216 pixels (as many as 4096 × 4096)' }]);
   return file;
 }
 
