@@ -85,8 +85,12 @@ const resultRefusal = (r: EventResult): Refusal =>
   ({ code: r.code ?? 'rejected', message: r.message ?? 'rejected by the service', reason: r.reason, errors: r.errors });
 const problemRefusal = (p: ProblemError): Refusal => ({ code: p.code, message: p.detail ?? p.title, errors: p.errors });
 
-/** The service said no to the request itself; anything else (a proxy's 404 page, too) is tried again later. */
-const isRejection = (e: unknown) => e instanceof ProblemError && e.fromService && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
+/** A 4xx that repeating the same request cannot change, from the service or from a proxy (413). */
+const isClientError = (e: unknown): e is ProblemError => e instanceof ProblemError && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
+/** The service said no to the request itself; a proxy's error page is not its verdict, and is tried again later. */
+const isRejection = (e: unknown) => isClientError(e) && e.fromService;
+/** The service is out of reach or asks to slow down: nothing else is worth sending now. */
+const isOutOfReach = (e: unknown) => e instanceof NetworkError || isServerUnavailable(e);
 
 /**
  * The driver app's side of Tourline. Every action is written to a durable outbox before the
@@ -105,6 +109,8 @@ export class TourlineClient {
   private flushChain: Promise<unknown> = Promise.resolve();
   private changeChain: Promise<unknown> = Promise.resolve();
   private addChain: Promise<unknown> = Promise.resolve();
+  /** The send under way (a push or an upload) until its answer is recorded; see `ingest`. */
+  private sending: Promise<unknown> = Promise.resolve();
   private flushScheduled = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private retryAttempt = 0;
@@ -179,6 +185,7 @@ export class TourlineClient {
   async close() {
     this.stop();
     this.closed = true;
+    await this.addChain;
     await this.flushChain.catch(() => undefined);
     await this.changeChain.catch(() => undefined);
     await this.store.kv.close?.();
@@ -261,11 +268,16 @@ export class TourlineClient {
   }
   removeCredit(deliveryId: string, options: { authorCarId?: string | null } = {}) { return this.enqueue({ type: 'credit', deliveryId, action: 'remove', ...options }); }
 
-  /** `expectedAmountCents` defaults to the open amount the driver sees in the view. */
-  async recordPayment(deliveryId: string, payment: { paymentMethodId: string; expectedAmountCents?: number; authorCarId?: string | null }) {
-    const expectedAmountCents = payment.expectedAmountCents ?? this.delivery(deliveryId)?.openAmountCents;
-    if (expectedAmountCents === undefined) throw new Error(`delivery ${deliveryId} is not in the local copy; pass expectedAmountCents`);
-    return this.enqueue({ type: 'payment', deliveryId, ...payment, expectedAmountCents });
+  /**
+   * `expectedAmountCents` defaults to the open amount the driver sees in the view, read once the
+   * calls before this one are in the outbox (a credit just given lowers it).
+   */
+  recordPayment(deliveryId: string, payment: { paymentMethodId: string; expectedAmountCents?: number; authorCarId?: string | null }) {
+    return this.queueEvent(() => {
+      const expectedAmountCents = payment.expectedAmountCents ?? this.delivery(deliveryId)?.openAmountCents;
+      if (expectedAmountCents === undefined) throw new Error(`delivery ${deliveryId} is not in the local copy; pass expectedAmountCents`);
+      return { type: 'payment', deliveryId, ...payment, expectedAmountCents };
+    });
   }
 
   async createNote(deliveryId: string, note: { text?: string | null; imageAttachment?: string | null; authorCarId?: string | null; creditDeliveryItemId?: string | null; isAmountCreditNote?: boolean }) {
@@ -280,11 +292,11 @@ export class TourlineClient {
     const noteId = this.randomId();
     const occurredAt = this.isoNow();
     const followUpEventId = this.randomId();
-    await this.add(id, toBase64(note.image).then((image): NoteImageAction => ({
-      kind: 'noteImage', deliveryId, noteId, occurredAt, image,
+    await this.add(id, async (): Promise<NoteImageAction> => ({
+      kind: 'noteImage', deliveryId, noteId, occurredAt, image: await toBase64(note.image),
       contentType: note.contentType ?? 'image/jpeg', text: note.text?.trim() ? note.text : null, authorCarId: note.authorCarId ?? null,
       followUpEventId,
-    })));
+    }));
     return { eventId: id, noteId };
   }
 
@@ -302,18 +314,20 @@ export class TourlineClient {
   async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'> }) {
     const id = this.randomId();
     const occurredAt = this.isoNow();
-    await this.add(id, Promise.all([toBase64(input.customerSignature), toBase64(input.driverSignature)])
-      .then(([customerSignature, driverSignature]): CompletionAction => ({
-        kind: 'completion', deliveryId, occurredAt, acknowledgements: { ...input.acknowledgements, clientEventId: id }, customerSignature, driverSignature,
-      })));
+    await this.add(id, async (): Promise<CompletionAction> => {
+      const [customerSignature, driverSignature] = await Promise.all([toBase64(input.customerSignature), toBase64(input.driverSignature)]);
+      return { kind: 'completion', deliveryId, occurredAt, acknowledgements: { ...input.acknowledgements, clientEventId: id }, customerSignature, driverSignature };
+    });
     return { eventId: id };
   }
 
   /** Any event of the sync protocol, for actions without a helper. */
-  async enqueue(input: EventInput): Promise<{ eventId: string }> {
+  enqueue(input: EventInput): Promise<{ eventId: string }> { return this.queueEvent(() => input); }
+
+  private async queueEvent(build: () => EventInput): Promise<{ eventId: string }> {
     const eventId = this.randomId();
-    const event = { ...input, eventId, occurredAt: this.isoNow() } as SyncEvent;
-    await this.add(eventId, { kind: 'event', event });
+    const occurredAt = this.isoNow();
+    await this.add(eventId, () => ({ kind: 'event', event: { ...build(), eventId, occurredAt } as SyncEvent }));
     return { eventId };
   }
 
@@ -323,11 +337,12 @@ export class TourlineClient {
 
   /**
    * Entries join the outbox in the order of the calls, also when the app does not await one
-   * call before the next, and when an action's bytes (a photo, signatures) take a moment to read.
+   * call before the next, and when an action's bytes (a photo, signatures) take a moment to read:
+   * each action is built once the ones before it are in.
    */
-  private add(id: string, pending: OutboxAction | Promise<OutboxAction>): Promise<void> {
+  private add(id: string, build: () => OutboxAction | Promise<OutboxAction>): Promise<void> {
     const added = this.addChain.then(async () => {
-      const action = await pending;
+      const action = await build();
       await this.outbox.add(id, action, this.now(), this.orderKey(action));
       this.emitChange(this.tourOfAction(action));
       this.emitStatus();
@@ -473,12 +488,21 @@ export class TourlineClient {
     }
     if (batch.length === 0 && multipart.length === 0) return false;
     // Each part goes on its own: a photo the service cannot store now must not hold up another
-    // delivery's completion. The round then fails with the first failure, to be retried.
-    const failures: unknown[] = [];
-    const attempt = (work: () => Promise<void>) => work().catch((error: unknown) => { failures.push(error); });
-    if (batch.length) await attempt(() => this.pushBatch(batch));
-    for (const entry of multipart) await attempt(() => this.sendMultipart(entry));
-    if (failures.length) throw failures[0];
+    // delivery's completion. The round then fails with the first failure, to be retried; at
+    // once when the service is out of reach, whose Retry-After then sets the pause.
+    let failure: unknown;
+    const parts = [...(batch.length ? [() => this.pushBatch(batch)] : []), ...multipart.map((entry) => () => this.sendMultipart(entry))];
+    for (const send of parts) {
+      try {
+        const sent = send();
+        this.sending = sent.catch(() => undefined);
+        await sent;
+      } catch (error) {
+        if (isOutOfReach(error)) throw error;
+        failure ??= error;
+      }
+    }
+    if (failure) throw failure;
     this.succeeded();
     return true;
   }
@@ -489,8 +513,9 @@ export class TourlineClient {
     try {
       ({ results } = await this.api.push({ clientId: this.clientId, events }));
     } catch (error) {
-      if (isRejection(error) || (error instanceof ProblemError && error.fromService && error.status === 500)) {
-        // The batch as a whole was refused (or crashed the server): halve it to find the event at fault.
+      if (isClientError(error) || (error instanceof ProblemError && error.status === 500)) {
+        // The batch as a whole was refused (or crashed the server, or was too large for a proxy):
+        // halve it to find the event at fault. Halving loses nothing; only the service rejects.
         if (entries.length > 1) {
           const half = Math.ceil(entries.length / 2);
           let failure: unknown;
@@ -636,28 +661,32 @@ export class TourlineClient {
           if (!page.hasMore) break;
         }
       } catch (error) {
-        if (error instanceof ProblemError && error.status === 400 && this.state.cursor !== null) {
-          await this.resync();
-          return;
+        const cursorRefused = error instanceof ProblemError && error.fromService && error.status === 400 && this.state.cursor !== null;
+        if (!cursorRefused) {
+          this.recordError(error);
+          throw error;
         }
-        this.recordError(error);
-        throw error;
+        await this.resync();
       }
       this.statusState.online = true;
       this.statusState.lastSyncAt = this.now();
-      // The service answers again; an error stays news only while a push waits for its retry.
-      if (!this.retryTimer) this.statusState.lastError = null;
+      // The service answers again; an error stays news only while an entry waits to be sent again.
+      if (!this.outbox.pending().some((e) => e.lastError)) this.statusState.lastError = null;
       await this.settle(generation);
       this.emitStatus();
     });
   }
 
   private async ingest(changes: Change[], cursor: string) {
+    // Changes may hold what a send under way wrote before its answer came: applied to the copy
+    // while the entry still counts as pending, the view would show it twice. So they wait for the
+    // answer, whose seq then lets the entry go.
+    await this.sending;
     const outcome = await this.state.applyChanges(changes, cursor);
     for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.recordError(error));
     // Before telling anyone: an entry the server's state now holds must not count twice in the view.
     const settled = await this.outbox.settle({ lastSeq: this.state.lastSeq });
-    const touched = settled ? this.tourIds() : [...outcome.changedTours, ...outcome.refetch];
+    const touched = [...outcome.changedTours, ...outcome.refetch, ...(settled ? this.tourIds() : [])];
     if (touched.length) this.emitChange(...touched);
   }
 
@@ -670,7 +699,7 @@ export class TourlineClient {
     try {
       await this.state.putTour(await this.api.tour(tourId));
     } catch (error) {
-      if (error instanceof ProblemError && error.status === 404) await this.state.dropTour(tourId);
+      if (error instanceof ProblemError && error.fromService && error.status === 404) await this.state.dropTour(tourId);
       else throw error;
     }
     this.emitChange(tourId);
@@ -689,7 +718,7 @@ export class TourlineClient {
     try {
       return (await this.api.cursor()).cursor;
     } catch (error) {
-      if (error instanceof ProblemError && error.status === 404) return null;
+      if (error instanceof ProblemError && error.fromService && error.status === 404) return null;
       throw error;
     }
   }

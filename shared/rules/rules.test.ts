@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DeliveryState } from '../schemas/deliveries.js';
 import { acceptsWork, nextDeliveryState, type DeliveryOperation } from './delivery.js';
+import { isRefusal } from './eventResults.js';
 import { creditProblems, paymentProblem } from './money.js';
 import { noteHasContent } from './notes.js';
 import { openAmountCents } from './openAmount.js';
@@ -82,5 +83,17 @@ describe('notes and service values', () => {
     [numeric, { boolValue: false }, 'numericValue'], [numeric, {}, 'numericValue'],
   ])('service %j with %j → problem at %s', (service, value, path) => {
     expect(serviceValueProblem(service, value)?.path ?? null).toBe(path);
+  });
+});
+
+describe('event results', () => {
+  it.each([
+    [{ status: 'applied' }, false],
+    [{ status: 'duplicate' }, false],
+    [{ status: 'duplicate', reason: 'other_event' }, false],
+    [{ status: 'duplicate', code: 'invalid_state_transition' }, true],
+    [{ status: 'rejected', code: 'validation' }, true],
+  ] as const)('%o says no: %s', (result, refused) => {
+    expect(isRefusal(result)).toBe(refused);
   });
 });

@@ -33,7 +33,10 @@ export function fakeService(options: {
       const events = (body as { events: SyncEvent[] }).events;
       const results = events.map((event) => {
         const first = seen.get(event.eventId);
-        if (first) return { eventId: event.eventId, ...first, status: 'duplicate' };
+        if (first) {
+          const { seq: _, ...answer } = first;
+          return { eventId: event.eventId, ...answer, status: 'duplicate' };
+        }
         const result = options.result?.(event) ?? { status: 'applied' };
         seen.set(event.eventId, result);
         return { eventId: event.eventId, ...result };

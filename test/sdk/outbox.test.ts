@@ -4,7 +4,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
-import { MemoryStore } from '../../client-sdk/storage/keyValue.js';
+import { JsonStore, MemoryStore } from '../../client-sdk/storage/keyValue.js';
+import { Outbox } from '../../client-sdk/outbox.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { fakeService, newTour, problem, type FakeAnswer, type FakeCall } from './fakes.js';
 
@@ -55,6 +56,63 @@ describe('outbox durability', () => {
     expect(second.rejected()).toMatchObject([{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no', errors, deliveryId: tour.deliveries[0].id }]);
     expect(second.state.cursor).toBe('c1');
     expect(second.serverTour(tour.tour.id)).toEqual(tour);
+  });
+});
+
+describe('settling', () => {
+  const hold = (n: number): SyncEvent => ({ type: 'delivery.hold', eventId: `00000000-0000-4000-8000-00000000000${n}`, occurredAt: '2026-03-02T08:00:00.000Z', deliveryId: 'd', reason: 'x' });
+  async function acknowledged(...entries: { seq?: number; generation: number }[]) {
+    const outbox = await Outbox.load(new JsonStore(new MemoryStore()));
+    for (const [i, { seq, generation }] of entries.entries()) {
+      const entry = await outbox.add(hold(i).eventId, { kind: 'event', event: hold(i) }, 0);
+      await outbox.acknowledge(entry, generation, seq);
+    }
+    return outbox;
+  }
+
+  it('lets an acknowledged entry go once the changes up to its seq are applied, not before', async () => {
+    const outbox = await acknowledged({ seq: 7, generation: 1 }, { seq: 9, generation: 1 });
+    expect(await outbox.settle({ lastSeq: 6 })).toBe(0);
+    expect(await outbox.settle({ lastSeq: 7 })).toBe(1);
+    expect(outbox.all().map((e) => e.ackSeq)).toEqual([9]);
+    expect(await outbox.settle({ lastSeq: -1, generation: 2 })).toBe(1);
+  });
+
+  it('keeps an entry without a seq until a pull that started after its acknowledgement has caught up', async () => {
+    const outbox = await acknowledged({ generation: 3 });
+    expect(await outbox.settle({ lastSeq: 1_000_000 })).toBe(0);
+    expect(await outbox.settle({ lastSeq: 0, generation: 3 })).toBe(0);
+    expect(await outbox.settle({ lastSeq: 0, generation: 4 })).toBe(1);
+  });
+
+  it('lets acknowledged entries go after reading the tours again for a cursor the service no longer knows', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const service = fakeService({
+      intercept: (call) => (call.path === '/sync/changes' ? problem(400, 'validation', 'Unknown cursor')
+        : call.path === `/tours/${tour.tour.id}` ? service.json(tour) : undefined),
+    });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.state.setCursor('pruned');
+    await client.holdDelivery(tour.deliveries[0].id, 'x');
+    await client.sync();
+    expect(client.outbox.all()).toEqual([]);
+    expect(client.state.cursor).toBe('c0');
+  });
+
+  it.each([[7, 0], [6, 1]])('lets go at start of an entry whose seq the stored copy holds (copy up to %i: %i left)', async (lastSeq, left) => {
+    const storage = new MemoryStore();
+    const tour = newTour({ deliveries: 1 });
+    const service = fakeService({ result: () => ({ status: 'applied', seq: 7 }), intercept: (call) => (call.path === '/sync/changes' ? 'network' : undefined) });
+    const first = await open({ fetch: service.fetch, storage });
+    await first.state.putTour(tour);
+    await first.holdDelivery(tour.deliveries[0].id, 'x');
+    await expect(first.sync()).rejects.toThrow(/fetch failed/);
+    expect(first.outbox.all().map((e) => [e.state, e.ackSeq])).toEqual([['acknowledged', 7]]);
+    await first.state.setCursor('c', lastSeq);
+    await first.close();
+    const second = await open({ fetch: service.fetch, storage });
+    expect(second.outbox.all()).toHaveLength(left);
   });
 });
 
@@ -233,6 +291,76 @@ describe('flushing', () => {
     await client.sync();
     expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
     expect(service.calls.filter((c) => c.path.endsWith('/complete'))).toHaveLength(path === '/complete' ? 2 : 1);
+  });
+
+  it('halves a batch that a proxy refuses as too large until the pieces pass, rejecting nothing', async () => {
+    const tour = newTour({ deliveries: 2, positions: 1 });
+    const proxyLimit = (call: FakeCall) => ((call.body as { events?: unknown[] })?.events?.length ?? 0) > 4
+      ? new Response('<html>413 Request Entity Too Large</html>', { status: 413, headers: { 'content-type': 'text/html' } }) : undefined;
+    const service = fakeService({ intercept: proxyLimit });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    for (let i = 0; i < 10; i++) await client.assignCar(tour.deliveries[i % 2].id, null);
+    await client.sync();
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+    const sent = service.pushes().filter((c) => !proxyLimit(c)).flatMap((c) => (c.body as { events: SyncEvent[] }).events);
+    expect(sent).toHaveLength(10);
+  });
+
+  it('stops a round when the service asks to slow down, and keeps its Retry-After for the pause', async () => {
+    const tour = newTour();
+    const [a, b] = tour.deliveries;
+    const service = fakeService({ intercept: (call) => (call.path === '/sync/push' ? problem(503, 'upstream_unavailable', 'busy', { 'retry-after': '120' }) : undefined) });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.holdDelivery(a.id, 'x');
+    await client.complete(b.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+    const failure = await client.sync().catch((error: unknown) => error);
+    expect(failure).toMatchObject({ status: 503, retryAfterMs: 120_000 });
+    expect(service.calls.filter((c) => c.path.endsWith('/complete'))).toEqual([]);
+  });
+
+  it('reads the open amount for a payment after the calls before it, also when they are not awaited', async () => {
+    const tour = newTour({ deliveries: 1, openAmountCents: 5000 });
+    const d = tour.deliveries[0];
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    const [, payment] = await Promise.all([
+      client.setCredit(d.id, { amountCents: 1000, reason: 'Bruch' }), client.recordPayment(d.id, { paymentMethodId: 'bar' }),
+    ]);
+    const event = client.outbox.get(payment.eventId)!.action as { event: { expectedAmountCents: number } };
+    expect(event.event.expectedAmountCents).toBe(4000);
+  });
+
+  it('refuses an action whose photo cannot be read through its promise, and queues the next ones', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const d = tour.deliveries[0];
+    class SlowStore extends MemoryStore {
+      override async set(key: string, value: string) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return super.set(key, value);
+      }
+    }
+    const client = await open({ fetch: fakeService().fetch, storage: new SlowStore() });
+    await client.state.putTour(tour);
+    const unreadable = { arrayBuffer: () => Promise.reject(new Error('unreadable')) } as unknown as Blob;
+    // The photo fails while the hold before it is still being written.
+    const [before, photo, after] = await Promise.allSettled([
+      client.holdDelivery(d.id, 'x'), client.createImageNote(d.id, { image: unreadable }), client.resumeDelivery(d.id),
+    ]);
+    expect([before.status, photo.status, after.status]).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(photo).toMatchObject({ reason: { message: 'unreadable' } });
+    expect(client.outbox.pending().map((e) => e.action.kind === 'event' && e.action.event.type)).toEqual(['delivery.hold', 'delivery.resume']);
+  });
+
+  it('keeps a tour when a proxy answers its read with a 404 page', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const service = fakeService({ intercept: (call) => (call.path.startsWith('/tours/') ? new Response('<html>Not Found</html>', { status: 404, headers: { 'content-type': 'text/html' } }) : undefined) });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await expect(client.loadTour(tour.tour.id)).rejects.toMatchObject({ status: 404, fromService: false });
+    expect(client.serverTour(tour.tour.id)).toEqual(tour);
   });
 
   it('asks for a fresh token after a 401 and repeats the request without losing its place', async () => {

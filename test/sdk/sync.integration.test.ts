@@ -6,7 +6,6 @@ import sharp from 'sharp';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
-import { MemoryStore } from '../../client-sdk/storage/keyValue.js';
 import type { Db } from '../../server/db/client.js';
 import { completions, creditEvents, deliveries, paymentProtocol, processedEvents, scanAudit } from '../../server/db/schema.js';
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
@@ -222,12 +221,11 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     await expectViewEqualsServer(puller, server, pnr, tourId);
   });
 
-  it('never counts its own scan twice in the view, whether the live feed brings it before or after the answer, and without a pull', async () => {
+  it('never counts its own scan twice in the view, whichever of the answer and the live change comes first, without a pull', async () => {
     const server = await runningServer();
     const { pnr, tourId, seeded } = await driverWithTour(server);
     const faults = new FaultInjector(server.url);
-    const storage = new MemoryStore();
-    const client = await openClient(sdkOptions(() => server, pnr, faults, { webSocket: faults.webSocket, pollIntervalMs: 60_000, storage }));
+    const client = await openClient(sdkOptions(() => server, pnr, faults, { webSocket: faults.webSocket, pollIntervalMs: 60_000 }));
     await client.loadTours({ date: seeded.tour.tourDate });
     const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
     const quantity = (tour: TourDetails | undefined) => tour!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity;
@@ -245,10 +243,6 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     }
     expect(quantity(client.view(tourId))).toBe(3);
     expect(Math.max(...seen)).toBe(0);
-    // After a restart the view is the same, with nothing left to settle.
-    await client.close();
-    const again = await openClient(sdkOptions(() => server, pnr, faults, { storage }));
-    expect([quantity(again.view(tourId)), again.outbox.all().length]).toEqual([3, 0]);
   });
 
   it('loses nothing when the server restarts, and nothing when the app restarts with a file store', async () => {
