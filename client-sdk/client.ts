@@ -46,7 +46,7 @@ export interface RejectedEvent {
   /** The specific cause when the service gives one (for scans: quantity_exceeded, item_removed, ...). */
   reason?: string;
   /** The fields of the action that broke a rule, when the service names them. */
-  errors?: { path: string; message: string }[];
+  errors?: Refusal['errors'];
   rejectedAt: number;
   action: OutboxAction;
 }

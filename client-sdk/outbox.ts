@@ -1,3 +1,4 @@
+import type { Problem } from '../shared/schemas/common.js';
 import type { CompleteDeliveryAcknowledgements } from '../shared/schemas/deliveries.js';
 import type { SyncEvent } from '../shared/schemas/sync.js';
 import type { JsonStore } from './storage/keyValue.js';
@@ -32,7 +33,7 @@ export interface NoteImageAction {
 export type OutboxAction = { kind: 'event'; event: SyncEvent } | CompletionAction | NoteImageAction;
 
 /** Why the service refused an entry. */
-export interface Refusal { code: string; message: string; reason?: string; errors?: { path: string; message: string }[] }
+export interface Refusal { code: string; message: string; reason?: string; errors?: Problem['errors'] }
 
 /**
  * pending: not yet answered by the service. acknowledged: applied (or a duplicate), kept in the

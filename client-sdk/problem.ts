@@ -6,7 +6,7 @@ export class ProblemError extends Error {
   readonly code: string;
   readonly title: string;
   readonly detail: string | undefined;
-  readonly errors: { path: string; message: string }[] | undefined;
+  readonly errors: Problem['errors'];
   /** From a `Retry-After` header, when the service sent one. */
   readonly retryAfterMs: number | undefined;
   /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { attachments, completions, deliveries } from '../../server/db/schema.js';
+import { accounts, attachments, completions, customers, deliveries } from '../../server/db/schema.js';
 import { createLocalDocumentStore } from '../../server/integrations/documents/local.js';
 import type { DocumentStore } from '../../server/integrations/documents/store.js';
 import { renderDeliveryReport, type DeliveryReportData } from '../../server/integrations/report/deliveryReport.js';
@@ -263,6 +263,11 @@ describe.each(databaseKinds)('a report stored after the document store was down 
     renamed.driver.name = 'Umbenannter Fahrer';
     renamed.deliveries[0].customer.name = 'Umbenannt nach Abschluss GmbH';
     expect((await api.post('/sync/tour', renamed, { token })).status).toBe(200);
+    // The changes are real: the data as it is now carries them.
+    const [now] = await api.db.select({ customer: customers.name, driver: accounts.name }).from(deliveries)
+      .innerJoin(customers, eq(customers.id, deliveries.customerId)).innerJoin(accounts, eq(accounts.personalnummer, accountId))
+      .where(eq(deliveries.id, delivery.id));
+    expect(now).toEqual({ customer: 'Umbenannt nach Abschluss GmbH', driver: 'Umbenannter Fahrer' });
 
     const text = await reportOnceStoreIsBack(delivery.id);
     expect(text).toContain(signedName);
