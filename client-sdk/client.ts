@@ -129,7 +129,9 @@ export class TourlineClient {
     readonly clientId: string,
   ) {
     this.now = options.now ?? Date.now;
-    this.randomId = options.randomId ?? defaultRandomId;
+    // The service answers ids in lower case, the form UUIDs are written in; the outbox finds its entries by them.
+    const randomId = options.randomId ?? defaultRandomId;
+    this.randomId = () => randomId().toLowerCase();
     this.random = options.random ?? Math.random;
     this.policy = { ...defaultBackoff, ...options.backoff };
     this.maxBatch = Math.min(MAX_BATCH, options.maxBatch ?? MAX_BATCH);
@@ -546,11 +548,18 @@ export class TourlineClient {
       throw error;
     }
     const byId = new Map(results.map((r) => [r.eventId, r]));
+    const unanswered = entries.filter((e) => !byId.has(e.id));
+    if (unanswered.length) {
+      const error = new NetworkError(`not an answer of the service: no result for ${unanswered.length} of ${entries.length} events`);
+      await this.failed(entries, error);
+      throw error;
+    }
+    // A copy answered `duplicate` was committed before this push: the push's seq covers it too.
+    const pushSeq = Math.max(...results.map((r) => r.seq ?? -1));
     for (const entry of entries) {
-      const result = byId.get(entry.id);
-      if (!result) continue;
+      const result = byId.get(entry.id)!;
       if (isRefusal(result)) await this.rejectEntry(entry, resultRefusal(result));
-      else await this.outbox.acknowledge(entry, this.generation, result.seq);
+      else await this.outbox.acknowledge(entry, this.generation, result.seq ?? (pushSeq >= 0 ? pushSeq : undefined));
     }
     // The live feed may have brought these changes before the answer came.
     await this.settle();
@@ -561,12 +570,13 @@ export class TourlineClient {
     const action = entry.action;
     try {
       if (action.kind === 'completion') {
-        await this.api.complete(action.deliveryId, {
+        const answer = await this.api.complete(action.deliveryId, {
           customerSignature: fromBase64(action.customerSignature),
           driverSignature: fromBase64(action.driverSignature),
           // Its time goes along, so that a completion sent hours later counts when it happened.
           acknowledgements: { ...action.acknowledgements, occurredAt: action.occurredAt },
         });
+        if (answer?.delivery?.id !== action.deliveryId) throw new NetworkError('not an answer of the service: no completed delivery');
         await this.outbox.acknowledge(entry, this.generation);
       } else if (action.kind === 'noteImage') {
         await this.sendNoteImage(entry, action);
@@ -594,7 +604,9 @@ export class TourlineClient {
       const fields: Record<string, string> = { noteId: action.noteId, clientEventId: entry.id };
       if (action.text) fields.text = action.text;
       if (action.authorCarId) fields.authorCarId = action.authorCarId;
-      const { note } = await this.api.uploadNoteImage(action.deliveryId, { file: fromBase64(action.image), contentType: action.contentType, fields });
+      const answer = await this.api.uploadNoteImage(action.deliveryId, { file: fromBase64(action.image), contentType: action.contentType, fields });
+      if (!answer || !('note' in answer)) throw new NetworkError('not an answer of the service: no note');
+      const { note } = answer;
       if (!note) {
         // A repeat of an upload whose note was deleted since (on another device, say): it is done.
         await this.outbox.acknowledge(entry, this.generation);
@@ -604,7 +616,9 @@ export class TourlineClient {
       await this.outbox.update(entry, { action: { ...action, uploaded } });
       if (note.id !== action.noteId) await this.outbox.renameNote(action.noteId, note.id);
     }
-    if (action.text && uploaded.text !== action.text) {
+    // Only when the upload took no text at all: a repeat answers the note as it is now, whose
+    // text another device may have changed since, and that change stands.
+    if (action.text && !uploaded.text) {
       const event: SyncEvent = { type: 'note.update', eventId: action.followUpEventId, occurredAt: action.occurredAt, deliveryId: action.deliveryId, noteId: uploaded.noteId, text: action.text };
       const { results } = await this.api.push({ clientId: this.clientId, events: [event] });
       const result = results[0];

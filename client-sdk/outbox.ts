@@ -108,8 +108,15 @@ export class Outbox {
     Object.assign(entry, patch);
   }
 
-  acknowledge(entry: OutboxEntry, generation: number, seq?: number) {
-    return this.update(entry, { state: 'acknowledged', ackGeneration: generation, ackSeq: seq, lastError: undefined });
+  async acknowledge(entry: OutboxEntry, generation: number, seq?: number) {
+    await this.update(entry, { state: 'acknowledged', ackGeneration: generation, ackSeq: seq, lastError: undefined });
+    if (seq === undefined) return;
+    // Entries acknowledged before without a seq (a photo, a completion) committed before this one
+    // was sent: once the copy holds its changes it holds theirs, and a later undo (the photo's
+    // note deleted) must not bring them back.
+    for (const earlier of this.entries) {
+      if (earlier.state === 'acknowledged' && earlier.ackSeq === undefined) await this.update(earlier, { ackSeq: seq });
+    }
   }
 
   reject(entry: OutboxEntry, { code, message, reason, errors }: Refusal, now: number) {

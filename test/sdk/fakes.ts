@@ -31,7 +31,9 @@ export function fakeService(options: {
     if (answer) return answer;
     if (url.pathname === '/sync/push') {
       const events = (body as { events: SyncEvent[] }).events;
-      const results = events.map((event) => {
+      // As the service, which reads ids as UUIDs and answers them in lower case.
+      const results = events.map(({ eventId: sent, ...rest }) => {
+        const event = { ...rest, eventId: sent.toLowerCase() } as SyncEvent;
         const first = seen.get(event.eventId);
         if (first) {
           const { seq: _, ...answer } = first;
@@ -46,7 +48,7 @@ export function fakeService(options: {
     }
     if (url.pathname === '/sync/changes') return json({ changes: [], cursor: 'c1', hasMore: false });
     if (url.pathname === '/sync/cursor') return json({ cursor: 'c0' });
-    if (url.pathname.endsWith('/complete')) return json({ delivery: {} });
+    if (url.pathname.endsWith('/complete')) return json({ delivery: { id: url.pathname.split('/')[2], state: 'completed' } });
     return json({ type: 'x', title: 'Not found', status: 404, code: 'not_found' }, 404);
   };
   return { fetch, calls, pushes: () => calls.filter((c) => c.path === '/sync/push'), json };

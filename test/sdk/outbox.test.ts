@@ -272,14 +272,17 @@ describe('flushing', () => {
   });
 
   it.each([
-    ['a proxy\'s 404 page for a push', '/sync/push', 404],
-    ['a captive portal\'s 200 login page for a completion', '/complete', 200],
-  ])('keeps the actions queued when %s answers in the service\'s place, and sends them once the service answers', async (_what, path, status) => {
+    ['a proxy\'s 404 page for a push', '/sync/push', 404, 'text/html'],
+    ['a captive portal\'s 200 login page for a completion', '/complete', 200, 'text/html'],
+    ['a gateway\'s 200 JSON for a completion', '/complete', 200, 'application/json'],
+    ['a gateway\'s 200 JSON for a push', '/sync/push', 200, 'application/json'],
+  ])('keeps the actions queued when %s answers in the service\'s place, and sends them once the service answers', async (_what, path, status, type) => {
     const tour = newTour({ deliveries: 1 });
     const d = tour.deliveries[0];
     let portal = true;
     const service = fakeService({
-      intercept: (call) => (portal && call.path.endsWith(path) ? new Response('<html>Please log in</html>', { status, headers: { 'content-type': 'text/html' } }) : undefined),
+      intercept: (call) => (portal && call.path.endsWith(path)
+        ? new Response(type === 'text/html' ? '<html>Please log in</html>' : '{"status":"unauthenticated"}', { status, headers: { 'content-type': type } }) : undefined),
     });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
@@ -363,6 +366,18 @@ describe('flushing', () => {
     expect(client.serverTour(tour.tour.id)).toEqual(tour);
   });
 
+  it('finds its entries in the answer when the app makes its ids in upper case', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch, randomId: () => crypto.randomUUID().toUpperCase() });
+    await client.state.putTour(tour);
+    const { eventId } = await client.holdDelivery(tour.deliveries[0].id, 'x');
+    expect(eventId).toBe(eventId.toLowerCase());
+    await client.sync();
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+    expect(service.pushes()).toHaveLength(1);
+  });
+
   it('asks for a fresh token after a 401 and repeats the request without losing its place', async () => {
     const tokens: boolean[] = [];
     const service = fakeService({ intercept: (call) => (call.token === 'fresh' ? undefined : problem(401, 'unauthorized', 'Authentifizierung fehlgeschlagen')) });
@@ -410,6 +425,39 @@ describe('note images', () => {
     expect(pushed.map((e) => `${e.type}:${'noteId' in e ? e.noteId : ''}`)).toEqual(['note.update:server-note', 'note.update:server-note', 'note.delete:server-note']);
     expect(new Set(pushed.filter((e) => e.type === 'note.update').map((e) => e.eventId)).size).toBe(1);
     expect(second.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+  });
+
+  it('lets a photo go with the change that deleted its note, so the note does not come back', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const deliveryId = tour.deliveries[0].id;
+    const service = fakeService({
+      result: (e) => (e.type === 'note.delete' ? { status: 'applied', seq: 5 } : { status: 'applied' }),
+      intercept: (call) => (call.path.endsWith('/notes/image') ? service.json({ note: { id: (call.body as FormData).get('noteId'), deliveryId, text: null, imageAttachment: '~sha256/abc', imageAttachmentId: 'att-1' } })
+        : call.path === '/sync/changes' ? 'network' : undefined),
+    });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    const { noteId } = await client.createImageNote(deliveryId, { image: PNG, contentType: 'image/png' });
+    await client.sync().catch(() => undefined);
+    await client.deleteNote(deliveryId, noteId);
+    await client.sync().catch(() => undefined);
+    expect(client.outbox.all().map((e) => [e.action.kind, e.state, e.ackSeq])).toEqual([['noteImage', 'acknowledged', 5], ['event', 'acknowledged', 5]]);
+    expect(await client.outbox.settle({ lastSeq: 5 })).toBe(2);
+  });
+
+  it('does not send its text again over a repeat\'s answer that shows another device\'s later text', async () => {
+    const tour = newTour({ deliveries: 1 });
+    const deliveryId = tour.deliveries[0].id;
+    const service = fakeService({
+      intercept: (call) => (call.path.endsWith('/notes/image')
+        ? service.json({ note: { id: (call.body as FormData).get('noteId'), deliveryId, text: 'B hat korrigiert', imageAttachment: '~sha256/abc', imageAttachmentId: 'att-1' } }) : undefined),
+    });
+    const client = await open({ fetch: service.fetch });
+    await client.state.putTour(tour);
+    await client.createImageNote(deliveryId, { image: PNG, contentType: 'image/png', text: 'A Foto' });
+    await client.sync();
+    expect(service.pushes()).toEqual([]);
+    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
   });
 
   it('takes a repeated upload whose note was deleted since as done, instead of retrying it forever', async () => {
