@@ -105,7 +105,12 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
     const drivers = await seedDrivers(server, { first: 50_001, count: push.drivers, deliveries: push.deliveries, positions: push.positions });
     const small = which.pushSmall ? await seedDrivers(server, { first: 60_001, count: pushSmall.drivers, deliveries: pushSmall.deliveries, positions: pushSmall.positions }) : [];
 
+    // Each scenario starts from a checkpoint: the gigabytes of WAL that floor and push write would
+    // otherwise have PostgreSQL checkpoint in the middle of the next one, whose tail then measures
+    // that (push_small p99 117–178 against 44 ms; README, "Benchmarks").
+    const checkpoint = () => server.ctx.database.db.execute(sql`CHECKPOINT`);
     if (which.floor) {
+      await checkpoint();
       ctx.log('  floor');
       const job = { drivers, deliveriesPerBatch: push.deliveriesPerBatch, eventsPerDelivery: push.eventsPerDelivery, ...floor };
       const measured = ctx.kind === 'postgres'
@@ -115,6 +120,7 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
       results.floor = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)) };
     }
     if (which.push) {
+      await checkpoint();
       ctx.log('  push');
       const cpu = serviceCpu();
       const measured = await runLoad({ kind: 'push', url: server.url, drivers, thinkMs: 0, ...pick(push) }, cpu.mark);
@@ -122,6 +128,7 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
       results.push = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)), ...latencies(measured.latencies), ...cpu.perRequest(measured) };
     }
     if (which.pushSmall) {
+      await checkpoint();
       ctx.log('  push_small');
       const cpu = serviceCpu();
       const measured = await runLoad({ kind: 'push', url: server.url, drivers: small, ...pick(pushSmall), thinkMs: pushSmall.thinkMs }, cpu.mark);
