@@ -89,6 +89,8 @@ const problemRefusal = (p: ProblemError): Refusal => ({ code: p.code, message: p
 const isClientError = (e: unknown): e is ProblemError => e instanceof ProblemError && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
 /** The service said no to the request itself; a proxy's error page is not its verdict, and is tried again later. */
 const isRejection = (e: unknown) => isClientError(e) && e.fromService;
+/** The service itself answered with this status (a proxy's page of the same status does not count). */
+const serviceAnswered = (e: unknown, status: number) => e instanceof ProblemError && e.fromService && e.status === status;
 /** The service is out of reach or asks to slow down: nothing else is worth sending now. */
 const isOutOfReach = (e: unknown) => e instanceof NetworkError || isServerUnavailable(e);
 
@@ -675,7 +677,7 @@ export class TourlineClient {
           if (!page.hasMore) break;
         }
       } catch (error) {
-        const cursorRefused = error instanceof ProblemError && error.fromService && error.status === 400 && this.state.cursor !== null;
+        const cursorRefused = serviceAnswered(error, 400) && this.state.cursor !== null;
         if (!cursorRefused) {
           this.recordError(error);
           throw error;
@@ -713,7 +715,7 @@ export class TourlineClient {
     try {
       await this.state.putTour(await this.api.tour(tourId));
     } catch (error) {
-      if (error instanceof ProblemError && error.fromService && error.status === 404) await this.state.dropTour(tourId);
+      if (serviceAnswered(error, 404)) await this.state.dropTour(tourId);
       else throw error;
     }
     this.emitChange(tourId);
@@ -732,7 +734,7 @@ export class TourlineClient {
     try {
       return (await this.api.cursor()).cursor;
     } catch (error) {
-      if (error instanceof ProblemError && error.fromService && error.status === 404) return null;
+      if (serviceAnswered(error, 404)) return null;
       throw error;
     }
   }

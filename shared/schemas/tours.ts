@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Address, ContactKind, ContactRole, ErpKey, ErpNumber, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
 
-const Int64 = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).meta({ format: 'int64' });
+const Int64 = ErpNumber.min(1).max(Number.MAX_SAFE_INTEGER);
 const Code = z.object({ code: ErpKey, name: ErpText });
 
 export const SyncPosition = z.object({
