@@ -108,6 +108,18 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect((await push(token, [events[0]])).body.results[0]).not.toHaveProperty('seq');
   });
 
+  it('names a seq of the sender\'s own feed when pushes of several drivers are written together', async () => {
+    const drivers = await Promise.all([setup(), setup(), setup()]);
+    // Concurrent pushes share write transactions; each driver's seq must still be one of its own changes.
+    const answers = await Promise.all(drivers.flatMap((driver) =>
+      Array.from({ length: 8 }, () => push(driver.token, [scan(driver.service.id) /* refused */, onDelivery(driver.delivery.id, 'note.create', { noteId: randomUUID(), text: 'Hof' })]))));
+    for (const [index, driver] of drivers.entries()) {
+      const feed = new Set(((await api.get('/sync/changes', { token: driver.token })).body.changes as { seq: number }[]).map((c) => c.seq));
+      const seqs = answers.slice(index * 8, index * 8 + 8).map((answer) => answer.body.results[1].seq as number);
+      expect(seqs.every((seq) => feed.has(seq)), `driver ${index}: ${seqs} within ${[...feed]}`).toBe(true);
+    }
+  });
+
   it('answers a resent batch\'s refused events as duplicates with their refusal, so that none applies out of order', async () => {
     const { token, delivery, line } = await setup();
     // Offline, the driver held the delivery twice (the second is refused), resumed it, scanned
