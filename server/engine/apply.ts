@@ -37,7 +37,8 @@ const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<Engin
   ({ eventId: event.eventId, status: copy ? 'duplicate' : 'rejected', code, reason, message, ...(errors && { errors }), ...copy });
 const answerOf = ({ ownFields: _, ...answer }: Rejection): RecordedRejection => answer;
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
-const reusedId = (event: SyncEvent): EngineResult => ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event' });
+const reusedId = (event: SyncEvent): EngineResult =>
+  ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event', message: 'This id was already used for another event' });
 /** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
 const notFound = (event: SyncEvent) => {
   const what = event.type === 'scan' ? 'Delivery item' : event.type === 'note.update' || event.type === 'note.delete' ? 'Note' : 'Delivery';
@@ -60,13 +61,13 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
   if (isRefusal(result)) throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', result.errors);
-  // Over REST only a credit's and a payment's id is the client's. A repeat that shows nothing is
-  // another event's id, or the caller's own event on a delivery that has moved to another driver.
-  if (result.status === 'duplicate' && (event.type === 'credit' || event.type === 'payment')) {
-    if (result.reason === 'other_event') {
-      throw validation('This clientEventId was already used for another event', [{ path: 'clientEventId', message: 'already used for another event' }]);
-    }
-    if (result.entity === null) throw new DomainError('not_found', 'Delivery not found');
+  // Over REST only a credit's, a payment's and a note image's id is the client's.
+  if (result.reason === 'other_event') {
+    throw validation('This clientEventId was already used for another event', [{ path: 'clientEventId', message: 'already used for another event' }]);
+  }
+  // A repeat that shows nothing is the caller's own event on a delivery that has moved to another driver.
+  if (result.status === 'duplicate' && result.entity === null && (event.type === 'credit' || event.type === 'payment')) {
+    throw new DomainError('not_found', 'Delivery not found');
   }
   return result.entity;
 }
@@ -248,9 +249,13 @@ async function applyInTransaction(db: Db, work: Entry[]) {
             : { eventId: event.eventId, status: 'duplicate', entity });
         continue;
       }
-      if (seen || !deliveryId || !ws) {
-        // An id another account recorded is theirs: like what the caller cannot see, it does not exist for them.
+      if (!deliveryId || !ws) {
         out.set(entry, notFound(event));
+        continue;
+      }
+      if (seen) {
+        // Another account recorded this id: it stands for their event, never for this one.
+        out.set(entry, reusedId(event));
         continue;
       }
       const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
@@ -276,7 +281,7 @@ async function applyInTransaction(db: Db, work: Entry[]) {
         ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
       const sameEvent = entry.event.type === first.event.type && deliveryOf(entry.event) === deliveryOf(first.event);
       const entity = ws ? entityOf(ws, first.event, payment) : original.entity;
-      out.set(entry, !sameSender ? notFound(entry.event)
+      out.set(entry, !sameSender ? (ownSet(deliveryOf(entry.event), entry.actor.personalnummer) ? reusedId(entry.event) : notFound(entry.event))
         : isRefusal(original) ? refusal(entry.event, original, { entity: entity ?? null })
           : !sameEvent ? reusedId(entry.event)
             : { eventId: entry.event.eventId, status: 'duplicate', entity });

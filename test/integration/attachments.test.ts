@@ -261,6 +261,18 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toHaveLength(0);
   });
 
+  it('refuses a clientEventId already used for another event with 400 and keeps no note', async () => {
+    const { token, delivery: d } = await activeDelivery(api);
+    const clientEventId = randomUUID();
+    expect((await api.post(`/deliveries/${d.id}/credit`, { clientEventId, action: 'set', amountCents: 1000, reason: 'Bruch' }, { token })).status).toBe(200);
+    const form = await noteImageForm(await signaturePng());
+    form.append('clientEventId', clientEventId);
+    const response = await api.post(`/deliveries/${d.id}/notes/image`, form, { token });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ code: 'validation', errors: [{ path: 'clientEventId' }] });
+    expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toHaveLength(0);
+  });
+
   it('refuses a note id that is not a uuid with 400', async () => {
     const { token, delivery: d } = await activeDelivery(api);
     const form = await noteImageForm(await signaturePng());

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { changeLog, creditEvents, deliveries, notes, paymentProtocol, scanAudit } from '../../server/db/schema.js';
+import { changeLog, creditEvents, deliveries, deliveryItems, notes, paymentProtocol, scanAudit } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
@@ -47,6 +47,16 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const audit = await api.db.select().from(scanAudit).where(eq(scanAudit.deliveryItemId, items[0].id));
       expect(audit).toHaveLength(3);
       expect(audit[0].occurredAt.toISOString()).toBe(first.occurredAt);
+    });
+
+    it('answers a scan whose id another event took as a duplicate that names other_event and counts nothing', async () => {
+      const { token, items, path } = await setup();
+      const clientEventId = randomUUID();
+      expect((await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1000, reason: 'Bruch' }, { token })).status).toBe(200);
+      const response = await api.post('/scans', { scans: [{ ...scan(items[0].id, 'scan'), clientScanId: clientEventId }] }, { token });
+      expect(response.body.results).toEqual([{ clientScanId: clientEventId, status: 'duplicate', code: 'other_event', reason: expect.any(String), item: null }]);
+      const [line] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, items[0].id));
+      expect(line.scannedQuantity).toBe(0);
     });
 
     it('rejects scans of a line of another account as not_found and of a held delivery as delivery_not_active', async () => {
@@ -222,8 +232,11 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(reused.body.credit).toMatchObject({ amountCents: 1000, reason: 'x' });
       const other = await setup();
       const elsewhere = await api.post(`${other.path}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token: other.token });
-      expect(elsewhere.status).toBe(404);
-      expect(elsewhere.body.code).toBe('not_found');
+      // Another account's id on the caller's own delivery: the id is taken, the delivery is there.
+      expect(elsewhere.status).toBe(400);
+      expect(elsewhere.body).toMatchObject({ code: 'validation', errors: [{ path: 'clientEventId' }] });
+      const [untouched] = await api.db.select().from(deliveries).where(eq(deliveries.id, other.delivery.id));
+      expect(untouched.creditAmountCents).toBeNull();
       await api.post(`${path}/hold`, { reason: 'Pause' }, { token });
       const held = await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'remove' }, { token });
       expect(held.status).toBe(400);

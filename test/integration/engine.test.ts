@@ -97,7 +97,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
   });
 
-  it('answers an event id another account recorded as not found where the event names nothing the sender can see', async () => {
+  it('answers an event id another account recorded as not found where the event names nothing the sender can see, else as another event', async () => {
     const { actor, line } = await setup();
     const stranger = await setup();
     const id = randomUUID();
@@ -105,7 +105,9 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const [othersLine] = await applyEvents(api.db, stranger.actor, [scanEvent(line.id, 'unscan', id)]);
     const [ownLine] = await applyEvents(api.db, stranger.actor, [scanEvent(stranger.line.id, 'scan', id)]);
     const [unknownLine] = await applyEvents(api.db, actor, [scanEvent(randomUUID(), 'scan', id)]);
-    expect([othersLine, ownLine].map((r) => [r.status, r.code])).toEqual([['rejected', 'not_found'], ['rejected', 'not_found']]);
+    expect([othersLine.status, othersLine.code]).toEqual(['rejected', 'not_found']);
+    // On the sender's own line the id is simply taken: it stands for another event, not a missing line.
+    expect(ownLine).toMatchObject({ status: 'duplicate', entity: null, reason: 'other_event' });
     // The sender's own id: a duplicate even where the copy names a line that does not exist.
     expect(unknownLine).toMatchObject({ status: 'duplicate', entity: null });
     const [strangersItem] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, stranger.line.id));
@@ -205,9 +207,9 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
 
     for (const [n, results] of answers.entries()) expect(results.slice(0, 2).map((r) => r.status), `driver ${n}`).toEqual(['applied', 'applied']);
     expect(answers[1][2]).toMatchObject({ status: 'rejected', code: 'not_found' });
-    expect([answers[3][2].status, answers[4][2].status].sort()).toEqual(['applied', 'rejected']);
-    // The id is taken by the other driver's event, on a line this one cannot see.
-    expect([answers[3][2], answers[4][2]].find((r) => r.status === 'rejected')).toMatchObject({ code: 'not_found' });
+    expect([answers[3][2].status, answers[4][2].status].sort()).toEqual(['applied', 'duplicate']);
+    // The id is taken by the other driver's event: it stands for that event, not for this one's scan.
+    expect([answers[3][2], answers[4][2]].find((r) => r.status === 'duplicate')).toMatchObject({ entity: null, reason: 'other_event' });
     const scanned = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, drivers.flatMap((d) => [d.line.id, d.other.id])));
     expect(scanned.reduce((sum, item) => sum + item.scannedQuantity, 0)).toBe(1 + 16 + 1);
     // Two go at once, the other six wait and go together: far fewer statements than eight pushes alone.

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { isRefusal } from '../../../shared/rules/eventResults.js';
 import { Uuid } from '../../../shared/schemas/common.js';
 import {
   ApplyScansRequest, ApplyScansResponse, AssignCarRequest, CancelDeliveryRequest, CreateDeliveryNoteRequest,
@@ -40,7 +39,8 @@ export const deliveryRoutes = [
         results: results.map((r) => ({
           clientScanId: r.eventId,
           status: r.status,
-          ...(isRefusal(r) ? { code: r.reason ?? r.code, reason: r.message } : {}),
+          // Why it was refused, or that its id stands for another event.
+          ...(r.reason !== undefined && { code: r.reason, reason: r.message }),
           item: (r.entity as z.infer<typeof ApplyScansResponse>['results'][number]['item']) ?? null,
         })),
       };
