@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq } from 'drizzle-orm';
 import { completionProblem, completionTime, paymentSettlement, type PaymentSettlement } from '../../shared/rules/completion.js';
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../shared/schemas/deliveries.js';
 import type { DriverActor } from '../context.js';
@@ -76,7 +76,7 @@ const reusedClientEventId = () => validation('This clientEventId was already use
 
 type Evaluation =
   | { kind: 'replay'; delivery: Delivery }
-  | { kind: 'ready'; delivery: DeliveryRow; items: ItemRow[]; payment: PaymentOutcome; internalNote: string | null };
+  | { kind: 'ready'; delivery: DeliveryRow; items: ItemRow[]; payment: PaymentOutcome; internalNote: string | null; acknowledgedNoteIds: string[] };
 
 /** A delivery of one of the account's tours (locked when asked); undefined when unknown or foreign. */
 export async function loadOwnDelivery(tx: Db, accountId: number, deliveryId: string, lock = false) {
@@ -105,14 +105,14 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
     }
   }
 
-  const [{ noteCount }] = await tx.select({ noteCount: sql<number>`count(*)::int` }).from(notes).where(eq(notes.deliveryId, deliveryId));
+  const noteIds = new Set((await tx.select({ id: notes.id }).from(notes).where(eq(notes.deliveryId, deliveryId))).map((n) => n.id));
   const method = await effectiveMethod(tx, delivery, ack);
   const [latest] = await tx.select().from(paymentProtocol).where(eq(paymentProtocol.deliveryId, delivery.id))
     .orderBy(desc(paymentProtocol.receivedAt), desc(paymentProtocol.occurredAt)).limit(1);
   const gate = {
     state: delivery.state,
     positions: itemRows.map((r) => ({ ...r.item, scannable: r.scannable })),
-    noteCount,
+    noteCount: noteIds.size,
     acknowledgements: ack,
     openAmountCents: toDelivery(delivery, items).openAmountCents,
     latestPaymentCents: latest?.amountCents ?? null,
@@ -131,7 +131,9 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
     const [car] = await tx.select({ id: cars.id }).from(cars).where(and(eq(cars.id, ack.authorCarId), eq(cars.accountId, actor.personalnummer)));
     if (!car) throw validation('The car does not belong to the account', [{ path: 'acknowledgements.authorCarId', message: 'not a car of the account' }]);
   }
-  return { kind: 'ready', delivery, items, payment, internalNote };
+  // Only the delivery's notes as they are now: an id the phone still showed may have been deleted meanwhile.
+  const acknowledgedNoteIds = [...new Set(ack.acknowledgedNoteIds ?? [])].filter((id) => noteIds.has(id));
+  return { kind: 'ready', delivery, items, payment, internalNote, acknowledgedNoteIds };
 }
 
 /** The method chosen at completion ('invalid' when unknown or inactive), else the one stored on the delivery. */
@@ -192,7 +194,7 @@ export async function completeDelivery(db: Db, actor: DriverActor, request: Comp
         authorCarId: ack.authorCarId ?? null,
         ...result.payment,
         notesAcknowledged: ack.notesAcknowledged === true,
-        acknowledgedNoteIds: [...new Set(ack.acknowledgedNoteIds ?? [])],
+        acknowledgedNoteIds: result.acknowledgedNoteIds,
         internalNote: result.internalNote,
         customerSignatureId: customerSignature.id,
         driverSignatureId: driverSignature.id,

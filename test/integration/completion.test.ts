@@ -237,18 +237,22 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expect((await complete(api, token, delivery.id)).status).toBe(200);
     });
 
-    it('asks for the notes to be acknowledged only when notes exist', async () => {
+    it('asks for the notes to be acknowledged only when notes exist, and keeps only the delivery\'s own acknowledged notes', async () => {
       const { token, delivery } = await setup(api);
-      expect((await api.post(`/deliveries/${delivery.id}/notes`, { text: 'Hund im Hof' }, { token })).status).toBe(200);
+      const note = await api.post(`/deliveries/${delivery.id}/notes`, { text: 'Hund im Hof' }, { token });
+      expect(note.status).toBe(200);
+      const other = await setup(api);
+      const foreign = await api.post(`/deliveries/${other.delivery.id}/notes`, { text: 'fremd' }, { token: other.token });
       const refused = await complete(api, token, delivery.id);
       expectProblem(refused, 400, 'validation');
       expect(refused.body.errors[0].path).toBe('acknowledgements.notesAcknowledged');
       expectProblem(await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, notesAcknowledged: false } }), 400, 'validation');
 
-      const noteIds = [randomUUID()];
+      // A deleted (unknown) note and another driver's note are no notes of this delivery.
+      const noteIds = [randomUUID(), foreign.body.note.id, note.body.note.id];
       const accepted = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: noteIds } });
       expect(accepted.status).toBe(200);
-      expect(await completionOf(api, delivery.id)).toMatchObject({ notesAcknowledged: true, acknowledgedNoteIds: noteIds });
+      expect(await completionOf(api, delivery.id)).toMatchObject({ notesAcknowledged: true, acknowledgedNoteIds: [note.body.note.id] });
     });
 
     it('refuses a receipt that is not confirmed with 400', async () => {
