@@ -4,7 +4,7 @@ import type { SyncEvent, SyncEventOf, EventResult } from '../../shared/schemas/s
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
 import { constraintViolation } from '../db/errors.js';
-import { cars, paymentMethods, paymentProtocol, services, type RecordedRejection } from '../db/schema.js';
+import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError, validation } from '../errors.js';
 import type { PaymentRow } from '../queries/shapes.js';
@@ -35,7 +35,6 @@ interface Entry {
  */
 const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: unknown }): EngineResult =>
   ({ eventId: event.eventId, status: copy ? 'duplicate' : 'rejected', code, reason, message, ...(errors && { errors }), ...copy });
-const answerOf = ({ ownFields: _, ...answer }: Rejection): RecordedRejection => answer;
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
 const reusedId = (event: SyncEvent): EngineResult =>
   ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event', message: 'This id was already used for another event' });
@@ -260,15 +259,12 @@ async function applyInTransaction(db: Db, work: Entry[]) {
       }
       const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
       const result: EngineResult = outcome.ok ? { eventId: event.eventId, status: 'applied', entity: outcome.entity } : refusal(event, outcome.rejection);
-      // A refusal that rests on what is stored is as final for the id as an application: a resend
-      // (after a lost answer, say) must not apply it in a state that later events of its batch made.
-      // One refused for its own fields is refused the same way again, and a corrected copy may reuse the id.
-      if (outcome.ok || !outcome.rejection.ownFields) {
-        ws.inserts.processed.push({
-          eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
-          deliveryId, occurredAt: new Date(event.occurredAt), rejection: outcome.ok ? null : answerOf(outcome.rejection),
-        });
-      }
+      // A refusal is as final for the id as an application: a resend (after a lost answer, say)
+      // must not apply it in a state that later events of its batch made.
+      ws.inserts.processed.push({
+        eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
+        deliveryId, occurredAt: new Date(event.occurredAt), rejection: outcome.ok ? null : outcome.rejection,
+      });
       out.set(entry, result);
     }
     for (const entry of work) {

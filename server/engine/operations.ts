@@ -12,11 +12,8 @@ import type { FieldProblem } from '../errors.js';
 import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../queries/shapes.js';
 import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
 
-/**
- * `errors` names the fields of the event (the same as the REST request's) that broke the rule.
- * `ownFields`: the event's fields alone refuse it, whatever is stored (see `applyInTransaction`).
- */
-export interface Rejection extends RecordedRejection { code: ErrorCode; ownFields?: true }
+/** `errors` names the fields of the event (the same as the REST request's) that broke the rule. */
+export interface Rejection extends RecordedRejection { code: ErrorCode }
 export type Outcome = { ok: true; entity: unknown } | { ok: false; rejection: Rejection };
 
 /** What an operation may look up besides its delivery; loaded once per batch. */
@@ -35,10 +32,9 @@ export interface OperationInput {
   attachment?: AttachmentInput;
 }
 
-const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[], ownFields?: true): Outcome =>
-  ({ ok: false, rejection: { code, reason, message, ...(errors && { errors }), ...(ownFields && { ownFields }) } });
+const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[]): Outcome =>
+  ({ ok: false, rejection: { code, reason, message, ...(errors && { errors }) } });
 const invalid = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors);
-const malformed = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors, true);
 const notOwnCar = (path: 'authorCarId' | 'carId') =>
   invalid('The car does not belong to your account', 'car_not_of_account', [{ path, message: 'is not a car of your account' }]);
 const notActive = (ws: WorkingSet) => rejected('invalid_state_transition', 'delivery_not_active', `The delivery is ${ws.delivery.state}, not active`);
@@ -118,7 +114,7 @@ function transition(input: OperationInput, operation: DeliveryOperation, reason:
   const next = nextDeliveryState(ws.delivery.state, operation);
   if (!next) return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
   const problem = reason === null ? null : reasonProblem(reason);
-  if (problem) return malformed(`A reason to ${operation} is required`, 'validation', [problem]);
+  if (problem) return invalid(`A reason to ${operation} is required`, 'validation', [problem]);
   changeDelivery(ws, { state: next, stateReason: reason?.trim() ?? null });
   return { ok: true, entity: currentDelivery(ws) };
 }
@@ -130,7 +126,7 @@ function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: st
   if (car) return car;
   if (event.action === 'set') {
     const problems = creditProblems(event.amountCents, event.reason);
-    if (problems.length) return malformed(problems.map((p) => `${p.path} ${p.message}`).join('; '), 'invalid_credit', problems);
+    if (problems.length) return invalid(problems.map((p) => `${p.path} ${p.message}`).join('; '), 'invalid_credit', problems);
     changeDelivery(ws, { creditAmountCents: event.amountCents!, creditReason: event.reason!.trim(), creditUpdatedAt: input.occurredAt });
   } else {
     if (ws.delivery.creditAmountCents === null) return invalid('There is no money credit to remove', 'no_credit');
@@ -163,7 +159,7 @@ function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: 
 
 function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): Outcome {
   const { ws } = input;
-  if (!noteHasContent(event)) return malformed('A note needs text or an image', 'note_without_content');
+  if (!noteHasContent(event)) return invalid('A note needs text or an image', 'note_without_content');
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
   if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) {

@@ -167,15 +167,15 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
         SELECT * FROM jsonb_to_recordset(${sql.placeholder('audit')}::jsonb)
           AS r(client_scan_id uuid, delivery_id uuid, delivery_item_id uuid, action text, quantity int, reason text, scanned_after int,
             credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)
-        RETURNING 1)`);
+        ON CONFLICT DO NOTHING RETURNING 1)`);
     }
     if (has.changes) parts.push(...changeLogAppend.parts);
     // Every part of a WITH that writes runs to completion, read or not.
     return sql`WITH ${sql.join(parts, sql`, `)}
-      SELECT (SELECT count(*) FROM p)::int AS inserted${has.changes ? sql`, ${changeLogAppend.accountSeqs} AS account_seqs, ${changeLogAppend.notify}` : sql``}`;
+      SELECT (SELECT count(*) FROM p)::int + ${has.audit ? sql`(SELECT count(*) FROM a)::int` : sql`0`} AS inserted${has.changes ? sql`, ${changeLogAppend.accountSeqs} AS account_seqs, ${changeLogAppend.notify}` : sql``}`;
   }, values);
-  // Another transaction recorded one of these ids for another delivery since we looked.
-  if (Number(written.inserted) !== processed.length) throw new ConcurrentDuplicate();
+  // Another transaction recorded one of these ids (a scan's also in its audit) for another delivery since we looked.
+  if (Number(written.inserted) !== processed.length + audit.length) throw new ConcurrentDuplicate();
 
   const credits = all((ws) => ws.inserts.credits);
   const payments = all((ws) => ws.inserts.payments);

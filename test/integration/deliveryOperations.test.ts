@@ -200,12 +200,14 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path })] });
     });
 
-    it('applies a corrected credit under the id of one refused for its amount, but repeats a refusal for the delivery\'s state', async () => {
+    it('repeats a refusal to a copy under the same id, for the credit\'s amount as for the delivery\'s state', async () => {
       const { token, path, delivery } = await setup();
       const clientEventId = randomUUID();
       expect((await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1500, reason: 'Bruch' }, { token })).status).toBe(400);
       const corrected = await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 2000, reason: 'Bruch' }, { token });
-      expect(corrected).toMatchObject({ status: 200, body: { credit: { amountCents: 2000 } } });
+      expect(corrected).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'amountCents' }] } });
+
+      expect((await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 2000, reason: 'Bruch' }, { token })).status).toBe(200);
 
       const removal = { clientEventId: randomUUID(), action: 'remove' };
       await api.post(`${path}/hold`, { reason: 'Pause' }, { token });

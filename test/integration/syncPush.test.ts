@@ -153,13 +153,16 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(recorded[0].rejection).toMatchObject({ code: 'invalid_state_transition' });
   });
 
-  it('does not keep a refusal for the event\'s own fields: a corrected copy under the same id applies', async () => {
+  it('keeps a refusal for the event\'s own fields too: a later copy under the same id, corrected or not, is a duplicate', async () => {
     const { token, delivery } = await setup();
     const credit = onDelivery(delivery.id, 'credit', { action: 'set', amountCents: 1500, reason: 'Bruch' });
-    expect((await push(token, [credit])).body.results[0]).toMatchObject({ status: 'rejected', errors: [{ path: 'amountCents' }] });
-    expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, credit.eventId))).toEqual([]);
+    const first = (await push(token, [credit])).body.results[0];
+    expect(first).toMatchObject({ status: 'rejected', errors: [{ path: 'amountCents' }] });
+    expect((await push(token, [credit])).body.results[0]).toEqual({ ...first, status: 'duplicate', entity: expect.objectContaining({ credit: null }) });
     const corrected = await push(token, [{ ...credit, amountCents: 2000 }]);
-    expect(corrected.body.results[0]).toMatchObject({ status: 'applied', entity: { credit: { amountCents: 2000 } } });
+    expect(corrected.body.results[0]).toMatchObject({ status: 'duplicate', code: 'validation', entity: { credit: null } });
+    const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
+    expect(row.creditAmountCents).toBeNull();
   });
 
   it('answers a copy within the batch with the state after the batch, not the state its first copy left', async () => {
@@ -176,7 +179,7 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(item.scannedQuantity).toBe(2);
   });
 
-  it('answers a copy within the batch of a refused event as a duplicate with the refusal, refused or not for its own fields', async () => {
+  it('answers a copy within the batch of a refused event as a duplicate with the refusal, refused for its fields or for the stored state', async () => {
     const { token, delivery } = await setup();
     const badCredit = onDelivery(delivery.id, 'credit', { action: 'set', amountCents: 1500, reason: 'Bruch' });
     const refusedHold = onDelivery(delivery.id, 'delivery.hold', { reason: 'b' });
@@ -213,6 +216,22 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(statuses).toEqual(['applied', 'applied', 'duplicate', 'duplicate']);
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
     expect(item.scannedQuantity).toBe(2);
+  });
+
+  it('answers the loser of one id sent at the same moment on two deliveries as a duplicate, never as refused', async () => {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, { accountId, deliveries: 2, positions: [{ scannable: true, quantity: 20, scannedQuantity: 0, state: 'InProgress' }] });
+    const [a, b] = tour.deliveries.map((d) => d.items[0].id);
+    for (let round = 0; round < 5; round++) {
+      const eventId = randomUUID();
+      const answers = await Promise.all([push(token, [{ ...scan(a), eventId }]), push(token, [{ ...scan(b), eventId }])]);
+      const results = answers.map((answer) => answer.body.results[0]);
+      expect(results.map((r) => r.status).sort(), JSON.stringify(results)).toEqual(['applied', 'duplicate']);
+      expect(results.find((r) => r.status === 'duplicate')).toMatchObject({ reason: 'other_event', entity: null });
+    }
+    const lines = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, [a, b]));
+    expect(lines.reduce((sum, line) => sum + line.scannedQuantity, 0)).toBe(5);
   });
 
   it('applies 500 events over several deliveries with a number of statements that does not grow with the events', async () => {
