@@ -11,6 +11,7 @@ import type { AppContext } from './context.js';
 import { openDatabase, type Database } from './db/client.js';
 import { createChangeNotifier } from './engine/changeNotifier.js';
 import { createHttpApp } from './http/app.js';
+import { answerUnparsableRequest } from './http/problem.js';
 import { apiRoutes } from './http/routes/index.js';
 import { devIdentityRoutes } from './http/routes/devIdentity.js';
 import { createSyncSocketServer } from './http/ws.js';
@@ -97,6 +98,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   server.keepAliveTimeout = 65_000;
   // Above the keep-alive timeout, so a proxy never sends a request on a connection we are about to drop.
   server.headersTimeout = 66_000;
+  server.on('clientError', answerUnparsableRequest);
   // While stopping, a connection goes as soon as its request is answered: a keep-alive client must
   // not hold the stop until its idle timeout.
   let stopping = false;

@@ -1,3 +1,5 @@
+import { STATUS_CODES, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { ErrorCode } from '../../shared/schemas/common.js';
@@ -90,3 +92,23 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
   recordError(res, error);
   sendProblem(res, 'internal', 'An internal error occurred');
 };
+
+/**
+ * A request Node's HTTP parser refuses before express sees it (headers over the size limit, broken
+ * framing, too slow to arrive), answered as problem+json like every other client error. As Node's
+ * own answer, only while no response on the connection has begun, and the connection is closed.
+ */
+export function answerUnparsableRequest(error: Error & { code?: string }, socket: Duplex) {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, detail]: [number, ErrorCode, string] = error.code === 'HPE_HEADER_OVERFLOW'
+    ? [431, 'payload_too_large', 'The request headers exceed the size limit']
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'validation', 'The request did not arrive in time']
+      : [400, 'validation', 'The request is not valid HTTP'];
+  const body = JSON.stringify(problemBody(code, detail, undefined, status));
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}

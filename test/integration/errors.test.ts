@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { errorCodes } from '../../shared/schemas/common.js';
@@ -49,6 +49,25 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
   it.each(['GET /nowhere', 'POST /me/cars/extra/segments', 'DELETE /me/cars'])('answers 404 not_found for the unknown route %s', async (line) => {
     const [method, path] = line.split(' ');
     expectProblem(await api.request(method, path, { token }), 404, 'not_found');
+  });
+
+  it.each([
+    ['headers over the size limit', `GET /me/cars HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'payload_too_large'],
+    ['a length that is not a number', 'GET /me/cars HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n', 400, 'validation'],
+    ['a broken chunk size', 'POST /me/cars HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n', 400, 'validation'],
+  ])('answers a request Node cannot parse (%s) with problem+json and closes', async (_what, raw, status, code) => {
+    const { port } = new URL(api.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(raw));
+      let received = '';
+      socket.on('data', (chunk) => { received += chunk; });
+      socket.on('end', () => resolve(received));
+      socket.on('error', reject);
+    });
+    const [head, body] = answer.split('\r\n\r\n');
+    expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+    expect(head).toMatch(/content-type: application\/problem\+json/i);
+    expect(JSON.parse(body)).toMatchObject({ status, code, title: errorCatalogue[code as keyof typeof errorCatalogue].title });
   });
 
   it('answers 400 validation for malformed JSON', async () => {
