@@ -10,7 +10,7 @@ export interface UploadedFile {
 }
 
 export interface MultipartBody {
-  /** File parts by field name (the first one wins when a name repeats). */
+  /** File parts by field name (a name sent twice, as a file or a field, is refused). */
   files: Map<string, UploadedFile>;
   /** Plain fields by name. */
   fields: Map<string, string>;
@@ -64,8 +64,19 @@ export function readMultipart(req: Request, options: MultipartOptions): Promise<
       total += bytes;
       if (total > limitBytes) fail(tooLarge(limitBytes));
     };
+    // Two parts of one name leave it open which one the client meant.
+    const names = new Set<string>();
+    const repeated = (field: string) => {
+      if (!names.has(field)) {
+        names.add(field);
+        return false;
+      }
+      fail(validation(`The part ${field} is sent more than once`, [{ path: field, message: 'sent more than once' }]));
+      return true;
+    };
 
     parser.on('file', (field, stream, info) => {
+      if (repeated(field)) return void stream.resume();
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => {
         count(chunk.length);
@@ -73,7 +84,7 @@ export function readMultipart(req: Request, options: MultipartOptions): Promise<
       });
       stream.on('limit', () => fail(tooLarge(limitBytes)));
       stream.on('end', () => {
-        if (settled || body.files.has(field)) return;
+        if (settled) return;
         body.files.set(field, { field, filename: info.filename, contentType: info.mimeType, bytes: Buffer.concat(chunks) });
       });
     });
@@ -81,7 +92,7 @@ export function readMultipart(req: Request, options: MultipartOptions): Promise<
       count(Buffer.byteLength(value));
       if (info.valueTruncated) return fail(tooLarge(limitBytes));
       if (info.nameTruncated) return fail(validation('A multipart field name is too long'));
-      if (!body.fields.has(field)) body.fields.set(field, value);
+      if (!repeated(field)) body.fields.set(field, value);
     });
     parser.on('partsLimit', () => fail(new DomainError('payload_too_large', `At most ${maxParts} parts are accepted`)));
     parser.on('error', (error: Error) => fail(validation(`Malformed multipart body: ${error.message}`)));

@@ -12,7 +12,7 @@ import { backoffMs } from '../../server/jobs/erpWriteBack.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 import { newTour, type NewTourOptions } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
-import { completionForm, noisyPng, rawPng, signaturePng, type CompletionParts } from '../helpers/uploads.js';
+import { blob, completionForm, noisyPng, rawPng, signaturePng, type CompletionParts } from '../helpers/uploads.js';
 import sharp from 'sharp';
 
 let nextAccount = 61_000;
@@ -191,6 +191,17 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const response = await api.post(`/deliveries/${delivery.id}/complete`, undefined, { token });
       expectProblem(response, 400, 'validation');
       expect(response.body.errors).toContainEqual(expect.objectContaining({ path: 'acknowledgements' }));
+    });
+
+    it.each(['customer_signature', 'acknowledgements'])('refuses a second %s part with 400 naming it, and completes nothing', async (part) => {
+      const { token, delivery } = await setup(api);
+      const form = await completionForm();
+      if (part === 'acknowledgements') form.append(part, JSON.stringify({ receiptConfirmed: false }));
+      else form.append(part, blob(await signaturePng(), 'image/png'), 'again.png');
+      const response = await api.post(`/deliveries/${delivery.id}/complete`, form, { token });
+      expectProblem(response, 400, 'validation');
+      expect(response.body.errors).toEqual([{ path: part, message: 'sent more than once' }]);
+      expect((await stateOf(api, delivery.id)).state).toBe('active');
     });
 
     it('refuses a body that is not multipart with 415', async () => {
