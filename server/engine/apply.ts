@@ -33,8 +33,11 @@ interface Entry {
  * A refusal; or, given the current state, the answer to a copy of a refused event: a `duplicate`
  * (an id seen before) that still tells its sender why (see `isRefusal`).
  */
-const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: unknown }): EngineResult =>
-  ({ eventId: event.eventId, status: copy ? 'duplicate' : 'rejected', code, reason, message, ...(errors && { errors }), ...copy });
+const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: unknown }): EngineResult => ({
+  eventId: event.eventId, status: copy ? 'duplicate' : 'rejected',
+  // A scan answers with the contract's scan rejection codes (quantity_exceeded, delivery_not_active, ...), as /scans does.
+  code: event.type === 'scan' ? reason : code, reason, message, ...(errors && { errors }), ...copy,
+});
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
 const reusedId = (event: SyncEvent): EngineResult =>
   ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event', message: 'This id was already used for another event' });

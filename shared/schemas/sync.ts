@@ -32,7 +32,7 @@ export const EventResult = z.object({
   eventId: Uuid,
   status: EventStatus,
   code: z.string().optional().meta({
-    description: 'With a rejection, and with the duplicate of a refused event (an id refused before answers duplicate with that refusal): the error code',
+    description: 'With a rejection, and with the duplicate of a refused event (an id refused before answers duplicate with that refusal): the error code; for a scan the scan rejection code (not_found, delivery_not_active, quantity_exceeded, nothing_to_unscan, item_removed, not_scannable, invalid_action, ...)',
   }),
   reason: z.string().optional().meta({
     description: 'With a rejection, and with the duplicate of a refused event: the rule that refused it, e.g. quantity_exceeded or delivery_not_active; with any other duplicate: other_event when the id stands for another event than the copy describes',

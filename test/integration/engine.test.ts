@@ -60,7 +60,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     ];
     const results = await applyEvents(api.db, actor, events);
     expect(results.map((r) => r.status)).toEqual(['applied', 'applied', 'applied', 'rejected', 'applied', 'applied', 'applied']);
-    expect(results[3]).toMatchObject({ code: 'validation', reason: 'quantity_exceeded' });
+    expect(results[3]).toMatchObject({ code: 'quantity_exceeded', reason: 'quantity_exceeded' });
     expect(results.map((r) => r.eventId)).toEqual(events.map((e) => e.eventId));
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
     expect(item.scannedQuantity).toBe(2);

@@ -139,7 +139,7 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
       expect(again.body.results[i]).toEqual({ ...refusal, status: 'duplicate', entity: expect.any(Object) });
     }
     expect(again.body.results[1]).toMatchObject({ code: 'invalid_state_transition', entity: { id: delivery.id, state: 'active' } });
-    expect(again.body.results[5]).toMatchObject({ code: 'validation', reason: 'quantity_exceeded', entity: { id: line.id, scannedQuantity: 1 } });
+    expect(again.body.results[5]).toMatchObject({ code: 'quantity_exceeded', reason: 'quantity_exceeded', entity: { id: line.id, scannedQuantity: 1 } });
     // Only a refused copy carries a code: a copy of an applied event does not.
     expect(again.body.results[0]).not.toHaveProperty('code');
     // Two copies in one batch: both say why.

@@ -163,7 +163,7 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     expect(await server.db.select().from(paymentProtocol).where(inArray(paymentProtocol.deliveryId, [day.d2.id]))).toHaveLength(1);
     expect(rejected).toEqual(day.rejected);
     expect(client.rejected()).toMatchObject([
-      { id: day.rejected[0], type: 'scan', code: 'validation', message: expect.any(String) },
+      { id: day.rejected[0], type: 'scan', code: 'quantity_exceeded', message: expect.any(String) },
       { id: day.rejected[1], type: 'delivery.hold', code: 'validation' },
     ]);
     await expectViewEqualsServer(client, server, pnr, tourId);
