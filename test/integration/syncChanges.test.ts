@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { encodeCursor, readChanges } from '../../server/engine/changeFeed.js';
 import { recordChanges } from '../../server/engine/changeLog.js';
@@ -208,6 +209,22 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       const car = (await api.post('/me/cars', { plate: `S-${a.personalnummer}` }, { token: a.token })).body.car;
       const resumed = await pullAll(a.token, fresh.body.cursor);
       expect(resumed.changes.map((c) => c.id)).toEqual([car.id]);
+    });
+
+    it('prunes the old entries up to the first one to keep; an old entry behind it waits for a later run', async () => {
+      const accountId = (await driver()).personalnummer;
+      const seqs: number[] = [];
+      for (const n of [1, 2, 3]) seqs.push((await recordChanges(api.db, [{ entity: 'proof', op: 'upsert', id: `p${n}`, accountId }]))!);
+      // A transaction that started long ago may take a seq after a younger one's.
+      const day = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString();
+      await api.db.execute(sql`UPDATE change_log SET created_at = CASE seq WHEN ${seqs[0]} THEN ${day(40)}::timestamptz
+        WHEN ${seqs[1]} THEN ${day(10)}::timestamptz ELSE ${day(40)}::timestamptz END WHERE seq IN (${seqs[0]}, ${seqs[1]}, ${seqs[2]})`);
+      await api.db.execute(sql`UPDATE change_log SET created_at = ${day(40)}::timestamptz WHERE seq < ${seqs[0]}`);
+
+      const { horizon } = await pruneChangeLog(api.db, new Date(day(30)));
+      expect(horizon).toBe(seqs[0]);
+      const left = await api.db.execute<{ seq: string }>(sql`SELECT seq::text FROM change_log WHERE seq >= ${seqs[0]} ORDER BY seq`);
+      expect(left.rows.map((r) => Number(r.seq))).toEqual([seqs[1], seqs[2]]);
     });
 
     it('prunes only entries older than the cut and keeps the horizon when there is nothing to prune', async () => {
