@@ -225,6 +225,8 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       expect(horizon).toBe(seqs[0]);
       const left = await api.db.execute<{ seq: string }>(sql`SELECT seq::text FROM change_log WHERE seq >= ${seqs[0]} ORDER BY seq`);
       expect(left.rows.map((r) => Number(r.seq))).toEqual([seqs[1], seqs[2]]);
+      // The next run of the day takes them.
+      expect(await pruneChangeLog(api.db, new Date(day(5)))).toEqual({ horizon: seqs[2], deleted: 2 });
     });
 
     it('prunes only entries older than the cut and keeps the horizon when there is nothing to prune', async () => {
