@@ -3,30 +3,32 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
 import { HORIZON_KEY } from '../engine/changeFeed.js';
+import { stableHead } from '../engine/changeLog.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 
 /**
- * Deletes the change-log entries created before `before` up to the first one that is not, and
- * raises the horizon in the same transaction. The cut is a seq, not a time: "everything up to the
- * horizon is gone, everything after it is kept" is what lets readers refuse an expired cursor
- * exactly. `created_at` is the start of the writing transaction and need not grow with seq, so an
- * old entry behind a newer one waits for a later run. Finding the cut walks the log in seq order
- * from its oldest entry and stops at the first one to keep: it reads what it deletes and not the
- * whole log (a scan of millions of rows, seconds of a busy database's CPU).
+ * Deletes the change-log entries created before `before`, from the oldest up to the first one to
+ * keep, and raises the horizon to the last one deleted, in one transaction. The cut is a seq, not
+ * a time: "everything up to the horizon is gone, everything after it is kept" is what lets
+ * readers refuse an expired cursor exactly. So it stays below the stable head (a change still in
+ * flight may hold a smaller seq than one deleted), and `created_at`, the start of the writing
+ * transaction, need not grow with seq: an old entry behind a newer one waits for a later run.
+ * The walk from the oldest entry reads what it deletes, not the whole log (a scan of millions of
+ * rows, seconds of a busy database's CPU).
  */
 export async function pruneChangeLog(db: Db, before: Date): Promise<{ horizon: number; deleted: number }> {
+  const head = await stableHead(db);
   return db.transaction(async (tx) => {
-    const cut = await tx.execute<{ seq: string | null }>(sql`SELECT coalesce(
-      (SELECT seq - 1 FROM change_log WHERE created_at >= ${before.toISOString()}::timestamptz ORDER BY seq LIMIT 1),
-      (SELECT max(seq) FROM change_log))::text AS seq`);
-    const seq = cut.rows[0].seq;
-    if (seq === null) return { horizon: await readHorizon(tx), deleted: 0 };
-    const deleted = await tx.execute<{ n: string }>(sql`WITH d AS (DELETE FROM change_log WHERE seq <= ${seq}::bigint RETURNING 1) SELECT count(*)::text AS n FROM d`);
-    if (Number(deleted.rows[0].n) === 0) return { horizon: await readHorizon(tx), deleted: 0 };
-    await tx.insert(meta).values({ key: HORIZON_KEY, value: seq })
+    const pruned = await tx.execute<{ last: string | null; deleted: string }>(sql`
+      WITH keep AS (SELECT seq FROM change_log WHERE created_at >= ${before.toISOString()}::timestamptz AND seq <= ${head} ORDER BY seq LIMIT 1),
+        gone AS (DELETE FROM change_log WHERE seq <= ${head} AND seq < coalesce((SELECT seq FROM keep), ${head} + 1) RETURNING seq)
+      SELECT max(seq)::text AS last, count(*)::text AS deleted FROM gone`);
+    const { last, deleted } = pruned.rows[0];
+    if (last === null) return { horizon: await readHorizon(tx), deleted: 0 };
+    await tx.insert(meta).values({ key: HORIZON_KEY, value: last })
       .onConflictDoUpdate({ target: meta.key, set: { value: sql`greatest(${meta.value}::bigint, excluded.value::bigint)::text` } });
-    return { horizon: await readHorizon(tx), deleted: Number(deleted.rows[0].n) };
+    return { horizon: await readHorizon(tx), deleted: Number(deleted) };
   });
 }
 

@@ -229,11 +229,30 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       expect(await pruneChangeLog(api.db, new Date(day(5)))).toEqual({ horizon: seqs[2], deleted: 2 });
     });
 
+    it('raises the horizon to the last entry deleted, not over a seq that never committed', async () => {
+      const a = await driver();
+      const old = (await recordChanges(api.db, [{ entity: 'proof', op: 'upsert', id: 'old', accountId: a.personalnummer }]))!;
+      await api.db.transaction(async (tx) => {
+        await recordChanges(tx, [{ entity: 'proof', op: 'upsert', id: 'rolled back', accountId: a.personalnummer }]);
+        tx.rollback();
+      }).catch(() => undefined);
+      await recordChanges(api.db, [{ entity: 'proof', op: 'upsert', id: 'new', accountId: a.personalnummer }]);
+      await api.db.execute(sql`UPDATE change_log SET created_at = now() - interval '40 days' WHERE seq <= ${old}`);
+
+      expect(await pruneChangeLog(api.db, new Date(Date.now() - 30 * 86_400_000))).toMatchObject({ horizon: old });
+      // A client that had read up to the last deleted entry missed nothing.
+      const { epoch } = JSON.parse(Buffer.from((await api.get('/sync/cursor', { token: a.token })).body.cursor, 'base64url').toString('utf8'));
+      const page = await api.get(`/sync/changes?since=${encodeCursor(epoch, old)}`, { token: a.token });
+      expect(page.status).toBe(200);
+      expect(page.body.changes.map((c: { id: string }) => c.id)).toEqual(['new']);
+    });
+
     it('prunes only entries older than the cut and keeps the horizon when there is nothing to prune', async () => {
       const a = await driver();
       await api.post('/me/cars', { plate: `K-${a.personalnummer}` }, { token: a.token });
+      const { horizon } = await pruneChangeLog(api.db, new Date(0));
       const before = await pruneChangeLog(api.db, new Date(Date.now() - 3600_000));
-      expect(before.deleted).toBe(0);
+      expect(before).toEqual({ horizon, deleted: 0 });
       const { changes } = await pullAll(a.token);
       expect(changes.map((c) => c.data?.plate)).toContain(`K-${a.personalnummer}`);
     });
