@@ -33,11 +33,8 @@ interface Entry {
  * A refusal; or, given the current state, the answer to a copy of a refused event: a `duplicate`
  * (an id seen before) that still tells its sender why (see `isRefusal`).
  */
-const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: unknown }): EngineResult => ({
-  eventId: event.eventId, status: copy ? 'duplicate' : 'rejected',
-  // A scan answers with the contract's scan rejection codes (quantity_exceeded, delivery_not_active, ...), as /scans does.
-  code: event.type === 'scan' ? reason : code, reason, message, ...(errors && { errors }), ...copy,
-});
+const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: unknown }): EngineResult =>
+  ({ eventId: event.eventId, status: copy ? 'duplicate' : 'rejected', code, reason, message, ...(errors && { errors }), ...copy });
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
 const reusedId = (event: SyncEvent): EngineResult =>
   ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event', message: 'This id was already used for another event' });
@@ -62,7 +59,11 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 /** Applies one event for a REST call: returns the touched entity, or throws the rejection as a DomainError. */
 export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
-  if (isRefusal(result)) throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', result.errors);
+  if (isRefusal(result)) {
+    // A copy of a refused event: the id is spent, so a corrected request needs a new one.
+    const spent = result.status === 'duplicate' ? [{ path: 'clientEventId', message: 'refused before under this id; a corrected request needs a new id' }] : [];
+    throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', [...(result.errors ?? []), ...spent]);
+  }
   // Over REST only a credit's, a payment's and a note image's id is the client's.
   if (result.reason === 'other_event') {
     throw validation('This clientEventId was already used for another event', [{ path: 'clientEventId', message: 'already used for another event' }]);
@@ -200,10 +201,12 @@ function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (ev
 }
 
 async function applyInTransaction(db: Db, work: Entry[]) {
-  // Ids repeated in the work: the first copy counts, the others are answered after the work with
-  // the state it left, as a copy arriving later would be.
+  // Ids a sender repeats in the work: the first copy counts, the others are answered after the
+  // work with the state it left, as a copy arriving later would be. Two senders' copies both go
+  // in: if both record the id, the write finds it taken and the events go apart (applyBatch).
+  const copyKey = (entry: Entry) => `${entry.event.eventId} ${entry.actor.personalnummer}`;
   const firstOf = new Map<string, Entry>();
-  for (const entry of work) if (!firstOf.has(entry.event.eventId)) firstOf.set(entry.event.eventId, entry);
+  for (const entry of work) if (!firstOf.has(copyKey(entry))) firstOf.set(copyKey(entry), entry);
   const entries = [...firstOf.values()];
   const events = entries.map((e) => e.event);
   const needs = {
@@ -271,19 +274,17 @@ async function applyInTransaction(db: Db, work: Entry[]) {
       out.set(entry, result);
     }
     for (const entry of work) {
-      const first = firstOf.get(entry.event.eventId)!;
+      const first = firstOf.get(copyKey(entry))!;
       if (first === entry) continue;
       const original = out.get(first)!;
-      const sameSender = entry.actor.personalnummer === first.actor.personalnummer;
       const ws = ownSet(deliveryOf(first.event), entry.actor.personalnummer);
       const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
         ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
       const sameEvent = entry.event.type === first.event.type && deliveryOf(entry.event) === deliveryOf(first.event);
       const entity = ws ? entityOf(ws, first.event, payment) : original.entity;
-      out.set(entry, !sameSender ? (ownSet(deliveryOf(entry.event), entry.actor.personalnummer) ? reusedId(entry.event) : notFound(entry.event))
+      out.set(entry, !sameEvent ? reusedId(entry.event)
         : isRefusal(original) ? refusal(entry.event, original, { entity: entity ?? null })
-          : !sameEvent ? reusedId(entry.event)
-            : { eventId: entry.event.eventId, status: 'duplicate', entity });
+          : { eventId: entry.event.eventId, status: 'duplicate', entity });
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     const seqs = changed.length > 0 ? await flushWorkingSets(tx, changed) : new Map<number, number>();

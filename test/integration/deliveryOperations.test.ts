@@ -205,7 +205,7 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const clientEventId = randomUUID();
       expect((await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1500, reason: 'Bruch' }, { token })).status).toBe(400);
       const corrected = await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 2000, reason: 'Bruch' }, { token });
-      expect(corrected).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'amountCents' }] } });
+      expect(corrected).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'amountCents' }, { path: 'clientEventId' }] } });
 
       expect((await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 2000, reason: 'Bruch' }, { token })).status).toBe(200);
 

@@ -1,6 +1,7 @@
 import {
   ChangesQuery, ChangesResponse, PushRequest, PushResponse, SyncCursorResponse, WsClientMessage, WsServerMessage,
 } from '../../../shared/schemas/sync.js';
+import { isRefusal } from '../../../shared/rules/eventResults.js';
 import { applyEvents } from '../../engine/apply.js';
 import { currentCursor, pullChanges } from '../../engine/changeFeed.js';
 import { validation } from '../../errors.js';
@@ -12,7 +13,11 @@ export const syncRoutes = [
     method: 'post', path: '/sync/push', auth: 'bearer', tags: ['Sync'],
     summary: 'Apply 1 to 500 outbox events in order; one result per event (applied, duplicate or rejected). A malformed event refuses the whole batch with 400.',
     body: PushRequest, response: PushResponse,
-    handler: async ({ ctx, actor, body }) => ({ results: await applyEvents(ctx.database.db, actor, body.events, { clientId: body.clientId }) }),
+    handler: async ({ ctx, actor, body }) => {
+      const results = await applyEvents(ctx.database.db, actor, body.events, { clientId: body.clientId });
+      // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
+      return { results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: r.reason } : r)) };
+    },
   }),
   route({
     method: 'get', path: '/sync/changes', auth: 'bearer', tags: ['Sync'],
