@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
 import type { ErrorRequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { ErrorCode } from '../../shared/schemas/common.js';
@@ -98,17 +99,20 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
  * framing, too slow to arrive), answered as problem+json like every other client error. As Node's
  * own answer, only while no response on the connection has begun, and the connection is closed.
  */
-export function answerUnparsableRequest(error: Error & { code?: string }, socket: Duplex) {
-  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+export function answerUnparsableRequest(error: Error & { code?: string }, socket: Socket) {
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }
   const [status, code, detail]: [number, ErrorCode, string] = error.code === 'HPE_HEADER_OVERFLOW'
     ? [431, 'payload_too_large', 'The request headers exceed the size limit']
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'validation', 'The request did not arrive in time']
-      : [400, 'validation', 'The request is not valid HTTP'];
+    : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? [413, 'payload_too_large', 'The chunk extensions exceed the size limit']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'validation', 'The request did not arrive in time']
+        : [400, 'validation', 'The request is not valid HTTP'];
   const body = JSON.stringify(problemBody(code, detail, undefined, status));
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
+  // A peer that never reads or closes must not keep the socket.
+  socket.setTimeout(5_000, () => socket.destroy());
 }
