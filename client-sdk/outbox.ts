@@ -148,6 +148,12 @@ export class Outbox {
       if (action.kind === 'event' && 'noteId' in action.event && action.event.noteId === from) {
         await this.update(entry, { action: { kind: 'event', event: { ...action.event, noteId: to } } });
       }
+      // The service keeps only acknowledged ids of the delivery's notes as they are.
+      const acknowledged = action.kind === 'completion' ? action.acknowledgements.acknowledgedNoteIds : undefined;
+      if (action.kind === 'completion' && acknowledged?.includes(from)) {
+        const acknowledgements = { ...action.acknowledgements, acknowledgedNoteIds: acknowledged.map((id) => (id === from ? to : id)) };
+        await this.update(entry, { action: { ...action, acknowledgements } });
+      }
     }
   }
 

@@ -59,6 +59,22 @@ describe('outbox durability', () => {
   });
 });
 
+describe('a note the service gave another id', () => {
+  it('is renamed in the pending events and in a pending completion\'s acknowledged notes', async () => {
+    const outbox = await Outbox.load(new JsonStore(new MemoryStore()));
+    const occurredAt = '2026-03-02T08:00:00.000Z';
+    const update = await outbox.add('e1', { kind: 'event', event: { type: 'note.update', eventId: 'e1', occurredAt, deliveryId: 'd', noteId: 'old', text: 'x' } }, 0);
+    const completion = await outbox.add('e2', {
+      kind: 'completion', deliveryId: 'd', occurredAt, customerSignature: '', driverSignature: '',
+      acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: ['other', 'old'], clientEventId: 'e2' },
+    }, 0);
+    await outbox.renameNote('old', 'new');
+    const [renamedUpdate, renamedCompletion] = [update, completion].map((e) => outbox.all().find((entry) => entry.id === e.id)!.action);
+    expect(renamedUpdate).toMatchObject({ event: { noteId: 'new' } });
+    expect(renamedCompletion).toMatchObject({ acknowledgements: { acknowledgedNoteIds: ['other', 'new'] } });
+  });
+});
+
 describe('settling', () => {
   const hold = (n: number): SyncEvent => ({ type: 'delivery.hold', eventId: `00000000-0000-4000-8000-00000000000${n}`, occurredAt: '2026-03-02T08:00:00.000Z', deliveryId: 'd', reason: 'x' });
   async function acknowledged(...entries: { seq?: number; generation: number }[]) {
