@@ -64,19 +64,19 @@ export function readMultipart(req: Request, options: MultipartOptions): Promise<
       total += bytes;
       if (total > limitBytes) fail(tooLarge(limitBytes));
     };
-    // Two parts of one name leave it open which one the client meant.
+    // Two parts of one name leave it open which one the client meant: the second fails the request.
     const names = new Set<string>();
-    const repeated = (field: string) => {
-      if (!names.has(field)) {
-        names.add(field);
+    const claimName = (field: string) => {
+      if (names.has(field)) {
+        fail(validation(`The part ${field} is sent more than once`, [{ path: field, message: 'sent more than once' }]));
         return false;
       }
-      fail(validation(`The part ${field} is sent more than once`, [{ path: field, message: 'sent more than once' }]));
+      names.add(field);
       return true;
     };
 
     parser.on('file', (field, stream, info) => {
-      if (repeated(field)) return void stream.resume();
+      if (!claimName(field)) return void stream.resume();
       const chunks: Buffer[] = [];
       stream.on('data', (chunk: Buffer) => {
         count(chunk.length);
@@ -92,7 +92,7 @@ export function readMultipart(req: Request, options: MultipartOptions): Promise<
       count(Buffer.byteLength(value));
       if (info.valueTruncated) return fail(tooLarge(limitBytes));
       if (info.nameTruncated) return fail(validation('A multipart field name is too long'));
-      if (!repeated(field)) body.fields.set(field, value);
+      if (claimName(field)) body.fields.set(field, value);
     });
     parser.on('partsLimit', () => fail(new DomainError('payload_too_large', `At most ${maxParts} parts are accepted`)));
     parser.on('error', (error: Error) => fail(validation(`Malformed multipart body: ${error.message}`)));
