@@ -564,7 +564,7 @@ export class TourlineClient {
       else await this.outbox.acknowledge(entry, this.generation, result.seq ?? (pushSeq >= 0 ? pushSeq : undefined));
     }
     // The live feed may have brought these changes before the answer came.
-    await this.settle();
+    this.emitChange(...await this.settledTours());
     this.emitChange(...entries.map((e) => this.tourOfAction(e.action)));
   }
 
@@ -653,7 +653,7 @@ export class TourlineClient {
   }
 
   private recordError(error: unknown) {
-    if (error instanceof NetworkError || isServerUnavailable(error)) this.statusState.online = false;
+    if (isOutOfReach(error)) this.statusState.online = false;
     this.statusState.lastError = {
       message: error instanceof Error ? error.message : String(error),
       code: error instanceof ProblemError ? error.code : error instanceof NetworkError ? 'network' : (error as { code?: string })?.code,
@@ -688,7 +688,7 @@ export class TourlineClient {
       this.statusState.lastSyncAt = this.now();
       // The service answers again; an error stays news only while an entry waits to be sent again.
       if (!this.outbox.pending().some((e) => e.lastError)) this.statusState.lastError = null;
-      await this.settle(generation);
+      this.emitChange(...await this.settledTours(generation));
       this.emitStatus();
     });
   }
@@ -701,14 +701,13 @@ export class TourlineClient {
     const outcome = await this.state.applyChanges(changes, cursor);
     for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.recordError(error));
     // Before telling anyone: an entry the server's state now holds must not count twice in the view.
-    const settled = await this.outbox.settle({ lastSeq: this.state.lastSeq });
-    const touched = [...outcome.changedTours, ...outcome.refetch, ...(settled ? this.tourIds() : [])];
+    const touched = [...outcome.changedTours, ...outcome.refetch, ...await this.settledTours()];
     if (touched.length) this.emitChange(...touched);
   }
 
-  /** Lets go of the acknowledged entries that the local copy of the server's state now holds. */
-  private async settle(generation?: number) {
-    if (await this.outbox.settle({ lastSeq: this.state.lastSeq, generation })) this.emitChange(...this.tourIds());
+  /** Lets go of the acknowledged entries that the local copy of the server's state now holds; answers the tours whose view that changes. */
+  private async settledTours(generation?: number): Promise<string[]> {
+    return await this.outbox.settle({ lastSeq: this.state.lastSeq, generation }) ? this.tourIds() : [];
   }
 
   private async refetchTour(tourId: string) {
