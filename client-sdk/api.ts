@@ -98,7 +98,7 @@ export class Transport {
     let text: string | undefined;
     if (!response.ok) {
       try { text = await response.text(); } catch (error) { throw new NetworkError('answer lost while reading', error); }
-      let problem: Record<string, unknown> = {};
+      let problem: Record<string, unknown>;
       try { problem = JSON.parse(text); } catch { problem = { detail: text.slice(0, 500) || undefined }; }
       const now = this.options.now?.() ?? Date.now();
       throw new ProblemError(response.status, problem as never, parseRetryAfter(response.headers.get('retry-after'), now), type.includes('problem+json'));
