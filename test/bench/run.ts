@@ -8,10 +8,13 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { startPostgres, type PostgresCluster } from './postgres.js';
 import { fanout, fullSizes, tinySizes, importScenario, startup, tourRead, writeScenarios, type BenchContext, type Results } from './scenarios.js';
+import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
 import { newTarget, type DatabaseKind } from './target.js';
 
-const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'fanout', 'import', 'startup'] as const;
+const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'fanout', 'import', 'startup', 'sdk'] as const;
+/** Scenarios that need no database; their figures are kept under `client`. */
+const clientScenarios = new Set<string>(['sdk']);
 type Scenario = (typeof scenarios)[number];
 
 /** The targets on PostgreSQL: [scenario, metric, bound, 'min' | 'max']. */
@@ -40,7 +43,16 @@ let cluster: PostgresCluster | undefined;
 let failed = false;
 
 try {
-  for (const kind of kinds) {
+  if (only.has('sdk')) {
+    log('[client] sdk');
+    try {
+      all.client = { ...all.client, sdk: await sdkScenario(values.tiny ? tinySdkSizes : fullSdkSizes) };
+    } catch (error) {
+      failed = true;
+      log(`[client] sdk failed: ${error instanceof Error ? error.stack : String(error)}`);
+    }
+  }
+  for (const kind of [...only].some((s) => !clientScenarios.has(s)) ? kinds : []) {
     if (kind === 'postgres') {
       cluster = await startPostgres();
       log(`postgres: ${cluster.settings}`);
