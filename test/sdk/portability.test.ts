@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const root = path.resolve(import.meta.dirname, '../../client-sdk');
+const shared = path.resolve(import.meta.dirname, '../../shared');
 
 async function coreFiles(dir = root): Promise<string[]> {
   const files: string[] = [];
@@ -21,7 +22,9 @@ describe('client SDK portability', () => {
     for (const file of await coreFiles()) {
       const source = await readFile(file, 'utf8');
       for (const [, specifier] of source.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)) {
-        const allowed = specifier === 'zod' || specifier.startsWith('./') || specifier.startsWith('../shared/') || specifier.startsWith('../../shared/');
+        const target = path.resolve(path.dirname(file), specifier);
+        const relative = specifier.startsWith('.');
+        const allowed = specifier === 'zod' || (relative && (target.startsWith(`${root}/`) || target.startsWith(`${shared}/`)));
         if (!allowed) offenders.push(`${path.relative(root, file)}: ${specifier}`);
       }
       if (/\bBuffer\b|\bprocess\.|require\(/.test(source)) offenders.push(`${path.relative(root, file)}: uses a Node global`);

@@ -1,0 +1,135 @@
+import type { AuditAction, CompleteDeliveryAcknowledgements } from '../../shared/schemas/deliveries.js';
+import type { SyncEvent } from '../../shared/schemas/sync.js';
+import type { Binary } from '../api.js';
+import { toBase64 } from '../binary.js';
+import { orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction } from '../outbox.js';
+import type { ClientCore, EventInput } from './core.js';
+import type { Reads } from './reads.js';
+
+type ItemOptions = { authorCarId?: string | null };
+
+/** The driver's actions: each resolves once it is durable in the outbox. */
+export class Actions {
+  private addChain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly core: ClientCore, private readonly reads: Reads, private readonly queued: () => void) {}
+
+  scan(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'scan', options); }
+  unscan(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'unscan', options); }
+  /** Without `quantity` the whole line is removed; with it, that many pieces are credited. */
+  removeItem(deliveryItemId: string, options: { quantity?: number; reason?: string } & ItemOptions = {}) { return this.itemAction(deliveryItemId, 'remove', options); }
+  unremoveItem(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'unremove', options); }
+  holdItem(deliveryItemId: string, options: { reason?: string } & ItemOptions = {}) { return this.itemAction(deliveryItemId, 'hold', options); }
+  unholdItem(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'unhold', options); }
+
+  holdDelivery(deliveryId: string, reason: string) { return this.enqueue({ type: 'delivery.hold', deliveryId, reason }); }
+  resumeDelivery(deliveryId: string) { return this.enqueue({ type: 'delivery.resume', deliveryId }); }
+  cancelDelivery(deliveryId: string, reason: string) { return this.enqueue({ type: 'delivery.cancel', deliveryId, reason }); }
+  assignCar(deliveryId: string, carId: string | null) { return this.enqueue({ type: 'delivery.assignCar', deliveryId, carId }); }
+
+  setCredit(deliveryId: string, credit: { amountCents: number; reason: string } & ItemOptions) {
+    return this.enqueue({ type: 'credit', deliveryId, action: 'set', ...credit });
+  }
+  removeCredit(deliveryId: string, options: ItemOptions = {}) { return this.enqueue({ type: 'credit', deliveryId, action: 'remove', ...options }); }
+
+  /**
+   * `expectedAmountCents` defaults to the open amount the driver sees in the view, read once the
+   * calls before this one are in the outbox (a credit just given lowers it).
+   */
+  recordPayment(deliveryId: string, payment: { paymentMethodId: string; expectedAmountCents?: number } & ItemOptions) {
+    return this.queueEvent(() => {
+      const expectedAmountCents = payment.expectedAmountCents ?? this.reads.delivery(deliveryId)?.openAmountCents;
+      if (expectedAmountCents === undefined) throw new Error(`delivery ${deliveryId} is not in the local copy; pass expectedAmountCents`);
+      return { type: 'payment', deliveryId, ...payment, expectedAmountCents };
+    });
+  }
+
+  async createNote(deliveryId: string, note: { text?: string | null; imageAttachment?: string | null; creditDeliveryItemId?: string | null; isAmountCreditNote?: boolean } & ItemOptions) {
+    const noteId = this.core.randomId();
+    const { eventId } = await this.enqueue({ type: 'note.create', deliveryId, noteId, ...note });
+    return { eventId, noteId };
+  }
+
+  /** A note with a photo: the image is kept in the outbox, uploaded once, then the note is completed. */
+  async createImageNote(deliveryId: string, note: { image: Binary; contentType?: string; text?: string | null } & ItemOptions) {
+    const { core } = this;
+    const id = core.randomId();
+    const noteId = core.randomId();
+    const occurredAt = core.isoNow();
+    const followUpEventId = core.randomId();
+    await this.add(id, async (): Promise<NoteImageAction> => ({
+      kind: 'noteImage', deliveryId, noteId, occurredAt, image: await toBase64(note.image),
+      contentType: note.contentType ?? 'image/jpeg', text: note.text?.trim() ? note.text : null, authorCarId: note.authorCarId ?? null,
+      followUpEventId,
+    }));
+    return { eventId: id, noteId };
+  }
+
+  updateNote(deliveryId: string, noteId: string, patch: { text?: string | null; imageAttachment?: string | null }) {
+    return this.enqueue({ type: 'note.update', deliveryId, noteId, ...patch });
+  }
+  deleteNote(deliveryId: string, noteId: string) { return this.enqueue({ type: 'note.delete', deliveryId, noteId }); }
+
+  setServiceValue(deliveryId: string, serviceId: string, value: { boolValue?: boolean | null; numericValue?: number | null }) {
+    return this.enqueue({ type: 'service.set', deliveryId, serviceId, ...value });
+  }
+  clearServiceValue(deliveryId: string, serviceId: string) { return this.enqueue({ type: 'service.clear', deliveryId, serviceId }); }
+
+  /** Completion with both signatures (PNG); replayed safely through `acknowledgements.clientEventId`. */
+  async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'> }) {
+    const id = this.core.randomId();
+    const occurredAt = this.core.isoNow();
+    await this.add(id, async (): Promise<CompletionAction> => {
+      const [customerSignature, driverSignature] = await Promise.all([toBase64(input.customerSignature), toBase64(input.driverSignature)]);
+      return { kind: 'completion', deliveryId, occurredAt, acknowledgements: { ...input.acknowledgements, clientEventId: id }, customerSignature, driverSignature };
+    });
+    return { eventId: id };
+  }
+
+  /** Any event of the sync protocol, for actions without a helper. */
+  enqueue(input: EventInput): Promise<{ eventId: string }> { return this.queueEvent(() => input); }
+
+  /** Waits until every call made so far is in the outbox. */
+  idle() { return this.addChain; }
+
+  private async queueEvent(build: () => EventInput): Promise<{ eventId: string }> {
+    const eventId = this.core.randomId();
+    const occurredAt = this.core.isoNow();
+    await this.add(eventId, () => ({ kind: 'event', event: { ...build(), eventId, occurredAt } as SyncEvent }));
+    return { eventId };
+  }
+
+  private itemAction(deliveryItemId: string, action: AuditAction, options: { quantity?: number; reason?: string } & ItemOptions) {
+    return this.enqueue({ type: 'scan', deliveryItemId, action, ...options });
+  }
+
+  /**
+   * Entries join the outbox in the order of the calls, also when the app does not await one
+   * call before the next, and when an action's bytes (a photo, signatures) take a moment to read:
+   * each action is built once the ones before it are in.
+   */
+  private add(id: string, build: () => OutboxAction | Promise<OutboxAction>): Promise<void> {
+    const { core } = this;
+    const added = this.addChain.then(async () => {
+      const action = await build();
+      await core.outbox.add(id, action, core.now(), this.orderKey(action));
+      core.emitChange(core.tourOfAction(action));
+      core.emitStatus();
+      this.queued();
+    });
+    this.addChain = added.catch(() => undefined);
+    return added;
+  }
+
+  /** Scans are ordered with the other events of their delivery, which the local copy knows. */
+  private orderKey(action: OutboxAction): string {
+    if (action.kind === 'event' && action.event.type === 'scan') {
+      const itemId = action.event.deliveryItemId;
+      for (const tour of this.core.state.tours.values()) {
+        const delivery = tour.deliveries.find((d) => d.positions.some((p) => p.id === itemId));
+        if (delivery) return `delivery:${delivery.id}`;
+      }
+    }
+    return orderKeyOf(action);
+  }
+}

@@ -1,0 +1,115 @@
+import type { SyncEvent } from '../../shared/schemas/sync.js';
+import { TourlineApi, type FetchLike, type GetToken } from '../api.js';
+import { defaultBackoff, type BackoffPolicy } from '../backoff.js';
+import { Emitter } from '../emitter.js';
+import type { WebSocketFactory } from '../live.js';
+import type { Outbox, OutboxAction } from '../outbox.js';
+import type { LocalState } from '../state.js';
+import type { JsonStore, KeyValueStore } from '../storage/keyValue.js';
+import type { RejectedEvent, SyncStatus } from './status.js';
+
+type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;
+/** A driver action as the app describes it; the SDK adds the event id and the time. */
+export type EventInput = DistributiveOmit<SyncEvent, 'eventId' | 'occurredAt'>;
+
+export interface TourlineClientOptions {
+  baseUrl: string;
+  getToken: GetToken;
+  /** Where the outbox, the cursor and the tours live. Default: memory (lost on restart). */
+  storage?: KeyValueStore;
+  fetch?: FetchLike;
+  /** Default: globalThis.WebSocket when present; null pulls /sync/changes only. */
+  webSocket?: WebSocketFactory | null;
+  now?: () => number;
+  /** Client-generated ids; default globalThis.crypto.randomUUID. */
+  randomId?: () => string;
+  random?: () => number;
+  backoff?: Partial<BackoffPolicy>;
+  pollIntervalMs?: number;
+  heartbeatMs?: number;
+  maxBatch?: number;
+  requestTimeoutMs?: number;
+}
+
+export interface ClientEvents extends Record<string, unknown> {
+  status: SyncStatus;
+  rejected: RejectedEvent;
+  /** Tours whose optimistic view changed. */
+  change: { tourIds: string[] };
+}
+
+const MAX_BATCH = 500;
+
+export function defaultRandomId(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (!c?.randomUUID) throw new Error('no crypto.randomUUID here; pass options.randomId');
+  return c.randomUUID();
+}
+
+/** Runs jobs one after another; a failed job does not stop the next. */
+export class Serial {
+  private chain: Promise<unknown> = Promise.resolve();
+
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.chain.catch(() => undefined).then(work);
+    this.chain = run;
+    return run;
+  }
+
+  idle() { return this.chain.catch(() => undefined); }
+}
+
+/** What every part of the client shares: options, storage, the outbox and the local copy, and the events it emits. */
+export class ClientCore {
+  readonly api: TourlineApi;
+  readonly events = new Emitter<ClientEvents>();
+  readonly now: () => number;
+  readonly randomId: () => string;
+  readonly random: () => number;
+  readonly policy: BackoffPolicy;
+  readonly maxBatch: number;
+  /** The send under way (a push or an upload) until its answer is recorded; the feed waits for it. */
+  sending: Promise<unknown> = Promise.resolve();
+  /** Catch-up generation: entries acknowledged before a pull started are in the state it reads. */
+  generation = 1;
+  /** Set by the status part; every part reports through it. */
+  emitStatus: () => void = () => undefined;
+
+  constructor(
+    readonly options: TourlineClientOptions,
+    readonly store: JsonStore,
+    readonly outbox: Outbox,
+    readonly state: LocalState,
+    readonly clientId: string,
+  ) {
+    this.now = options.now ?? Date.now;
+    // The service answers ids in lower case, the form UUIDs are written in; the outbox finds its entries by them.
+    const randomId = options.randomId ?? defaultRandomId;
+    this.randomId = () => randomId().toLowerCase();
+    this.random = options.random ?? Math.random;
+    this.policy = { ...defaultBackoff, ...options.backoff };
+    this.maxBatch = Math.min(MAX_BATCH, options.maxBatch ?? MAX_BATCH);
+    this.api = new TourlineApi({ baseUrl: options.baseUrl, getToken: options.getToken, fetch: options.fetch, timeoutMs: options.requestTimeoutMs, now: this.now });
+  }
+
+  isoNow() { return new Date(this.now()).toISOString(); }
+
+  tourIds(): string[] { return [...this.state.tours.keys()]; }
+
+  tourOfAction(action: OutboxAction): string | undefined {
+    const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId : undefined) : action.deliveryId;
+    for (const tour of this.state.tours.values()) {
+      if (deliveryId && tour.deliveries.some((d) => d.id === deliveryId)) return tour.tour.id;
+      if (action.kind === 'event' && action.event.type === 'scan') {
+        const itemId = action.event.deliveryItemId;
+        if (tour.deliveries.some((d) => d.positions.some((p) => p.id === itemId))) return tour.tour.id;
+      }
+    }
+    return undefined;
+  }
+
+  emitChange(...tourIds: (string | undefined)[]) {
+    const ids = [...new Set(tourIds.filter((id): id is string => !!id))];
+    if (ids.length) this.events.emit('change', { tourIds: ids });
+  }
+}

@@ -1,0 +1,65 @@
+import { Outbox } from '../outbox.js';
+import { LocalState } from '../state.js';
+import { JsonStore, MemoryStore } from '../storage/keyValue.js';
+import { Actions } from './actions.js';
+import { ClientCore, defaultRandomId, type TourlineClientOptions } from './core.js';
+import { Feed } from './feed.js';
+import { Reads } from './reads.js';
+import { Sender } from './sender.js';
+import { Status } from './status.js';
+
+const CLIENT_ID_KEY = 'clientId';
+
+/** The parts of a client, wired together; the facade hands its calls to them. */
+export interface Parts { core: ClientCore; feed: Feed; status: Status; sender: Sender; reads: Reads; actions: Actions }
+
+/** Loads the outbox, the local tours and the cursor from storage, and wires the parts. */
+export async function openParts(options: TourlineClientOptions): Promise<Parts> {
+  const store = new JsonStore(options.storage ?? new MemoryStore());
+  const outbox = await Outbox.load(store);
+  const state = await LocalState.load(store);
+  let clientId = await store.get<string>(CLIENT_ID_KEY);
+  if (!clientId) {
+    clientId = (options.randomId ?? defaultRandomId)();
+    await store.set(CLIENT_ID_KEY, clientId);
+  }
+  await outbox.settle({ lastSeq: state.lastSeq });
+  const core = new ClientCore(options, store, outbox, state, clientId);
+  const feed = new Feed(core);
+  const status = new Status(core, feed.live);
+  feed.status = status;
+  const sender = new Sender(core, feed, status);
+  const reads = new Reads(core, feed);
+  const actions = new Actions(core, reads, () => sender.scheduleFlush());
+  return { core, feed, status, sender, reads, actions };
+}
+
+/** Starting, stopping and closing: what runs in the background. */
+export class Lifecycle {
+  private closed = false;
+
+  constructor(private readonly parts: Parts) {}
+
+  start(options: { live?: boolean } = {}) {
+    const { sender, feed } = this.parts;
+    if (sender.started || this.closed) return;
+    sender.started = true;
+    if (options.live ?? true) feed.live.start();
+    sender.scheduleFlush();
+  }
+
+  stop() {
+    this.parts.sender.stop();
+    this.parts.feed.live.stop();
+  }
+
+  /** Stops, waits for running work, and closes the storage. */
+  async close() {
+    this.stop();
+    this.closed = true;
+    await this.parts.actions.idle();
+    await this.parts.sender.serial.idle();
+    await this.parts.feed.serial.idle();
+    await this.parts.core.store.kv.close?.();
+  }
+}

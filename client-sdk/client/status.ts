@@ -1,0 +1,98 @@
+import type { LiveChanges } from '../live.js';
+import type { OutboxAction, OutboxEntry, Refusal } from '../outbox.js';
+import { NetworkError, ProblemError } from '../problem.js';
+import type { ClientCore } from './core.js';
+import { isOutOfReach } from './verdicts.js';
+
+export interface RejectedEvent {
+  id: string;
+  type: string;
+  deliveryId: string | null;
+  code: string;
+  message: string;
+  /** The specific cause when the service gives one (for scans: quantity_exceeded, item_removed, ...). */
+  reason?: string;
+  /** The fields of the action that broke a rule, when the service names them. */
+  errors?: Refusal['errors'];
+  rejectedAt: number;
+  action: OutboxAction;
+}
+
+export interface SyncStatus {
+  pendingCount: number;
+  /** Time the oldest unsent action has waited, 0 when nothing waits. */
+  oldestPendingAgeMs: number;
+  oldestPendingAt: number | null;
+  rejected: RejectedEvent[];
+  online: boolean;
+  liveConnected: boolean;
+  lastSyncAt: number | null;
+  lastError: { message: string; code?: string; status?: number; at: number } | null;
+  nextRetryAt: number | null;
+}
+
+/** What the app shows the driver about syncing: what waits, what was refused, whether the service answers. */
+export class Status {
+  online = true;
+  lastSyncAt: number | null = null;
+  lastError: SyncStatus['lastError'] = null;
+  nextRetryAt: number | null = null;
+
+  constructor(private readonly core: ClientCore, private readonly live: LiveChanges) {
+    core.emitStatus = () => core.events.emit('status', this.current());
+  }
+
+  current(): SyncStatus {
+    const pending = this.core.outbox.pending();
+    const oldest = pending.length ? Math.min(...pending.map((e) => e.createdAt)) : null;
+    return {
+      pendingCount: pending.length,
+      oldestPendingAt: oldest,
+      oldestPendingAgeMs: oldest === null ? 0 : Math.max(0, this.core.now() - oldest),
+      rejected: this.rejected(),
+      online: this.online,
+      liveConnected: this.live.connected,
+      lastSyncAt: this.lastSyncAt,
+      lastError: this.lastError,
+      nextRetryAt: this.nextRetryAt,
+    };
+  }
+
+  rejected(): RejectedEvent[] { return this.core.outbox.rejected().map(toRejected); }
+
+  /** The service answered: it is reachable, and the last error is news only while an entry still waits because of one. */
+  reached(clearError: boolean) {
+    this.online = true;
+    this.lastSyncAt = this.core.now();
+    if (clearError) this.lastError = null;
+    this.core.emitStatus();
+  }
+
+  recordError(error: unknown) {
+    if (isOutOfReach(error)) this.online = false;
+    this.lastError = {
+      message: error instanceof Error ? error.message : String(error),
+      code: error instanceof ProblemError ? error.code : error instanceof NetworkError ? 'network' : (error as { code?: string })?.code,
+      status: error instanceof ProblemError ? error.status : undefined,
+      at: this.core.now(),
+    };
+    this.core.emitStatus();
+  }
+
+  setNextRetry(at: number | null) {
+    this.nextRetryAt = at;
+    this.core.emitStatus();
+  }
+}
+
+export function toRejected(entry: OutboxEntry): RejectedEvent {
+  const action = entry.action;
+  const type = action.kind === 'event' ? action.event.type : action.kind === 'completion' ? 'delivery.complete' : 'note.image';
+  const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId ?? null : null) : action.deliveryId;
+  return {
+    id: entry.id, type, deliveryId, code: entry.rejection?.code ?? 'rejected', message: entry.rejection?.message ?? '',
+    ...(entry.rejection?.reason ? { reason: entry.rejection.reason } : {}),
+    ...(entry.rejection?.errors ? { errors: entry.rejection.errors } : {}),
+    rejectedAt: entry.rejection?.at ?? 0, action,
+  };
+}
