@@ -13,3 +13,6 @@ export type { OutboxEntry, OutboxAction, EntryState } from './outbox.js';
 export { LocalState, applyOptimistic, LOCAL_IMAGE_PREFIX } from './state.js';
 export { LiveChanges, detectWebSocket } from './live.js';
 export type { WebSocketLike, WebSocketFactory } from './live.js';
+export type { DeliveryDetails, TourDetails, Delivery, Note, CompleteDeliveryAcknowledgements } from '../shared/schemas/deliveries.js';
+export type { Change, EventResult, SyncEvent } from '../shared/schemas/sync.js';
+export type { Car, PaymentMethod, Service } from '../shared/schemas/masterData.js';

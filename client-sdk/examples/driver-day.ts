@@ -13,9 +13,8 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import sharp from 'sharp';
 import WebSocket from 'ws';
-import { TourlineApi, TourlineClient, type FetchLike, type WebSocketFactory, type WebSocketLike } from '../index.js';
-import { FileStore } from '../node.js';
-import type { DeliveryDetails, TourDetails } from '../../shared/schemas/deliveries.js';
+import { TourlineApi, TourlineClient, type DeliveryDetails, type FetchLike, type TourDetails, type WebSocketFactory, type WebSocketLike } from '@tourline/client';
+import { FileStore } from '@tourline/client/node';
 
 const baseUrl = process.env.TOURLINE_URL ?? 'http://localhost:3000';
 const driver = Number(process.env.DRIVER ?? 1001);

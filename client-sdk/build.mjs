@@ -1,0 +1,29 @@
+// Builds the package: ESM bundles of the entry points (the shared rules compiled in, nothing
+// imported at run time but the platform's own modules) and .d.ts files beside them.
+import { rm } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import process from 'node:process';
+import { build } from 'esbuild';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dist = path.join(here, 'dist');
+export const entryPoints = { index: 'index.ts', indexeddb: 'storage/indexedDb.ts', node: 'node.ts' };
+
+await rm(dist, { recursive: true, force: true });
+await build({
+  absWorkingDir: here,
+  entryPoints,
+  outdir: dist,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'neutral',
+  // What React Native's Metro and every current browser read without further lowering.
+  target: 'es2019',
+  external: ['node:*'],
+  logLevel: 'warning',
+});
+// Type declarations only; they keep the shape of the sources (client-sdk/ and the shared types it uses).
+execFileSync(process.execPath, [path.join(here, '../node_modules/typescript/bin/tsc'), '-p', path.join(here, 'tsconfig.build.json')], { stdio: 'inherit' });
