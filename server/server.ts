@@ -22,7 +22,7 @@ import { createBackgroundWork } from './jobs/background.js';
 import { startErpWriteBackJob } from './jobs/erpWriteBack.js';
 import { startChangeRetention } from './jobs/changeRetention.js';
 import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
-import { withDatabaseDocuments } from './queries/attachmentContents.js';
+import { withDatabaseDocuments } from './integrations/documents/database.js';
 import { createTourReader } from './queries/renderedTours.js';
 
 export interface RunningServer {

@@ -308,7 +308,7 @@ export const completions = pgTable('completions', {
    * What the delivery report shows, kept by the completion's transaction: a report rendered later
    * (document store down) must not show what changed after the signatures. Null for completions
    * made before it was kept. Written in the completion (`completeDelivery`), read by the report
-   * (`loadReportSource`), both through `server/queries/completionReport.ts`.
+   * (`loadReportSource`), both through `server/engine/completion/reportSource.ts`.
    */
   reportSource: jsonb('report_source'),
   /** When the driver completed the delivery (the device's time, see `completionTime`). */

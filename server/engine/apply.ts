@@ -7,7 +7,7 @@ import { constraintViolation } from '../db/errors.js';
 import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError, validation } from '../errors.js';
-import type { PaymentRow } from '../queries/shapes.js';
+import type { PaymentRow } from '../shapes/rows.js';
 import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Rejection } from './operations.js';
 import { ConcurrentDuplicate, flushWorkingSets, loadWorkingSets, type WorkingSet } from './workingSet.js';
 

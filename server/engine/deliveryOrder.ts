@@ -3,7 +3,7 @@ import type { SetDeliveryOrderResponse } from '../../shared/schemas/tours.js';
 import type { Db } from '../db/client.js';
 import { deliveries, deliveryItems, tours } from '../db/schema.js';
 import { notFound, validation, type FieldProblem } from '../errors.js';
-import { toDelivery, type ItemRow } from '../queries/shapes.js';
+import { toDelivery, type ItemRow } from '../shapes/rows.js';
 import { recordChanges } from './changeLog.js';
 
 /**

@@ -3,24 +3,15 @@ import type { z } from 'zod';
 import type {
   CreatePaymentMethodRequest, CreateServiceRequest, UpdatePaymentMethodRequest, UpdateServiceRequest,
 } from '../../shared/schemas/masterData.js';
-import type { Car, PaymentMethod, Service } from '../../shared/schemas/masterData.js';
 import type { Db } from '../db/client.js';
 import { constraintViolation } from '../db/errors.js';
 import { cars, paymentMethods, services } from '../db/schema.js';
 import { conflict, notFound, validation } from '../errors.js';
+import type { PaymentMethod, Service } from '../../shared/schemas/masterData.js';
+import { toCar, toPaymentMethod, toService } from '../shapes/masterData.js';
 import { recordChanges } from './changeLog.js';
 
 export const plateKey = (plate: string) => plate.trim().replace(/\s+/g, ' ').toUpperCase();
-
-type CarRow = typeof cars.$inferSelect;
-export const toCar = (row: CarRow): Car => ({ id: row.id, accountId: row.accountId, plate: row.plate, active: row.active });
-export const toPaymentMethod = (row: typeof paymentMethods.$inferSelect): PaymentMethod => ({
-  id: row.id, code: row.code, name: row.name, collectOnSite: row.collectOnSite, active: row.active,
-});
-export const toService = (row: typeof services.$inferSelect): Service => ({
-  id: row.id, key: row.key, name: row.name, kind: row.kind, minValue: row.minValue, maxValue: row.maxValue,
-  sortOrder: row.sortOrder, active: row.active,
-});
 
 /** Runs a write; a unique violation becomes the given domain error. */
 async function uniquely<T>(write: () => Promise<T>, onDuplicate: () => Error): Promise<T> {

@@ -9,7 +9,7 @@ import type { ErrorCode } from '../../shared/schemas/common.js';
 import type { SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
 import type { cars, paymentMethods, services, RecordedRejection } from '../db/schema.js';
 import type { FieldProblem } from '../errors.js';
-import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../queries/shapes.js';
+import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../shapes/rows.js';
 import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
 
 /** `errors` names the fields of the event (the same as the REST request's) that broke the rule. */

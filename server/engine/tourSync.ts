@@ -11,11 +11,11 @@ import {
   accounts, articles, contactChannels, contactSources, customers, deliveries, deliveryItems, notes, paymentMethods,
   scanAudit, tours, warehouses,
 } from '../db/schema.js';
-import { loadDeliveryDetails } from '../queries/tourDetails.js';
+import { loadDeliveryDetails } from '../shapes/tourDetails.js';
 import {
   toArticle, toContactSource, toCustomer, toDelivery, toItem, toTour, toWarehouse, type ArticleRow, type ContactChannelRow,
   type ContactSourceRow, type CustomerRow, type DeliveryRow, type ItemRow, type WarehouseRow,
-} from '../queries/shapes.js';
+} from '../shapes/rows.js';
 import { recordChanges, type ChangeRecord } from './changeLog.js';
 
 const now = sql`now()`;

@@ -10,7 +10,7 @@ import {
 import {
   toAttachment, toDelivery, toItem, toNote, toPayment, toServiceValue, type AttachmentRow, type DeliveryRow, type ItemRow, type NoteRow,
   type ServiceValueRow,
-} from '../queries/shapes.js';
+} from '../shapes/rows.js';
 import { changeLogAppend, changeLogValues, type ChangeRecord } from './changeLog.js';
 
 /** An event recorded before; for a scan, with the line it scanned (its audit entry bears the event's id). */

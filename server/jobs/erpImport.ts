@@ -6,7 +6,7 @@ import type { AppContext } from '../context.js';
 import type { Db } from '../db/client.js';
 import { erpImportRuns, paymentMethods } from '../db/schema.js';
 import { recordChanges } from '../engine/changeLog.js';
-import { toPaymentMethod } from '../engine/masterData.js';
+import { toPaymentMethod } from '../shapes/masterData.js';
 import { syncTour } from '../engine/tourSync.js';
 import { DomainError } from '../errors.js';
 import { consistentDay } from '../integrations/erp/consistentDay.js';

@@ -6,7 +6,7 @@ import { accounts, completions, deliveries, deliveryItems, services, tours } fro
 import { notFound } from '../errors.js';
 import { adminAddress, isoOrNull, iso, snakeKeys } from './adminShapes.js';
 import { reviewStatuses } from './adminReviews.js';
-import { loadDeliveryDetails } from './tourDetails.js';
+import { loadDeliveryDetails } from '../shapes/tourDetails.js';
 
 type CompletionRow = typeof completions.$inferSelect;
 

@@ -1,5 +1,5 @@
-import { and, asc, eq, inArray, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
-import type { CompletedDeliveryItem, MarkMailSentResponse } from '../../shared/schemas/admin.js';
+import { and, asc, eq, isNotNull, isNull, sql, type SQL } from 'drizzle-orm';
+import type { CompletedDeliveryItem } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
 import { customers, deliveries, tours } from '../db/schema.js';
 import { berlinDay, deliveryModifiedSql, iso, isoOrNull } from './adminShapes.js';
@@ -62,33 +62,4 @@ export async function deliveredBelegnummern(db: Db, day: string | null): Promise
     .groupBy(deliveries.belegnummer)
     .orderBy(sql`min(${deliveries.completedAt})`, asc(deliveries.belegnummer));
   return rows.map((r) => r.belegnummer);
-}
-
-/**
- * Sets the mail-sent time of completed deliveries where it is still open. The conditional
- * update makes concurrent calls mark each delivery once; the later call sees it as sent.
- * Bookkeeping of the mail client, not a driver event: nothing is synced.
- */
-export async function markMailSent(db: Db, numbers: string[]): Promise<MarkMailSentResponse> {
-  const requested = [...new Set(numbers)];
-  return db.transaction(async (tx) => {
-    const marked = await tx.update(deliveries).set({ mailSentAt: sql`now()` })
-      .where(and(inArray(deliveries.belegnummer, requested), eq(deliveries.state, 'completed'), isNull(deliveries.mailSentAt)))
-      .returning({ belegnummer: deliveries.belegnummer });
-    const known = await tx.select({
-      belegnummer: deliveries.belegnummer,
-      completed: sql<boolean>`bool_or(${deliveries.state} = 'completed')`.mapWith(Boolean),
-    }).from(deliveries).where(inArray(deliveries.belegnummer, requested)).groupBy(deliveries.belegnummer);
-
-    const markedSet = new Set(marked.map((r) => r.belegnummer));
-    const completedOf = new Map(known.map((r) => [r.belegnummer, r.completed]));
-    const answer: MarkMailSentResponse = { marked: [], already_sent: [], not_completed: [], unknown: [] };
-    for (const number of requested) {
-      if (markedSet.has(number)) answer.marked.push(number);
-      else if (!completedOf.has(number)) answer.unknown.push(number);
-      else if (completedOf.get(number)) answer.already_sent.push(number);
-      else answer.not_completed.push(number);
-    }
-    return answer;
-  });
 }

@@ -5,7 +5,6 @@ import type { Db } from '../db/client.js';
 import {
   accounts, articles, cars, creditEvents, customers, deliveries, deliveryItems, notes, reviewResolutions, scanAudit, tours,
 } from '../db/schema.js';
-import { notFound } from '../errors.js';
 import { deliveryModifiedSql, iso, isoOrNull, micros, outerDeliveryId } from './adminShapes.js';
 
 // Correlated on the outer `deliveries` row: the latest deviation-relevant change and confirmation.
@@ -241,17 +240,4 @@ export async function pendingReviews(db: Db): Promise<PendingReviewResponse[]> {
     });
   }
   return reviews.sort((a, b) => a.lastChangeUs - b.lastChangeUs).map(({ lastChangeUs: _l, ...review }) => review);
-}
-
-/**
- * Records a confirmation. Back-office bookkeeping, not a driver event: no change record, nothing
- * synced. It takes the delivery's row lock, as every change does, so that it confirms what was
- * committed before it and nothing still in flight.
- */
-export async function resolveReview(db: Db, deliveryId: string, processor: string): Promise<void> {
-  await db.transaction(async (tx) => {
-    const [delivery] = await tx.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.id, deliveryId)).for('update');
-    if (!delivery) throw notFound('Delivery');
-    await tx.insert(reviewResolutions).values({ deliveryId, processor });
-  });
 }

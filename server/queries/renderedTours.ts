@@ -1,5 +1,5 @@
 import type { Db } from '../db/client.js';
-import { renderTour, type RenderedTour } from './tourDetails.js';
+import { renderTour, type RenderedTour } from '../shapes/tourDetails.js';
 
 export type TourReader = (db: Db, tourId: string, accountId: number) => Promise<RenderedTour>;
 

@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, ne, sql } from 'drizzle-orm';
 import type { TourSummary } from '../../shared/schemas/tours.js';
 import type { Db } from '../db/client.js';
 import { articles, deliveries, deliveryItems, tours } from '../db/schema.js';
-import { toTour } from './shapes.js';
+import { toTour } from '../shapes/rows.js';
 
 const count = (condition?: ReturnType<typeof sql>) =>
   (condition ? sql<number>`count(*) FILTER (WHERE ${condition})::int` : sql<number>`count(*)::int`);

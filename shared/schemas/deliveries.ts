@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { INTERNAL_NOTE_MAX, NOTE_TEXT_MAX } from '../rules/notes.js';
 import { Address, ErpNumber, Timestamp, Uuid } from './common.js';
 import { Article, ContactSource, Customer, Tour, Warehouse } from './tours.js';
 
@@ -69,7 +70,7 @@ export const DeliveryNoteResponse = z.object({
 }).meta({ id: 'DeliveryNoteResponse' });
 
 export const NoteContent = {
-  text: z.string().max(5000).nullable().optional(),
+  text: z.string().max(NOTE_TEXT_MAX).nullable().optional(),
   imageAttachment: z.string().max(1000).nullable().optional(),
 };
 export const CreateDeliveryNoteRequest = z.object({
@@ -170,7 +171,7 @@ export const CompleteDeliveryAcknowledgements = z.object({
   notesAcknowledged: z.boolean().optional(),
   acknowledgedNoteIds: z.array(Uuid).max(1000).optional(),
   authorCarId: Uuid.nullable().optional(),
-  internalNote: z.string().nullable().optional().meta({ description: 'Trimmed; at most 2000 characters (counted as characters, not UTF-16 units); blank means none' }),
+  internalNote: z.string().nullable().optional().meta({ description: `Trimmed; at most ${INTERNAL_NOTE_MAX} characters (counted as characters, not UTF-16 units); blank means none` }),
   paymentCollected: z.boolean().optional(),
   paymentMethodId: Uuid.nullable().optional(),
   clientEventId: Uuid.optional(),

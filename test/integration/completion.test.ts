@@ -8,7 +8,7 @@ import type { DemoErp } from '../../server/integrations/erp/demo.js';
 import type { CompletionWriteBack, ErpDocument, ErpGateway } from '../../server/integrations/erp/gateway.js';
 import { upstream } from '../../server/errors.js';
 import { openDatabase } from '../../server/db/client.js';
-import { backoffMs } from '../../server/jobs/erpWriteBack.js';
+import { backoffMs } from '../../server/engine/completion/writeBack.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 import { newTour, type NewTourOptions } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';

@@ -5,7 +5,7 @@ import { accounts, attachments, completions, customers, deliveries } from '../..
 import { createLocalDocumentStore } from '../../server/integrations/documents/local.js';
 import type { DocumentStore } from '../../server/integrations/documents/store.js';
 import { renderDeliveryReport, type DeliveryReportData } from '../../server/integrations/report/deliveryReport.js';
-import { followUpCompletion } from '../../server/jobs/erpWriteBack.js';
+import { followUpCompletion } from '../../server/engine/completion/followUp.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour, sampleAddress } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';

@@ -5,9 +5,10 @@ import {
   ResolveReviewRequest,
 } from '../../../shared/schemas/admin.js';
 import { Uuid } from '../../../shared/schemas/common.js';
+import { markMailSent, resolveReview } from '../../engine/backOffice.js';
 import { belegDetails, positionsModified } from '../../queries/adminBelege.js';
-import { completedDeliveries, deliveredBelegnummern, markMailSent } from '../../queries/adminDeliveries.js';
-import { pendingReviews, resolveReview } from '../../queries/adminReviews.js';
+import { completedDeliveries, deliveredBelegnummern } from '../../queries/adminDeliveries.js';
+import { pendingReviews } from '../../queries/adminReviews.js';
 import { route } from '../route.js';
 
 const tags = ['Back office'];

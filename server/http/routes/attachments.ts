@@ -1,10 +1,9 @@
-import { and, eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { INT32_MAX, queryInt, Uuid } from '../../../shared/schemas/common.js';
-import { attachments, deliveries, tours } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import type { PreviewRequest } from '../../integrations/documents/store.js';
 import { previewContentTypes } from '../../integrations/previews/render.js';
+import { ownAttachment } from '../../queries/ownership.js';
 import { ifNoneMatch } from '../etag.js';
 import { route } from '../route.js';
 
@@ -23,10 +22,7 @@ export const attachmentRoutes = [
     params: z.object({ id: Uuid }), query: PreviewQuery,
     produces: Object.values(previewContentTypes), errors: [404],
     handler: async ({ ctx, actor, params, query, req, res }) => {
-      const [attachment] = await ctx.database.db.select({ id: attachments.id, reference: attachments.reference }).from(attachments)
-        .innerJoin(deliveries, eq(deliveries.id, attachments.deliveryId))
-        .innerJoin(tours, eq(tours.id, deliveries.tourId))
-        .where(and(eq(attachments.id, params.id), eq(tours.accountId, actor.personalnummer)));
+      const attachment = await ownAttachment(ctx.database.db, actor.personalnummer, params.id);
       if (!attachment) throw notFound('Attachment');
 
       const request: PreviewRequest = {

@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { CompleteDeliveryAcknowledgements, DeliveryResponse } from '../../../shared/schemas/deliveries.js';
-import { completeDelivery } from '../../engine/complete.js';
+import { completeDelivery } from '../../engine/completion/complete.js';
 import { validation } from '../../errors.js';
 import { plainPng } from '../../integrations/images.js';
-import { afterCompletion } from '../../jobs/erpWriteBack.js';
 import { readMultipart, type MultipartBody, type UploadedFile } from '../multipart.js';
 import { parseInput } from '../problem.js';
 import { route } from '../route.js';
@@ -52,11 +51,10 @@ export const completionRoutes = [
       const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
       const ack = acknowledgements(body);
       const [customer, driver] = [await signaturePng(body, 'customer_signature'), await signaturePng(body, 'driver_signature')];
-      const result = await completeDelivery(ctx.database.db, actor, {
+      const delivery = await completeDelivery(ctx, actor, {
         deliveryId: params.delivery_id, acknowledgements: ack, customerSignature: customer.bytes, driverSignature: driver.bytes,
       });
-      if (!result.replayed) await afterCompletion(ctx, params.delivery_id);
-      return { delivery: result.delivery };
+      return { delivery };
     },
   }),
 ];

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { NOTE_TEXT_MAX } from '../../../shared/rules/notes.js';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { DeliveryNoteResponse, type Note } from '../../../shared/schemas/deliveries.js';
 import { applyEvent } from '../../engine/apply.js';
-import { loadOwnDelivery } from '../../engine/complete.js';
 import { DomainError, notFound, validation } from '../../errors.js';
 import { decodableImage } from '../../integrations/images.js';
+import { ownsDelivery } from '../../queries/ownership.js';
 import { readMultipart } from '../multipart.js';
 import { parseInput } from '../problem.js';
 import { route } from '../route.js';
@@ -14,7 +15,7 @@ import { route } from '../route.js';
 const NoteImageFields = z.object({
   noteId: Uuid.optional(),
   clientEventId: Uuid.optional(),
-  text: z.string().max(5000).optional(),
+  text: z.string().max(NOTE_TEXT_MAX).optional(),
   authorCarId: Uuid.optional(),
 });
 
@@ -48,7 +49,7 @@ export const noteImageRoutes = [
       const contentType = format && imageTypes[format];
       if (!contentType) throw validation('The file is not an image', [{ path: 'file', message: 'must be an image (PNG, JPEG, WebP, GIF, TIFF, HEIF, AVIF)' }]);
       // Checked before the upload so that a foreign delivery leaves nothing in the store.
-      if (!await loadOwnDelivery(ctx.database.db, actor.personalnummer, params.delivery_id)) throw notFound('Delivery');
+      if (!await ownsDelivery(ctx.database.db, actor.personalnummer, params.delivery_id)) throw notFound('Delivery');
 
       let reference: string;
       try {

@@ -1,8 +1,8 @@
 import { eq } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
-import { attachmentContents, attachments } from '../db/schema.js';
-import { notFound, upstream } from '../errors.js';
-import type { DocumentStore } from '../integrations/documents/store.js';
+import type { Db } from '../../db/client.js';
+import { attachmentContents, attachments } from '../../db/schema.js';
+import { notFound, upstream } from '../../errors.js';
+import type { DocumentStore } from './store.js';
 
 const PREFIX = '~db/';
 

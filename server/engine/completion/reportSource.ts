@@ -1,11 +1,11 @@
 import { asc, desc, eq, inArray } from 'drizzle-orm';
-import type { Db } from '../db/client.js';
+import type { Db } from '../../db/client.js';
 import {
   accounts, articles, attachments, cars, completions, customers, deliveries, deliveryItems, deliveryServiceValues, notes,
   paymentMethods, paymentProtocol, services, tours,
-} from '../db/schema.js';
-import type { DeliveryReportData } from '../integrations/report/deliveryReport.js';
-import { toDelivery } from './shapes.js';
+} from '../../db/schema.js';
+import type { DeliveryReportData } from '../../integrations/report/deliveryReport.js';
+import { toDelivery } from '../../shapes/rows.js';
 
 export type ReportSource = Omit<DeliveryReportData, 'companyName' | 'signatures'> & {
   signatureReferences: { customer: string; driver: string };

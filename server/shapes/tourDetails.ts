@@ -9,7 +9,7 @@ import {
 import { notFound } from '../errors.js';
 import {
   toArticle, toAttachment, toContactSource, toCustomer, toDelivery, toItem, toNote, toPayment, toServiceValue, toTour, toWarehouse,
-} from './shapes.js';
+} from './rows.js';
 
 export type DeliveryBundle = Omit<TourDetails, 'tour'>;
 
