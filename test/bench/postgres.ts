@@ -21,7 +21,11 @@ export async function startPostgres(): Promise<PostgresCluster> {
     return { adminUrl: process.env.DATABASE_URL, settings: 'DATABASE_URL', createDatabase: (name) => createDatabase(process.env.DATABASE_URL!, name), stop: async () => undefined };
   }
   const flags = ['max_connections=300', 'shared_buffers=256MB', 'max_wal_size=2GB'];
-  const postgres = await startEmbeddedPostgres({ prefix: 'tourline-bench-pg-', settings: flags });
+  const postgres = await startEmbeddedPostgres({ prefix: 'tourline-bench-pg-', settings: flags }).catch((error: Error) => {
+    // The message names the cause and the way out; a stack trace would only bury it.
+    console.error(error.message);
+    return process.exit(1);
+  });
   return {
     adminUrl: postgres.adminUrl,
     settings: `embedded, fsync on, synchronous_commit on, ${flags.join(', ')}`,
