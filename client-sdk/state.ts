@@ -2,7 +2,7 @@ import { acceptsWork, nextDeliveryState, reasonProblem } from '../shared/rules/d
 import { applyItemAction } from '../shared/rules/items.js';
 import { completionProblem } from '../shared/rules/completion.js';
 import { creditProblems, paymentProblem } from '../shared/rules/money.js';
-import { noteHasContent } from '../shared/rules/notes.js';
+import { goesWithUnremove, noteHasContent, noteImageReference, noteText } from '../shared/rules/notes.js';
 import { openAmountCents } from '../shared/rules/openAmount.js';
 import { serviceValueChangeId, serviceValueProblem } from '../shared/rules/services.js';
 import type { Car, PaymentMethod, Service } from '../shared/schemas/masterData.js';
@@ -281,7 +281,7 @@ export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: Ma
       if (!outcome.ok) return;
       const { state, scannedQuantity, creditedQuantity } = outcome.item;
       d.positions[index] = { ...d.positions[index], state, scannedQuantity, creditedQuantity };
-      if (event.action === 'unremove') d.notes = d.notes.filter((n) => n.creditDeliveryItemId !== event.deliveryItemId);
+      if (event.action === 'unremove') d.notes = d.notes.filter((n) => !goesWithUnremove(n, event.deliveryItemId));
       recomputeOpenAmount(d);
       return;
     }
@@ -327,8 +327,8 @@ export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: Ma
     case 'note.create': {
       if (!noteHasContent(event) || d.notes.some((n) => n.id === event.noteId)) return;
       d.notes.push({
-        id: event.noteId, deliveryId: d.id, text: event.text?.trim() ? event.text : null,
-        imageAttachment: event.imageAttachment?.trim() || null, imageAttachmentId: null, authorCarId: event.authorCarId ?? null,
+        id: event.noteId, deliveryId: d.id, text: noteText(event.text),
+        imageAttachment: noteImageReference(event.imageAttachment), imageAttachmentId: null, authorCarId: event.authorCarId ?? null,
         creditDeliveryItemId: event.creditDeliveryItemId ?? null, isAmountCreditNote: event.isAmountCreditNote ?? false,
         createdAt: event.occurredAt, updatedAt: event.occurredAt,
       });
@@ -339,8 +339,8 @@ export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: Ma
       if (index < 0) return;
       const next: Note = {
         ...d.notes[index],
-        ...(event.text !== undefined ? { text: event.text?.trim() ? event.text : null } : {}),
-        ...(event.imageAttachment !== undefined ? { imageAttachment: event.imageAttachment?.trim() || null } : {}),
+        ...(event.text !== undefined ? { text: noteText(event.text) } : {}),
+        ...(event.imageAttachment !== undefined ? { imageAttachment: noteImageReference(event.imageAttachment) } : {}),
         updatedAt: event.occurredAt,
       };
       if (noteHasContent(next)) d.notes[index] = next;

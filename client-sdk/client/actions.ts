@@ -1,5 +1,6 @@
 import type { AuditAction, CompleteDeliveryAcknowledgements } from '../../shared/schemas/deliveries.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
+import { noteText } from '../../shared/rules/notes.js';
 import type { Binary } from '../api.js';
 import { toBase64 } from '../binary.js';
 import { orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction } from '../outbox.js';
@@ -59,7 +60,7 @@ export class Actions {
     const followUpEventId = core.randomId();
     await this.add(id, async (): Promise<NoteImageAction> => ({
       kind: 'noteImage', deliveryId, noteId, occurredAt, image: await toBase64(note.image),
-      contentType: note.contentType ?? 'image/jpeg', text: note.text?.trim() ? note.text : null, authorCarId: note.authorCarId ?? null,
+      contentType: note.contentType ?? 'image/jpeg', text: noteText(note.text), authorCarId: note.authorCarId ?? null,
       followUpEventId,
     }));
     return { eventId: id, noteId };

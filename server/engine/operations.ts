@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { applyItemAction } from '../../shared/rules/items.js';
 import { acceptsWork, nextDeliveryState, reasonProblem, type DeliveryOperation } from '../../shared/rules/delivery.js';
 import { creditProblems, paymentProblem } from '../../shared/rules/money.js';
-import { noteHasContent } from '../../shared/rules/notes.js';
+import { goesWithUnremove, noteHasContent, noteImageReference, noteText } from '../../shared/rules/notes.js';
 import { serviceValueProblem } from '../../shared/rules/services.js';
 import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { ErrorCode } from '../../shared/schemas/common.js';
@@ -96,7 +96,7 @@ function scan(input: OperationInput, event: SyncEventOf<'scan'>, eventId: string
   if (event.action === 'unremove' && ws.notes) {
     // The credit note that gave the reason for this line goes with the credit.
     for (const note of ws.notes.values()) {
-      if (note.state !== 'deleted' && note.row.creditDeliveryItemId === item.row.id) note.state = 'deleted';
+      if (note.state !== 'deleted' && goesWithUnremove(note.row, item.row.id)) note.state = 'deleted';
     }
   }
   return { ok: true, entity: toItem(item.row, item.scannable) };
@@ -168,8 +168,8 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
   if (ws.notes!.has(event.noteId)) return rejected('conflict', 'conflict', 'A note with this id exists');
   const now = new Date();
   const row = {
-    id: event.noteId, deliveryId: ws.delivery.id, text: event.text?.trim() ? event.text : null,
-    imageAttachment: event.imageAttachment?.trim() ? event.imageAttachment.trim() : null, authorCarId: event.authorCarId ?? null,
+    id: event.noteId, deliveryId: ws.delivery.id, text: noteText(event.text),
+    imageAttachment: noteImageReference(event.imageAttachment), authorCarId: event.authorCarId ?? null,
     creditDeliveryItemId: event.creditDeliveryItemId ?? null, isAmountCreditNote: event.isAmountCreditNote ?? false, createdAt: now, updatedAt: now,
   };
   ws.notes!.set(row.id, { row, state: 'new' });
@@ -186,8 +186,8 @@ function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): O
   if (!note || note.state === 'deleted') return rejected('not_found', 'not_found', 'Note not found');
   const next = {
     ...note.row,
-    ...(event.text !== undefined ? { text: event.text?.trim() ? event.text : null } : {}),
-    ...(event.imageAttachment !== undefined ? { imageAttachment: event.imageAttachment?.trim() ? event.imageAttachment.trim() : null } : {}),
+    ...(event.text !== undefined ? { text: noteText(event.text) } : {}),
+    ...(event.imageAttachment !== undefined ? { imageAttachment: noteImageReference(event.imageAttachment) } : {}),
     updatedAt: new Date(),
   };
   if (!noteHasContent(next)) return invalid('A note needs text or an image', 'note_without_content');
