@@ -82,7 +82,7 @@ interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
  * small concurrent pushes a handful of statements carries many requests. At most 16 go together:
  * a wave of small pushes then goes in several short transactions, whose first answers need not
  * wait for the last requests' writes; a cap on events instead would keep large batches from ever
- * going together (README, "Benchmarks"). A failure of the combined work leaves each request to
+ * going together (CHANGELOG.md, "Performance history"). A failure of the combined work leaves each request to
  * fail or succeed on its own.
  */
 function createWriter(db: Db) {

@@ -183,7 +183,7 @@ async function masterDataForOthers(tx: Db, accountId: number, changed: {
  * transaction with one set-based statement per table. Rows are written only where a column
  * differs, so an identical resend writes nothing and records no change. Local work (scans,
  * credits, notes, payments, service values, the driver's order) is never overwritten; see the
- * README section "ERP import" for every rule.
+ * docs/erp-import.md for every rule.
  */
 export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResponse> {
   return db.transaction(async (tx) => {

@@ -15,7 +15,7 @@ const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
 // setTimeout's longest delay; longer token lifetimes re-arm the timer.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Close codes of /sync/ws; the README lists them for client authors. */
+/** Close codes of /sync/ws; docs/sync-protocol.md lists them for client authors. */
 export const CloseCode = {
   goingAway: 1001,
   internal: 1011,

@@ -11,7 +11,7 @@ export interface HttpDocumentStoreOptions {
 const PutAnswer = z.object({ reference: z.string().startsWith('~') });
 
 /**
- * A document store reached over HTTP (the README documents its API):
+ * A document store reached over HTTP (docs/completion-and-documents.md documents its API):
  * - `POST {url}/documents` with the raw bytes, `Content-Type`, optional `X-Document-Name`
  *   → 2xx `{ "reference": "~..." }`
  * - `GET {url}/documents/{reference}` → 200 bytes with their content type, 404 when unknown
