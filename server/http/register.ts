@@ -13,8 +13,10 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
 }
 
 async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Promise<Actor | undefined> {
-  if (route.auth === 'bearer') return ctx.auth.driver(req.headers.authorization);
-  if (route.auth === 'admin') {
+  if (route.auth === 'bearer' || (route.auth === 'sync' && req.header('x-admin-api-key') === undefined)) {
+    return ctx.auth.driver(req.headers.authorization);
+  }
+  if (route.auth === 'admin' || route.auth === 'sync') {
     ctx.auth.admin(req.header('x-admin-api-key'));
     return { kind: 'admin' };
   }

@@ -5,7 +5,11 @@ import { accounts } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import { route } from '../route.js';
 
-export const DevTokenRequest = z.object({ personalnummer: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)) }).meta({ id: 'DevTokenRequest' });
+export const DevTokenRequest = z.object({
+  personalnummer: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
+  roles: z.array(z.string().min(1).max(100)).max(20).optional()
+    .meta({ description: 'Roles the token carries in the role claim (OIDC_SYNC_ROLE_CLAIM), e.g. ["tourline-sync"]' }),
+}).meta({ id: 'DevTokenRequest' });
 export const DevTokenResponse = z.object({ accessToken: z.string(), expiresAt: z.string() }).meta({ id: 'DevTokenResponse' });
 
 /** The development identity provider's endpoints; registered only with AUTH_MODE=dev. */
@@ -27,7 +31,7 @@ export function devIdentityRoutes(idp: DevIdentityProvider, issuer: () => string
       handler: async ({ ctx, body }) => {
         const [account] = await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, body.personalnummer));
         if (!account?.active) throw notFound('Active account');
-        return idp.mint(issuer(), account.personalnummer);
+        return idp.mint(issuer(), account.personalnummer, body.roles);
       },
     }),
   ];
