@@ -16,7 +16,7 @@ import {
   toArticle, toContactSource, toCustomer, toDelivery, toItem, toTour, toWarehouse, type ArticleRow, type ContactChannelRow,
   type ContactSourceRow, type CustomerRow, type DeliveryRow, type ItemRow, type WarehouseRow,
 } from '../shapes/rows.js';
-import { recordChanges, type ChangeRecord } from './changeLog.js';
+import { announceDeactivation, recordChanges, type ChangeRecord } from './changeLog.js';
 import { checkSenderAccount, checkSenderDeliveries, type TourSender } from './tourSender.js';
 
 const now = sql`now()`;
@@ -193,11 +193,12 @@ export function syncTour(db: Db, request: SyncTourRequest, sender: TourSender = 
     const changes: ChangeRecord[] = [];
     await checkSenderAccount(tx, request, sender);
 
-    await tx.insert(accounts).values({ personalnummer: accountId, name: driver.name, active: driver.active ?? true })
+    const [accountWritten] = await tx.insert(accounts).values({ personalnummer: accountId, name: driver.name, active: driver.active ?? true })
       .onConflictDoUpdate({
         target: accounts.personalnummer,
         ...whenChanged(driver.active === undefined ? [accounts.name] : [accounts.name, accounts.active]),
-      });
+      }).returning({ active: accounts.active });
+    if (accountWritten?.active === false) await announceDeactivation(tx, accountId);
 
     const [upsertedTour] = await tx.insert(tours).values({ accountId, tourDate: request.tourDate, name: request.name ?? null })
       .onConflictDoUpdate({

@@ -1,8 +1,7 @@
-import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { textParameter } from '../../../shared/schemas/common.js';
 import { Account } from '../../../shared/schemas/masterData.js';
-import { accounts } from '../../db/schema.js';
+import { readAccount } from '../../queries/accounts.js';
 import { notFound } from '../../errors.js';
 import { route } from '../route.js';
 
@@ -29,11 +28,9 @@ export const systemRoutes = [
       // Accounts are numbered within JavaScript's safe integers; any other int64 is simply unknown.
       const personalnummer = Number(params.personalnummer);
       const mayRead = actor.kind === 'admin' || actor.syncRole || actor.personalnummer === personalnummer;
-      const [row] = mayRead && Number.isSafeInteger(personalnummer)
-        ? await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, personalnummer))
-        : [];
+      const row = mayRead && Number.isSafeInteger(personalnummer) ? await readAccount(ctx.database.db, personalnummer) : undefined;
       if (!row) throw notFound('Account');
-      return { personalnummer: row.personalnummer, name: row.name, active: row.active };
+      return row;
     },
   }),
 ];
