@@ -103,6 +103,32 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
     expect(rssGrowthMb).toBeLessThan(100);
   });
 
+  it('publishes a maxItems for every list of every request body in /openapi.json', async () => {
+    const doc = (await api.get('/openapi.json')).body;
+    const unbounded: string[] = [];
+    let lists = 0;
+    const seen = new Set<unknown>();
+    const walk = (schema: any, where: string) => {
+      if (!schema || typeof schema !== 'object' || seen.has(schema)) return;
+      seen.add(schema);
+      if (schema.$ref) return walk(doc.components.schemas[schema.$ref.split('/').pop()], `${where} (${schema.$ref})`);
+      if (schema.type === 'array') lists += 1;
+      if (schema.type === 'array' && schema.maxItems === undefined) unbounded.push(where);
+      for (const [key, value] of Object.entries(schema)) {
+        if (Array.isArray(value)) value.forEach((v, i) => walk(v, `${where}.${key}[${i}]`));
+        else walk(value, `${where}.${key}`);
+      }
+    };
+    for (const [path, operations] of Object.entries<any>(doc.paths)) {
+      for (const [method, operation] of Object.entries<any>(operations)) {
+        for (const [type, content] of Object.entries<any>(operation.requestBody?.content ?? {})) walk(content.schema, `${method} ${path} ${type}`);
+      }
+    }
+    expect(unbounded).toEqual([]);
+    // deliveries, positions, contacts, channels, delivery order, scans, events, numbers, roles, note ids
+    expect(lists).toBeGreaterThanOrEqual(10);
+  });
+
   it('lists at most 25 field problems, saying how many there were', async () => {
     const token = await api.token(7901);
     const response = await api.put(`/tours/${randomUUID()}/delivery-order`, { deliveryIds: Array(40).fill('x') }, { token });
