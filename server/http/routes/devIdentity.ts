@@ -1,8 +1,7 @@
-import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { DevIdentityProvider } from '../../auth/devIdentityProvider.js';
-import { accounts } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
+import { readAccount } from '../../queries/accounts.js';
 import { route } from '../route.js';
 
 export const DevTokenRequest = z.object({
@@ -29,7 +28,7 @@ export function devIdentityRoutes(idp: DevIdentityProvider, issuer: () => string
       method: 'post', path: '/dev/token', auth: 'none', tags: ['Development identity provider'],
       summary: 'Mint a token for an existing, active account', body: DevTokenRequest, response: DevTokenResponse, errors: [404],
       handler: async ({ ctx, body }) => {
-        const [account] = await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, body.personalnummer));
+        const account = await readAccount(ctx.database.db, body.personalnummer);
         if (!account?.active) throw notFound('Active account');
         return idp.mint(issuer(), account.personalnummer, body.roles);
       },
