@@ -46,6 +46,7 @@ export class NetworkError extends Error {
 
 function codeForStatus(status: number): string {
   if (status === 401) return 'unauthorized';
+  if (status === 403) return 'forbidden';
   if (status === 404) return 'not_found';
   if (status === 409) return 'conflict';
   if (status === 413) return 'payload_too_large';

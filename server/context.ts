@@ -27,7 +27,7 @@ export interface AppContext {
 }
 
 export type Actor =
-  | { kind: 'driver'; personalnummer: number; name: string; tokenExpiresAt: number }
+  | { kind: 'driver'; personalnummer: number; name: string; tokenExpiresAt: number; syncRole: boolean }
   | { kind: 'admin' };
 
 export type DriverActor = Extract<Actor, { kind: 'driver' }>;

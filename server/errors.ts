@@ -8,6 +8,7 @@ export const errorCatalogue: Record<ErrorCode, { status: number; title: string; 
   validation: { status: 400, title: 'Validation failed', cause: 'The request does not fit its schema or breaks a domain rule; `errors` names the fields.' },
   invalid_state_transition: { status: 400, title: 'Invalid state transition', cause: 'The delivery or line is in a state that does not allow the operation.' },
   unauthorized: { status: 401, title: 'Authentifizierung fehlgeschlagen', cause: 'Bearer token or admin key missing, invalid or expired, or the account is inactive.' },
+  forbidden: { status: 403, title: 'Forbidden', cause: 'The caller may not do this with what it names: a driver token sent another account\'s tour or delivery, or changed an account (see docs/authorization.md).' },
   not_found: { status: 404, title: 'Not found', cause: 'The resource does not exist or belongs to another account.' },
   conflict: { status: 409, title: 'Conflict', cause: 'The resource is still referenced, or the key or id it brings is already taken.' },
   payload_too_large: { status: 413, title: 'Payload too large', cause: 'The body or an uploaded part exceeds its size limit.' },
@@ -32,6 +33,7 @@ export class DomainError extends Error {
 
 export const validation = (message: string, errors?: FieldProblem[]) => new DomainError('validation', message, errors);
 export const notFound = (what: string) => new DomainError('not_found', `${what} not found`);
+export const forbidden = (message: string, errors?: FieldProblem[]) => new DomainError('forbidden', message, errors);
 export const conflict = (message: string) => new DomainError('conflict', message);
 export const unauthorized = (message = 'Authentifizierung fehlgeschlagen') => new DomainError('unauthorized', message);
 export const upstream = (message: string) => new DomainError('upstream_unavailable', message);

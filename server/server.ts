@@ -63,13 +63,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let baseUrl = config.publicUrl ?? '';
   const devIssuer = () => `${baseUrl}/dev/oidc`;
   const devIdp = config.auth.mode === 'dev'
-    ? await createDevIdentityProvider({ dataDir, audience: config.auth.audience, claim: config.auth.personalnummerClaim, ttlSeconds: config.auth.devTokenTtlSeconds })
+    ? await createDevIdentityProvider({ dataDir, audience: config.auth.audience, claim: config.auth.personalnummerClaim, roleClaim: config.auth.syncRoleClaim, ttlSeconds: config.auth.devTokenTtlSeconds })
     : undefined;
   const verifyToken = createTokenVerifier({
     issuer: () => (devIdp ? devIssuer() : config.auth.issuer!),
     audience: config.auth.audience,
     algorithms: config.auth.algorithms,
     personalnummerClaim: config.auth.personalnummerClaim,
+    syncRoleClaim: config.auth.syncRoleClaim,
+    syncRole: config.auth.syncRole,
     jwksCooldownMs: config.auth.jwksCooldownMs,
   });
 

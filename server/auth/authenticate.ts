@@ -62,7 +62,7 @@ export function createAuthenticator(deps: {
       }
       const account = await readAccount(verified.personalnummer);
       if (!account?.active) throw unauthorized();
-      return { kind: 'driver', personalnummer: account.personalnummer, name: account.name, tokenExpiresAt: verified.expiresAt };
+      return { kind: 'driver', personalnummer: account.personalnummer, name: account.name, tokenExpiresAt: verified.expiresAt, syncRole: verified.syncRole };
     },
     admin(key) {
       if (!deps.adminKeyMatches(key)) throw unauthorized();

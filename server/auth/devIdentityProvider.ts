@@ -7,7 +7,7 @@ import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
  * The development identity provider: the server acts as its own OIDC issuer with one ES256
  * key kept in the data directory, so tokens survive restarts.
  */
-export async function createDevIdentityProvider(options: { dataDir?: string; audience: string; claim: string; ttlSeconds: number }) {
+export async function createDevIdentityProvider(options: { dataDir?: string; audience: string; claim: string; roleClaim: string; ttlSeconds: number }) {
   const file = options.dataDir && path.join(options.dataDir, 'dev-idp-key.json');
   let privateJwk: JWK;
   if (file && existsSync(file)) {
@@ -31,9 +31,9 @@ export async function createDevIdentityProvider(options: { dataDir?: string; aud
       response_types_supported: ['token'],
       subject_types_supported: ['public'],
     }),
-    async mint(issuer: string, personalnummer: number) {
+    async mint(issuer: string, personalnummer: number, roles?: string[]) {
       const expiresAt = Math.floor(Date.now() / 1000) + options.ttlSeconds;
-      const accessToken = await new SignJWT({ [options.claim]: personalnummer })
+      const accessToken = await new SignJWT({ [options.claim]: personalnummer, ...(roles?.length ? { [options.roleClaim]: roles } : {}) })
         .setProtectedHeader({ alg: 'ES256', kid: privateJwk.kid })
         .setIssuer(issuer)
         .setAudience(options.audience)

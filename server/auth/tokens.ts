@@ -10,6 +10,9 @@ export interface TokenVerifierOptions {
   audience: string;
   algorithms: string[];
   personalnummerClaim: string;
+  /** The claim (an array, or a space-separated string) that may carry `syncRole`; without both, no token has the role. */
+  syncRoleClaim?: string;
+  syncRole?: string;
   /**
    * The key set is fetched whenever a token names a `kid` it does not hold, up to a few times in a
    * row (the first fetch, a rotation); past that at most once per this many ms (default 10 s).
@@ -20,6 +23,14 @@ export interface TokenVerifierOptions {
 export interface VerifiedToken {
   personalnummer: number;
   expiresAt: number;
+  /** The token carries the sync role: it may send any driver's tour and read any account. */
+  syncRole: boolean;
+}
+
+/** Whether a claim value names the role: an array of names, or names separated by spaces (OAuth's `scope` style). */
+export function claimHasRole(value: unknown, role: string): boolean {
+  const names = typeof value === 'string' ? value.split(' ') : Array.isArray(value) ? value : [];
+  return names.includes(role);
 }
 
 export class TokenError extends Error {}
@@ -116,18 +127,19 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     if (typeof personalnummer !== 'number' || !Number.isSafeInteger(personalnummer) || personalnummer <= 0) {
       throw new TokenError(`claim ${options.personalnummerClaim} is missing or not a number`);
     }
-    return { personalnummer, expiresAt: payload.exp! * 1000, generation };
+    const syncRole = !!options.syncRoleClaim && !!options.syncRole && claimHasRole(payload[options.syncRoleClaim], options.syncRole);
+    return { personalnummer, expiresAt: payload.exp! * 1000, syncRole, generation };
   };
 
   return async function verify(token: string): Promise<VerifiedToken> {
     const known = verified.get(token);
     if (known && known.generation === keySetGeneration && known.expiresAt > Date.now()) {
-      return { personalnummer: known.personalnummer, expiresAt: known.expiresAt };
+      return { personalnummer: known.personalnummer, expiresAt: known.expiresAt, syncRole: known.syncRole };
     }
     verified.delete(token);
     const fresh = await check(token);
     if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value!);
     verified.set(token, fresh);
-    return { personalnummer: fresh.personalnummer, expiresAt: fresh.expiresAt };
+    return { personalnummer: fresh.personalnummer, expiresAt: fresh.expiresAt, syncRole: fresh.syncRole };
   };
 }

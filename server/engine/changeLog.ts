@@ -51,6 +51,14 @@ export function changeLogValues(changes: ChangeRecord[]): { changes: string; aud
   };
 }
 
+/** The change channel's payload that tells every instance an account was deactivated: its sockets close. */
+export const deactivatedPayload = (personalnummer: number) => `deactivated:${personalnummer}`;
+
+/** Announces, at commit, that an account was deactivated. */
+export async function announceDeactivation(tx: Db, personalnummer: number) {
+  await tx.execute(sql`SELECT pg_notify(${CHANGES_CHANNEL}, ${deactivatedPayload(personalnummer)})`);
+}
+
 /** Appends change records to the transaction (see `changeLogAppend`); answers the highest seq taken. */
 export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<number | undefined> {
   if (changes.length === 0) return undefined;

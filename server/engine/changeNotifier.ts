@@ -12,6 +12,8 @@ export type WakeUp = (upTo: number | undefined, accounts?: ReadonlySet<number>) 
 
 export interface ChangeNotifier {
   subscribe(onWake: WakeUp): () => void;
+  /** Called with an account that any instance deactivated (its live connections must go). */
+  onDeactivated(listener: (personalnummer: number) => void): () => void;
   close(): Promise<void>;
 }
 
@@ -22,6 +24,7 @@ export interface ChangeNotifier {
  */
 export async function createChangeNotifier(database: Database, logger: Logger): Promise<ChangeNotifier> {
   const subscribers = new Set<WakeUp>();
+  const deactivationListeners = new Set<(personalnummer: number) => void>();
   let pending: { upTo: number | undefined; accounts: Set<number> | undefined } | undefined;
 
   const flush = () => {
@@ -37,6 +40,11 @@ export async function createChangeNotifier(database: Database, logger: Logger): 
   };
 
   const onPayload = (payload: string) => {
+    const deactivated = /^deactivated:(\d+)$/.exec(payload);
+    if (deactivated) {
+      for (const listener of deactivationListeners) listener(Number(deactivated[1]));
+      return;
+    }
     // "<max seq>:<account>,<account>" or "<max seq>:*"; anything else means "re-read everything".
     const match = /^(\d+)(?::(\*|\d+(?:,\d+)*))?$/.exec(payload);
     const seq = match ? Number(match[1]) : undefined;
@@ -59,8 +67,13 @@ export async function createChangeNotifier(database: Database, logger: Logger): 
       subscribers.add(onWake);
       return () => { subscribers.delete(onWake); };
     },
+    onDeactivated(listener) {
+      deactivationListeners.add(listener);
+      return () => { deactivationListeners.delete(listener); };
+    },
     async close() {
       subscribers.clear();
+      deactivationListeners.clear();
       await unlisten();
     },
   };

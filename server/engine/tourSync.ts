@@ -16,7 +16,8 @@ import {
   toArticle, toContactSource, toCustomer, toDelivery, toItem, toTour, toWarehouse, type ArticleRow, type ContactChannelRow,
   type ContactSourceRow, type CustomerRow, type DeliveryRow, type ItemRow, type WarehouseRow,
 } from '../shapes/rows.js';
-import { recordChanges, type ChangeRecord } from './changeLog.js';
+import { announceDeactivation, recordChanges, type ChangeRecord } from './changeLog.js';
+import { checkSenderAccount, checkSenderDeliveries, type TourSender } from './tourSender.js';
 
 const now = sql`now()`;
 const excluded = (column: PgColumn) => sql.raw(`excluded."${column.name}"`);
@@ -185,17 +186,19 @@ async function masterDataForOthers(tx: Db, accountId: number, changed: {
  * credits, notes, payments, service values, the driver's order) is never overwritten; see the
  * docs/erp-import.md for every rule.
  */
-export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResponse> {
+export function syncTour(db: Db, request: SyncTourRequest, sender: TourSender = { kind: 'any' }): Promise<SyncTourResponse> {
   return db.transaction(async (tx) => {
     const { driver } = request;
     const accountId = driver.personalnummer;
     const changes: ChangeRecord[] = [];
+    await checkSenderAccount(tx, request, sender);
 
-    await tx.insert(accounts).values({ personalnummer: accountId, name: driver.name, active: driver.active ?? true })
+    const [accountWritten] = await tx.insert(accounts).values({ personalnummer: accountId, name: driver.name, active: driver.active ?? true })
       .onConflictDoUpdate({
         target: accounts.personalnummer,
         ...whenChanged(driver.active === undefined ? [accounts.name] : [accounts.name, accounts.active]),
-      });
+      }).returning({ active: accounts.active });
+    if (accountWritten?.active === false) await announceDeactivation(tx, accountId);
 
     const [upsertedTour] = await tx.insert(tours).values({ accountId, tourDate: request.tourDate, name: request.name ?? null })
       .onConflictDoUpdate({
@@ -257,6 +260,7 @@ export function syncTour(db: Db, request: SyncTourRequest): Promise<SyncTourResp
     const accountOfTour = new Map(ownerRows.map((t) => [t.id, t.accountId]));
     const existingRows = lockedRows.map((delivery) => ({ delivery, accountId: accountOfTour.get(delivery.tourId)! }));
     const previous = new Map(existingRows.map((r) => [deliveryKey(r.delivery), r]));
+    checkSenderDeliveries(request, previous, sender);
     const inTour = existingRows.filter((r) => r.delivery.tourId === tour.id).map((r) => r.delivery);
     // The tour follows the ERP's order until the driver reorders it (PUT delivery-order). The
     // upsert above locked the tour's row (even when it changed nothing), which a reorder takes

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Problem } from '../../shared/schemas/common.js';
 import { errorCatalogue } from '../errors.js';
-import type { AnyRoute } from './route.js';
+import type { AnyRoute, AuthKind } from './route.js';
 
 type Json = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -109,7 +109,7 @@ function errorStatuses(route: AnyRoute): number[] {
   const statuses = new Set(route.errors ?? []);
   if (route.auth !== 'none') statuses.add(401);
   // A bearer token may need the identity provider, which can be unreachable.
-  if (route.auth === 'bearer') statuses.add(502);
+  if (route.auth === 'bearer' || route.auth === 'sync') statuses.add(502);
   if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
   if (route.body || route.rawBody) {
     statuses.add(413);
@@ -117,6 +117,11 @@ function errorStatuses(route: AnyRoute): number[] {
   }
   return [...statuses].sort((a, b) => a - b);
 }
+
+// `sync` takes either scheme.
+const securityOf: Record<AuthKind, Json[]> = {
+  none: [], bearer: [{ bearer_auth: [] }], admin: [{ admin_api_key: [] }], sync: [{ bearer_auth: [] }, { admin_api_key: [] }],
+};
 
 export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
   const components: Record<string, Json> = {};
@@ -160,7 +165,7 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
       tags: route.tags,
-      security: route.auth === 'bearer' ? [{ bearer_auth: [] }] : route.auth === 'admin' ? [{ admin_api_key: [] }] : [],
+      security: securityOf[route.auth as AuthKind],
       parameters: parameters(route, convert, components),
       ...(requestBody ? { requestBody } : {}),
       responses,

@@ -7,16 +7,20 @@ import type { ErrorCode } from '../../shared/schemas/common.js';
 import { DomainError, errorCatalogue, type FieldProblem } from '../errors.js';
 import { recordError } from './requestLog.js';
 
+/** A refusal names at most this many field problems, so that its answer stays a few KB whatever was sent. */
+export const MAX_LISTED_PROBLEMS = 25;
+
 /** The RFC 9457 body; also written by hand where there is no express response (refused WebSocket upgrades). */
 export function problemBody(code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
   const entry = errorCatalogue[code];
+  const cut = (errors?.length ?? 0) > MAX_LISTED_PROBLEMS;
   return {
     type: `https://tourline.dev/problems/${code}`,
     title: entry.title,
     status: status ?? entry.status,
-    detail,
+    detail: cut ? `${detail} (the first ${MAX_LISTED_PROBLEMS} of ${errors!.length} problems are listed)` : detail,
     code,
-    ...(errors?.length ? { errors } : {}),
+    ...(errors?.length ? { errors: errors.slice(0, MAX_LISTED_PROBLEMS) } : {}),
   };
 }
 
@@ -47,9 +51,31 @@ function unstorableTextAt(value: unknown): string[] | undefined {
   return undefined;
 }
 
-/** Request input checked against its schema: a misfit is 400 `validation` naming the fields (under `prefix`). */
+/** Inputs of up to this many JSON values are checked whole when they fail, so that the refusal names every field. */
+const WHOLLY_CHECKED_VALUES = 2000;
+
+/** Whether `value` holds at most `budget` JSON values (stops counting there). */
+function isSmall(value: unknown, budget = { left: WHOLLY_CHECKED_VALUES }): boolean {
+  budget.left -= 1;
+  if (budget.left < 0) return false;
+  if (value === null || typeof value !== 'object') return true;
+  // By index: `for...in` would first list every key of a list of a million entries.
+  const entries = Array.isArray(value) ? value : Object.values(value);
+  for (let i = 0; i < entries.length; i++) if (!isSmall(entries[i], budget)) return false;
+  return true;
+}
+
+// zod's own (internal) switch: every list and object stops at its first failing entry.
+const ABORT_EARLY = { abortEarly: true } as z.core.ParseContext<z.core.$ZodIssue>;
+
+/**
+ * Request input checked against its schema: a misfit is 400 `validation` naming the fields (under
+ * `prefix`). The check stops at the first problems, so that a body of thousands of broken entries
+ * costs no more than a valid one; only a small input is checked again whole, to name all of them.
+ */
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown, detail: string, prefix?: string): z.output<T> {
-  const result = schema.safeParse(value);
+  const quick = schema.safeParse(value, ABORT_EARLY);
+  const result = quick.success || !isSmall(value) ? quick : schema.safeParse(value);
   if (!result.success) throw new DomainError('validation', detail, zodProblems(result.error, prefix));
   const unstorable = unstorableTextAt(result.data);
   if (unstorable) {
@@ -81,6 +107,7 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
   // body-parser marks its own errors with `type` and `status`.
   const type = (error as { type?: string }).type;
   if (type === 'entity.parse.failed') return sendProblem(res, 'validation', 'The body is not valid JSON');
+  if (type === 'entity.too.complex') return sendProblem(res, 'validation', (error as Error).message);
   if (type === 'entity.too.large') return sendProblem(res, 'payload_too_large', 'The body exceeds the size limit');
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendProblem(res, 'unsupported_media_type', 'Unsupported body encoding');
   if (type === 'request.aborted') return void res.destroy();

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
 import { ifNoneMatch } from './etag.js';
+import { containerBudget } from './jsonBudget.js';
 import { parseInput } from './problem.js';
 import type { AnyRoute, Versioned } from './route.js';
 
@@ -13,8 +14,10 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
 }
 
 async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Promise<Actor | undefined> {
-  if (route.auth === 'bearer') return ctx.auth.driver(req.headers.authorization);
-  if (route.auth === 'admin') {
+  if (route.auth === 'bearer' || (route.auth === 'sync' && req.header('x-admin-api-key') === undefined)) {
+    return ctx.auth.driver(req.headers.authorization);
+  }
+  if (route.auth === 'admin' || route.auth === 'sync') {
     ctx.auth.admin(req.header('x-admin-api-key'));
     return { kind: 'admin' };
   }
@@ -25,7 +28,7 @@ const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
 /** Binds route definitions to express: authenticate, read the body, parse params, query and body apart, call, answer. */
 export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppContext) {
-  const jsonParser = express.json({ limit: ctx.config.bodyLimitBytes });
+  const jsonParser = express.json({ limit: ctx.config.bodyLimitBytes, verify: containerBudget(ctx.config.bodyLimitBytes) });
   const readJson = (req: Request, res: Response) => new Promise<void>((resolve, reject) => {
     jsonParser(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
   });

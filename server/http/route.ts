@@ -3,9 +3,11 @@ import type { z } from 'zod';
 import type { AppContext, Actor, DriverActor } from '../context.js';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
-export type AuthKind = 'none' | 'bearer' | 'admin';
+/** `sync`: a bearer token, or the admin key (ERP connectors, back-office tools) when `X-Admin-Api-Key` is sent. */
+export type AuthKind = 'none' | 'bearer' | 'admin' | 'sync';
 
-type ActorFor<A extends AuthKind> = A extends 'bearer' ? DriverActor : A extends 'admin' ? Extract<Actor, { kind: 'admin' }> : undefined;
+type ActorFor<A extends AuthKind> = A extends 'bearer' ? DriverActor : A extends 'admin' ? Extract<Actor, { kind: 'admin' }>
+  : A extends 'sync' ? Actor : undefined;
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 export interface HandlerInput<P, Q, B, A extends AuthKind> {

@@ -7,6 +7,7 @@ import { bearerToken } from '../auth/authenticate.js';
 import type { AppContext, DriverActor } from '../context.js';
 import { decodeCursor, encodeCursor, readChanges } from '../engine/changeFeed.js';
 import { DomainError } from '../errors.js';
+import { activeAccounts } from '../queries/accounts.js';
 import { problemBody } from './problem.js';
 
 export const SYNC_WS_PATH = '/sync/ws';
@@ -20,6 +21,7 @@ export const CloseCode = {
   goingAway: 1001,
   internal: 1011,
   tokenExpired: 4401,
+  accountDeactivated: 4403,
   slowConsumer: 4408,
 } as const;
 
@@ -72,8 +74,21 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     for (const connection of connections) connection.wake(upTo, accounts);
   });
 
+  // A deactivated account's sockets close at once on every instance (announced through the change
+  // channel); each heartbeat reads the connected accounts again, in case an announcement was missed.
+  const closeAccount = (personalnummer: number) => {
+    for (const connection of connections) connection.closeIfAccount(personalnummer);
+  };
+  const stopDeactivations = ctx.changes.onDeactivated(closeAccount);
+  const recheckAccounts = async () => {
+    const numbers = [...new Set([...connections].map((c) => c.personalnummer))];
+    const active = await activeAccounts(ctx.database.db, numbers);
+    for (const n of numbers) if (!active.has(n)) closeAccount(n);
+  };
+
   const heartbeat = setInterval(() => {
     for (const connection of connections) connection.beat();
+    recheckAccounts().catch((error) => ctx.logger.warn({ err: error }, 'checking the accounts of WebSockets failed'));
   }, heartbeatMs);
   heartbeat.unref();
 
@@ -115,6 +130,7 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
       closing = true;
       clearInterval(heartbeat);
       unsubscribe();
+      stopDeactivations();
       const closed = [...connections].map((c) => c.closeAndWait(CloseCode.goingAway, 'server shutting down'));
       await Promise.all(closed);
       await new Promise<void>((resolve) => wss.close(() => resolve()));
@@ -160,6 +176,12 @@ class SyncConnection {
   }
 
   private get open() { return this.ws.readyState === WebSocket.OPEN; }
+
+  get personalnummer() { return this.actor.personalnummer; }
+
+  closeIfAccount(personalnummer: number) {
+    if (this.actor.personalnummer === personalnummer && this.open) this.ws.close(CloseCode.accountDeactivated, 'account deactivated');
+  }
 
   private armExpiry() {
     const left = this.actor.tokenExpiresAt - Date.now();

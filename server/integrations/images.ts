@@ -14,31 +14,44 @@ export async function imageMetadata(bytes: Buffer) {
   return sharp(bytes).metadata().catch(() => undefined);
 }
 
-/**
- * What sharp reads of an image whose pixels decode too, or undefined: a valid header over broken
- * pixel data passes `imageMetadata` and would fail every preview later.
- */
-export async function decodableImage(bytes: Buffer) {
-  const metadata = await imageMetadata(bytes);
-  if (!metadata) return undefined;
-  const sharp = await loadSharp();
-  // A thumbnail reads every pixel (a JPEG only at the scale it needs) at a fraction of a preview's cost.
-  return sharp(bytes).resize(64, 64, { fit: 'inside' }).toBuffer().then(() => metadata, () => undefined);
+/** Larger images are refused (signatures and note images): a decode costs four bytes a pixel, and a photo of a note needs no more. */
+export const IMAGE_MAX_PIXELS = 4096 * 4096;
+/** Longer sides are refused too: libvips pays per row and per tile, so 1 x 16777216 pixels would take half a minute to decode. */
+export const IMAGE_MAX_SIDE = 16_384;
+
+/** Whether the first frame of an image (the one sharp decodes), as its header states it, is within both limits. */
+export function withinImageLimits(metadata: { width: number; height: number; pageHeight?: number }, maxPixels = IMAGE_MAX_PIXELS): boolean {
+  const height = metadata.pageHeight ?? metadata.height;
+  return metadata.width * height <= maxPixels && metadata.width <= IMAGE_MAX_SIDE && height <= IMAGE_MAX_SIDE;
 }
 
-/** Larger signatures are refused: a decode costs four bytes a pixel, and a pen stroke needs no more. */
-export const SIGNATURE_MAX_PIXELS = 4096 * 4096;
+export type ImageCheck = { ok: true; format: string } | { ok: false; reason: 'not_an_image' | 'too_many_pixels' };
+
+/**
+ * Whether the bytes are an image of at most `maxPixels` whose pixels decode too: the size is read
+ * from the header before anything is decoded, and a valid header over broken pixel data passes
+ * `imageMetadata` but would fail every preview later.
+ */
+export async function checkImage(bytes: Buffer, maxPixels = IMAGE_MAX_PIXELS): Promise<ImageCheck> {
+  const metadata = await imageMetadata(bytes);
+  if (!metadata) return { ok: false, reason: 'not_an_image' };
+  if (!withinImageLimits(metadata, maxPixels)) return { ok: false, reason: 'too_many_pixels' };
+  const sharp = await loadSharp();
+  // A thumbnail reads every pixel (a JPEG only at the scale it needs) at a fraction of a preview's cost.
+  return sharp(bytes, { limitInputPixels: maxPixels }).resize(64, 64, { fit: 'inside' }).toBuffer()
+    .then(() => ({ ok: true as const, format: metadata.format }), () => ({ ok: false as const, reason: 'not_an_image' as const }));
+}
 
 /**
  * A PNG decoded whole and encoded again as a plain 8-bit PNG, or undefined when the bytes are no
  * PNG that decodes (a valid header over broken pixel data passes `imageMetadata`, not this) or
- * have more than `maxPixels`. pdfkit reads only plain PNGs and throws out of a callback, which
+ * are beyond `maxPixels` or IMAGE_MAX_SIDE. pdfkit reads only plain PNGs and throws out of a callback, which
  * ends the process, on anything it cannot read.
  */
-export async function plainPng(bytes: Buffer, maxPixels = SIGNATURE_MAX_PIXELS): Promise<Buffer | undefined> {
+export async function plainPng(bytes: Buffer, maxPixels = IMAGE_MAX_PIXELS): Promise<Buffer | undefined> {
   const sharp = await loadSharp();
   const image = sharp(bytes, { limitInputPixels: maxPixels });
   return image.metadata()
-    .then((metadata) => (metadata.format === 'png' ? image.png().toBuffer() : undefined))
+    .then((metadata) => (metadata.format === 'png' && withinImageLimits(metadata, maxPixels) ? image.png().toBuffer() : undefined))
     .catch(() => undefined);
 }

@@ -55,7 +55,7 @@ export const ContactKind = z.enum(['phone', 'mobile', 'email', 'web']);
 export type ContactKind = z.infer<typeof ContactKind>;
 
 export const errorCodes = [
-  'validation', 'invalid_state_transition', 'unauthorized', 'not_found', 'conflict',
+  'validation', 'invalid_state_transition', 'unauthorized', 'forbidden', 'not_found', 'conflict',
   'payload_too_large', 'unsupported_media_type', 'upstream_unavailable', 'internal',
 ] as const;
 export const ErrorCode = z.enum(errorCodes);

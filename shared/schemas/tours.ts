@@ -2,6 +2,19 @@ import { z } from 'zod';
 import { Address, ContactKind, ContactRole, ErpKey, ErpNumber, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
 
 const Int64 = ErpNumber.min(1).max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * The most entries each list of a request may hold: generous for a day's tour, and small enough
+ * that no request within the body limit makes the service do unbounded work (published as maxItems).
+ */
+export const listLimits = {
+  deliveriesPerTour: 500,
+  positionsPerDelivery: 1000,
+  contactsPerDelivery: 50,
+  channelsPerContact: 50,
+  /** A tour may hold more deliveries than one sync sends: those no longer sent stay. */
+  deliveryOrderIds: 2000,
+} as const;
 const Code = z.object({ code: ErpKey, name: ErpText });
 
 export const SyncPosition = z.object({
@@ -29,7 +42,7 @@ export const SyncContact = z.object({
   anrede: OptionalName, titel: OptionalName, name1: OptionalName, name2: OptionalName, name3: OptionalName,
   abteilung: OptionalName, funktion: OptionalName,
   address: Address.nullable().optional(),
-  channels: z.array(Channel).default([]).transform((channels) => channels.filter(isCarried)),
+  channels: z.array(Channel).max(listLimits.channelsPerContact).default([]).transform((channels) => channels.filter(isCarried)),
 });
 
 export const SyncDelivery = z.object({
@@ -41,8 +54,8 @@ export const SyncDelivery = z.object({
   paymentMethodCode: ErpText.nullable().optional(),
   paymentTerm: ErpText.nullable().optional(),
   openAmountCents: z.int32().min(0),
-  positions: z.array(SyncPosition),
-  contacts: z.array(SyncContact).default([]),
+  positions: z.array(SyncPosition).max(listLimits.positionsPerDelivery),
+  contacts: z.array(SyncContact).max(listLimits.contactsPerDelivery).default([]),
 });
 
 /** A delivery's identity, as the contract has it: `(belegartId, belegnummer)`. */
@@ -52,7 +65,7 @@ export const SyncTourRequest = z.object({
   driver: z.object({ personalnummer: Int64, name: ErpText.trim().min(1), active: z.boolean().optional() }),
   tourDate: IsoDate,
   name: ErpText.optional(),
-  deliveries: z.array(SyncDelivery),
+  deliveries: z.array(SyncDelivery).max(listLimits.deliveriesPerTour),
 }).superRefine((tour, ctx) => {
   const seen = new Set<string>();
   tour.deliveries.forEach((d, i) => {
@@ -99,7 +112,7 @@ export type TourSummary = z.infer<typeof TourSummary>;
 export const TourSummaryList = z.object({ tours: z.array(TourSummary) }).meta({ id: 'TourSummaryList' });
 export type TourSummaryList = z.infer<typeof TourSummaryList>;
 
-export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderRequest' });
+export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid).max(listLimits.deliveryOrderIds) }).meta({ id: 'SetDeliveryOrderRequest' });
 export const SetDeliveryOrderResponse = z.object({ tourId: Uuid, deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderResponse' });
 export type SetDeliveryOrderResponse = z.infer<typeof SetDeliveryOrderResponse>;
 

@@ -5,6 +5,8 @@ import { startServer, type RunningServer, type StartOptions } from '../../server
 import { createPostgresDatabase, type DatabaseKind } from './databases.js';
 
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
+/** The default sync role (OIDC_SYNC_ROLE): sends any driver's tour. */
+export const SYNC_ROLE = 'tourline-sync';
 
 export interface ApiResponse<T = any> { status: number; headers: Headers; body: T; text: string }
 
@@ -51,10 +53,10 @@ export class TestServer {
       .onConflictDoUpdate({ target: accounts.personalnummer, set: { name, active } });
   }
 
-  /** A development token for an account, seeding the account first. */
-  async token(personalnummer: number): Promise<string> {
+  /** A development token for an account, seeding the account first; `roles` go into the role claim. */
+  async token(personalnummer: number, roles?: string[]): Promise<string> {
     await this.seedAccount(personalnummer);
-    const response = await this.post('/dev/token', { personalnummer });
+    const response = await this.post('/dev/token', { personalnummer, roles });
     if (response.status !== 200) throw new Error(`token: ${response.status} ${response.text}`);
     return response.body.accessToken;
   }

@@ -21,7 +21,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
       accountId, deliveries: 2,
       positions: [{ scannable: true, quantity, scannedQuantity: 0, state: 'InProgress' }, { scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }],
     });
-    const actor: DriverActor = { kind: 'driver', personalnummer: accountId, name: 'x', tokenExpiresAt: Date.now() + 3600_000 };
+    const actor: DriverActor = { kind: 'driver', personalnummer: accountId, name: 'x', tokenExpiresAt: Date.now() + 3600_000, syncRole: false };
     return { token, actor, tour, line: tour.deliveries[0].items[0], other: tour.deliveries[1].items[0] };
   }
 

@@ -87,12 +87,12 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     for (const r of apiRoutes) {
       const operation = doc.paths[r.path]?.[r.method];
       expect(operation, `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
-      const expected = r.auth === 'bearer' ? [{ bearer_auth: [] }] : r.auth === 'admin' ? [{ admin_api_key: [] }] : [];
+      const expected = { bearer: [{ bearer_auth: [] }], admin: [{ admin_api_key: [] }], sync: [{ bearer_auth: [] }, { admin_api_key: [] }], none: [] }[r.auth as string];
       expect(operation.security, `${r.method.toUpperCase()} ${r.path}`).toEqual(expected);
       if (r.auth !== 'none') {
         expect(operation.responses['401']?.content?.['application/problem+json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
       }
-      expect(operation.responses['502'] !== undefined, `${r.method.toUpperCase()} ${r.path}`).toBe(r.auth === 'bearer' || (r.errors ?? []).includes(502));
+      expect(operation.responses['502'] !== undefined, `${r.method.toUpperCase()} ${r.path}`).toBe(r.auth === 'bearer' || r.auth === 'sync' || (r.errors ?? []).includes(502));
       const declared = operation.parameters.filter((p) => p.in === 'path').map((p) => p.name).sort();
       expect(declared, `${r.method.toUpperCase()} ${r.path}`).toEqual(placeholders(r.path).sort());
       if (r.body) expect(operation.requestBody?.content['application/json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();

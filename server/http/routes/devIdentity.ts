@@ -1,11 +1,14 @@
-import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import type { DevIdentityProvider } from '../../auth/devIdentityProvider.js';
-import { accounts } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
+import { readAccount } from '../../queries/accounts.js';
 import { route } from '../route.js';
 
-export const DevTokenRequest = z.object({ personalnummer: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)) }).meta({ id: 'DevTokenRequest' });
+export const DevTokenRequest = z.object({
+  personalnummer: z.union([z.number(), z.string().regex(/^\d+$/).transform(Number)]).pipe(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)),
+  roles: z.array(z.string().min(1).max(100)).max(20).optional()
+    .meta({ description: 'Roles the token carries in the role claim (OIDC_SYNC_ROLE_CLAIM), e.g. ["tourline-sync"]' }),
+}).meta({ id: 'DevTokenRequest' });
 export const DevTokenResponse = z.object({ accessToken: z.string(), expiresAt: z.string() }).meta({ id: 'DevTokenResponse' });
 
 /** The development identity provider's endpoints; registered only with AUTH_MODE=dev. */
@@ -25,9 +28,9 @@ export function devIdentityRoutes(idp: DevIdentityProvider, issuer: () => string
       method: 'post', path: '/dev/token', auth: 'none', tags: ['Development identity provider'],
       summary: 'Mint a token for an existing, active account', body: DevTokenRequest, response: DevTokenResponse, errors: [404],
       handler: async ({ ctx, body }) => {
-        const [account] = await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, body.personalnummer));
+        const account = await readAccount(ctx.database.db, body.personalnummer);
         if (!account?.active) throw notFound('Active account');
-        return idp.mint(issuer(), account.personalnummer);
+        return idp.mint(issuer(), account.personalnummer, body.roles);
       },
     }),
   ];

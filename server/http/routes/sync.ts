@@ -37,7 +37,7 @@ export const syncRoutes = [
     summary: 'Live change feed over a WebSocket: send `resume` with a cursor, receive `changes` as they commit',
     description: 'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends '
       + '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1001 server shutting down, 1011 internal '
-      + 'error, 4401 token expired, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. '
+      + 'error, 4401 token expired, 4403 account deactivated, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. '
       + 'A request without the handshake answers 400.',
     webSocket: { clientMessages: WsClientMessage, serverMessages: WsServerMessage },
     handler: async () => {

@@ -1,8 +1,7 @@
-import { eq } from 'drizzle-orm';
 import { z } from 'zod';
 import { textParameter } from '../../../shared/schemas/common.js';
 import { Account } from '../../../shared/schemas/masterData.js';
-import { accounts } from '../../db/schema.js';
+import { readAccount } from '../../queries/accounts.js';
 import { notFound } from '../../errors.js';
 import { route } from '../route.js';
 
@@ -22,16 +21,16 @@ export const systemRoutes = [
     },
   }),
   route({
-    method: 'get', path: '/accounts/{personalnummer}', auth: 'bearer', tags: ['Accounts'], summary: 'An account by Personalnummer',
+    method: 'get', path: '/accounts/{personalnummer}', auth: 'sync', tags: ['Accounts'],
+    summary: 'An account by Personalnummer: a driver token reads only its own (404 for any other), the sync role and the admin key any',
     params: z.object({ personalnummer: Int64Text }), response: Account, errors: [404],
-    handler: async ({ ctx, params }) => {
+    handler: async ({ ctx, actor, params }) => {
       // Accounts are numbered within JavaScript's safe integers; any other int64 is simply unknown.
       const personalnummer = Number(params.personalnummer);
-      const [row] = Number.isSafeInteger(personalnummer)
-        ? await ctx.database.db.select().from(accounts).where(eq(accounts.personalnummer, personalnummer))
-        : [];
+      const mayRead = actor.kind === 'admin' || actor.syncRole || actor.personalnummer === personalnummer;
+      const row = mayRead && Number.isSafeInteger(personalnummer) ? await readAccount(ctx.database.db, personalnummer) : undefined;
       if (!row) throw notFound('Account');
-      return { personalnummer: row.personalnummer, name: row.name, active: row.active };
+      return row;
     },
   }),
 ];

@@ -14,10 +14,14 @@ const TourParams = z.object({ tour_id: Uuid });
 
 export const tourRoutes = [
   route({
-    method: 'post', path: '/sync/tour', auth: 'bearer', tags: ['Tours'],
-    summary: 'Create or update one day tour idempotently (the ERP import shape); any authenticated account may send any driver\'s tour',
-    body: SyncTourRequest, response: SyncTourResponse,
-    handler: ({ ctx, body }) => syncTour(ctx.database.db, body),
+    method: 'post', path: '/sync/tour', auth: 'sync', tags: ['Tours'],
+    summary: 'Create or update one day tour idempotently (the ERP import shape)',
+    description: 'A driver token sends only its own tour, with its account\'s name as stored and no `active: false`, and takes no '
+      + 'delivery of another account\'s tour (403, nothing changed). A token with the sync role or the admin key sends any '
+      + 'driver\'s tour, creating or changing the account (docs/authorization.md).',
+    body: SyncTourRequest, response: SyncTourResponse, errors: [403],
+    handler: ({ ctx, actor, body }) => syncTour(ctx.database.db, body,
+      actor.kind === 'driver' && !actor.syncRole ? { kind: 'driver', personalnummer: actor.personalnummer } : { kind: 'any' }),
   }),
   route({
     method: 'get', path: '/me/tours', auth: 'bearer', tags: ['Tours'], summary: 'Tours of the logged-in driver for a day (default today, Europe/Berlin)',

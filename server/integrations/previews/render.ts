@@ -46,18 +46,34 @@ async function rasterizePdfPage(bytes: Buffer, request: PreviewRequest): Promise
   }
 }
 
+/** No preview is larger on a side, whatever the box: a screen's worth, above an A4 page at 200 dpi (2339), within every format's limit. */
+export const PREVIEW_MAX_SIDE = 2560;
+
+/**
+ * The size of a preview of a `width` x `height` image: inside the box (0 leaves that side free),
+ * aspect ratio kept, never enlarged, at most PREVIEW_MAX_SIDE and at least 1 pixel a side (an
+ * image of 1 x 16777216 pixels has no other way to fit).
+ */
+export function previewSize(width: number, height: number, box: { width: number; height: number }) {
+  const scale = Math.min(1, box.width ? box.width / width : 1, box.height ? box.height / height : 1,
+    PREVIEW_MAX_SIDE / width, PREVIEW_MAX_SIDE / height);
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
+}
+
 /**
  * A preview of an image or of one PDF page: fit inside `width` x `height` (0 leaves that side
- * free), aspect ratio kept, never enlarged beyond the original, encoded as `format`.
+ * free), aspect ratio kept, never enlarged beyond the original, encoded as `format`. The size is
+ * computed here, never left to sharp, so that no box (0, 2147483647) and no shape (1 x 16777216)
+ * makes an encoder refuse it.
  */
 export async function renderPreview(document: StoredDocument, request: PreviewRequest): Promise<Buffer> {
   let input: Buffer;
   let page = 0;
-  let largestSide: number;
+  let size: { width: number; height: number };
   if (isPdf(document)) {
     const raster = await rasterizePdfPage(document.bytes, request);
     input = raster.png;
-    largestSide = Math.max(raster.width, raster.height);
+    size = raster;
   } else {
     const metadata = await imageMetadata(document.bytes);
     if (!metadata) throw new DomainError('internal', 'The attachment is not an image that can be previewed', undefined, 500);
@@ -65,16 +81,16 @@ export async function renderPreview(document: StoredDocument, request: PreviewRe
     if (request.page > pages) throw pageOutOfRange(request.page, pages);
     input = document.bytes;
     page = request.page - 1;
-    largestSide = Math.max(metadata.width ?? 1, metadata.height ?? 1);
+    const frame = { width: metadata.width, height: metadata.pageHeight ?? metadata.height };
+    // EXIF orientations 5 to 8 turn the image a quarter: `rotate()` below swaps its sides.
+    size = (metadata.orientation ?? 1) >= 5 ? { width: frame.height, height: frame.width } : frame;
   }
-  // Nothing is enlarged, so a box beyond the largest side is the same as the largest side (and sharp refuses huge sizes).
-  const bound = (side: number) => (side ? Math.min(side, largestSide) : undefined);
   // sharp's encoders take quality 1..100; 0 asks for the smallest file and gets 1. PNG is lossless and ignores it.
   const quality = Math.max(1, request.quality);
   const sharp = await loadSharp();
   return sharp(input, { page })
     .rotate()
-    .resize({ width: bound(request.width), height: bound(request.height), fit: 'inside', withoutEnlargement: true })
+    .resize({ ...previewSize(size.width, size.height, { width: request.width, height: request.height }), fit: 'fill' })
     .toFormat(request.format, request.format === 'png' ? {} : { quality })
     .toBuffer();
 }
