@@ -1,5 +1,6 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { AppContext } from '../context.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
 import { attachReport, loadCompletionRecord } from '../engine/complete.js';
 import { completions } from '../db/schema.js';
 import { DomainError, notFound } from '../errors.js';
@@ -152,7 +153,9 @@ export function startErpWriteBackJob(deps: Deps): ErpWriteBackJob {
   const tick = () => {
     running = runDueFollowUps(deps)
       .then(() => undefined)
-      .catch((error) => deps.logger.error({ err: error }, 'ERP write-back job failed'))
+      // It runs again at the next poll; an outage is logged by the database health, not with a stack per poll.
+      .catch((error) => (isDatabaseUnavailable(error) ? deps.logger.warn('ERP write-back job: database unavailable')
+        : deps.logger.error({ err: error }, 'ERP write-back job failed')))
       .finally(() => {
         running = undefined;
         if (!stopped) timer = setTimeout(tick, deps.config.erp.pushPollMs).unref();
