@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { pino } from 'pino';
 import { WebSocket } from 'ws';
@@ -152,6 +153,8 @@ async function main() {
       await new Promise((resolve) => socket.once('open', resolve));
       socket.send(JSON.stringify({ type: 'resume' }));
       await sleep(300);
+      // The pool holds its connections (as under load); the LISTEN session must come back beside them.
+      await Promise.all(Array.from({ length: 10 }, () => db.execute(sql`SELECT pg_sleep(0.1)`)));
       const killer = new pg.Client({ connectionString: postgres.adminUrl });
       await killer.connect();
       const fillers = [killer, ...await takeFreeSlots(postgres.adminUrl)];
@@ -159,10 +162,11 @@ async function main() {
       // The slot the LISTEN session freed goes to others at once, as it would under load.
       fillers.push(...await takeFreeSlots(postgres.adminUrl));
       const heard: number[] = [];
+      const statuses: (number | string)[] = [];
       for (let i = 0; i < 6; i++) {
         const before = seen.length;
         const pushed = monotonicMs();
-        await push(base, d1);
+        statuses.push((await push(base, d1)).status);
         while (seen.length === before && monotonicMs() - pushed < 5000) await sleep(20);
         heard.push(seen.length > before ? Math.round(monotonicMs() - pushed) : -1);
         await sleep(300);
@@ -175,7 +179,7 @@ async function main() {
       socket.close();
       const got = heard.filter((ms) => ms >= 0);
       return {
-        answer: `${n} LISTEN session ended; live client got ${got.length} of 6 changes within 5 s (${got.length ? `slowest ${Math.max(...got)} ms` : 'none'})`,
+        answer: `${n} LISTEN session ended; pushes ${[...new Set(statuses)]}; live client got ${got.length} of 6 changes within 5 s (${got.length ? `slowest ${Math.max(...got)} ms` : 'none'})`,
         recovery: seen.length > before ? `change after slots freed: ${Math.round(monotonicMs() - released)} ms` : 'none within 60 s',
       };
     });
