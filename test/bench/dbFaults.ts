@@ -15,7 +15,7 @@ import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/server.js';
 import { newTour } from '../helpers/factories.js';
 import { startEmbeddedPostgres } from '../helpers/embeddedPostgres.js';
-import { controlPostgres, type PostgresControl } from '../helpers/postgresProcess.js';
+import { controlPostgres } from '../helpers/postgresProcess.js';
 import { openLines } from './seed.js';
 import { monotonicMs, sleep } from './stats.js';
 

@@ -172,7 +172,7 @@ describe('database faults', () => {
       const events = [scan(d.lineId)];
       await warmPool(a);
       control.freeze();
-      let thawed = 0;
+      let thawed: number;
       try {
         const started = Date.now();
         const [pushed, health] = await Promise.all([push(a, d, events), a.get('/health')]);
