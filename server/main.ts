@@ -13,7 +13,11 @@ try {
 
 // Loaded after the configuration is known to be good, so a bad value fails at once.
 const { startServer } = await import('./server.js');
-const running = await startServer(config);
+const running = await startServer(config).catch((error: Error) => {
+  // One clear line: the reason (an unreachable database after DATABASE_START_TIMEOUT_MS, a wrong password), not a stack.
+  console.error(`Tourline could not start: ${error.message}`);
+  process.exit(1);
+});
 const { logger } = running.ctx;
 logger.info(`Tourline listening on ${running.url} (${running.ctx.database.kind}, auth ${config.auth.mode}, ERP ${config.erp.mode})`);
 if (config.auth.mode === 'dev') logger.info(`Get a token: npm run token -- <personalnummer>   API reference: ${running.url}/docs`);

@@ -54,7 +54,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const logger = options.logger ?? pino({ level: config.logLevel });
   const dataDir = options.ephemeral ? undefined : config.dataDir;
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const database = options.database ?? await openDatabase({ url: config.databaseUrl, dataDir, poolSize: config.databasePoolSize });
+  const database = options.database ?? await openDatabase({ url: config.databaseUrl, dataDir, poolSize: config.databasePoolSize, timeouts: config.databaseTimeouts, logger });
 
   const admin = resolveAdminKey(config.auth.adminApiKey, dataDir);
   if (admin.generated) logger.warn(`No ADMIN_API_KEY configured; generated one for this data directory: ${admin.key}`);

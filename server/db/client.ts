@@ -6,7 +6,11 @@ import { is, Placeholder, sql, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
-import pg from 'pg';
+import type pg from 'pg';
+import type { Logger } from 'pino';
+import { DatabaseHealth, DatabaseUnavailable } from './availability.js';
+import { listenPostgres } from './listener.js';
+import { connectAtStart, connectionConfig, defaultTimeouts, PatientPool, takeMigrationLock, type DatabaseTimeouts } from './postgres.js';
 import * as schema from './schema.js';
 
 export type Schema = typeof schema;
@@ -53,6 +57,10 @@ export interface Database {
   queries: { count: number };
   /** Random id of this database's installation; cursors from another installation are refused. */
   epoch: string;
+  /** Reachability and the LISTEN connection's state; readiness reads it. */
+  health: DatabaseHealth;
+  /** Whether the database answers, within the connect timeout; throws `DatabaseUnavailable` if not. */
+  check(): Promise<void>;
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
@@ -61,32 +69,39 @@ export interface DatabaseOptions {
   url?: string;
   dataDir?: string;
   poolSize?: number;
+  timeouts?: DatabaseTimeouts;
+  logger?: Logger;
 }
 
 /** Opens PostgreSQL when a URL is given, else PGlite under `dataDir` (in memory without one); migrates. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const queries = { count: 0 };
   const logger = { logQuery: () => { queries.count += 1; } };
-  let database: Omit<Database, 'epoch'>;
+  const health = new DatabaseHealth(options.logger);
+  let database: Omit<Database, 'epoch' | 'health' | 'check'>;
+  let checkTimeoutMs = 5000;
   if (options.url) {
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    const url = options.url;
+    const timeouts = options.timeouts ?? defaultTimeouts;
+    checkTimeoutMs = timeouts.connectMs;
+    const starter = await connectAtStart(url, timeouts, options.logger);
+    try {
+      await takeMigrationLock(starter, MIGRATION_LOCK, options.logger);
+      // On the start's own connection, which has no statement timeout.
+      await migratePg(drizzlePg({ client: starter }), { migrationsFolder });
+    } finally {
+      await starter.end().catch(() => undefined);
+    }
+    const pool = new PatientPool({ ...connectionConfig(url, timeouts), max: options.poolSize ?? 10 }, timeouts.poolWaitMs, health);
     pool.on('error', () => { /* an idle client lost its connection; the pool replaces it */ });
     // A connection lost while checked out (mid-transaction) emits 'error' on its client, which
     // without a listener ends the process; the query in flight fails anyway, and the pool drops
     // the dead client when it is released.
     pool.on('connect', (client) => { client.on('error', () => undefined); });
-    const db = drizzlePg({ client: pool, schema, logger });
-    const lock = await pool.connect();
-    try {
-      await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-      await migratePg(db, { migrationsFolder });
-    } finally {
-      await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
-      lock.release();
-    }
+    const db = drizzlePg({ client: pool as pg.Pool, schema, logger });
     database = {
       kind: 'postgres', db: db as unknown as Db, queries,
-      listen: (channel, onPayload) => listenPg(options.url!, channel, onPayload),
+      listen: (channel, onPayload) => listenPostgres({ url, timeouts, health }, channel, onPayload),
       close: () => pool.end(),
     };
   } else {
@@ -112,51 +127,23 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
   const epoch = await ensureEpoch(database.db);
-  return { ...database, epoch };
+  const check = async () => {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DatabaseUnavailable(`the database did not answer within ${checkTimeoutMs} ms`)), checkTimeoutMs);
+    });
+    try {
+      await Promise.race([database.db.execute(sql`SELECT 1`), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  health.attach(options.logger, check);
+  return { ...database, epoch, health, check };
 }
 
 async function ensureEpoch(db: Db): Promise<string> {
   await db.insert(schema.meta).values({ key: 'epoch', value: randomUUID() }).onConflictDoNothing();
   const [row] = await db.select().from(schema.meta).where(sql`${schema.meta.key} = 'epoch'`);
   return row.value;
-}
-
-/** A dedicated connection for LISTEN that reconnects when it drops. */
-async function listenPg(url: string, channel: string, onPayload: (payload: string) => void) {
-  let client: pg.Client | undefined;
-  let closed = false;
-  const connect = async (): Promise<void> => {
-    if (closed) return;
-    // Keepalive probes notice a silently dropped connection (NAT, failover), which would otherwise stop the wake-ups for good.
-    const c = new pg.Client({ connectionString: url, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
-    c.on('notification', (n) => { if (n.channel === channel && n.payload !== undefined) onPayload(n.payload); });
-    c.on('error', () => { /* handled by 'end' */ });
-    c.on('end', () => {
-      if (!closed) setTimeout(() => { connect().catch(() => undefined); }, 500);
-    });
-    await c.connect();
-    try {
-      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-    } catch (error) {
-      await c.end().catch(() => undefined); // 'end' schedules the next attempt
-      throw error;
-    }
-    if (closed) {
-      await c.end().catch(() => undefined);
-      return;
-    }
-    client = c;
-    // A reconnect may have missed notifications; a payload-less wake-up makes listeners re-read.
-    onPayload('');
-  };
-  try {
-    await connect();
-  } catch (error) {
-    closed = true;
-    throw error;
-  }
-  return async () => {
-    closed = true;
-    await client?.end().catch(() => undefined);
-  };
 }

@@ -6,10 +6,14 @@
  * their own callbacks); an error it lets through fails nothing else.
  */
 export function combining<T>(
-  options: { concurrency: number; maxItems?: number; maxWeight?: number; weight?: (item: T) => number },
+  options: {
+    concurrency: number; maxItems?: number; maxWeight?: number; weight?: (item: T) => number;
+    /** A run still going after this long stops counting against `concurrency` (it waits for something, say a lock). */
+    slowAfterMs?: number;
+  },
   run: (items: T[]) => Promise<void>,
 ): (item: T) => void {
-  const { concurrency, maxItems = Infinity, maxWeight = Infinity, weight = () => 1 } = options;
+  const { concurrency, maxItems = Infinity, maxWeight = Infinity, weight = () => 1, slowAfterMs } = options;
   const queue: T[] = [];
   let running = 0;
   const pump = () => {
@@ -21,9 +25,17 @@ export function combining<T>(
         taken.push(queue.shift()!);
       }
       running += 1;
-      const done = () => {
+      let counted = true;
+      const release = () => {
+        if (!counted) return;
+        counted = false;
         running -= 1;
         pump();
+      };
+      const slow = slowAfterMs === undefined ? undefined : setTimeout(release, slowAfterMs);
+      const done = () => {
+        clearTimeout(slow);
+        release();
       };
       run(taken).then(done, done);
     }

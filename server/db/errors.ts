@@ -7,3 +7,11 @@ export function constraintViolation(error: unknown): { kind: 'unique' | 'foreign
   }
   return undefined;
 }
+
+/** A lock wait cut short by `lock_timeout` (or NOWAIT): the row is held by another transaction. */
+export function isLockTimeout(error: unknown): boolean {
+  for (let e = error as { code?: string; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (e.code === '55P03') return true;
+  }
+  return false;
+}

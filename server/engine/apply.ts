@@ -1,9 +1,10 @@
-import { inArray } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import { isRefusal } from '../../shared/rules/eventResults.js';
 import type { SyncEvent, SyncEventOf, EventResult } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
-import { constraintViolation } from '../db/errors.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
+import { constraintViolation, isLockTimeout } from '../db/errors.js';
 import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError, validation } from '../errors.js';
@@ -77,6 +78,11 @@ export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, o
 
 interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
 
+/** How long requests that go together wait for a row lock before each is tried alone. */
+const COMBINED_LOCK_WAIT_MS = 100;
+/** After this long, a run (waiting for a lock, say) no longer takes one of the two writers. */
+const SLOW_RUN_MS = 200;
+
 /**
  * Requests that arrive while the writers are busy are combined into one transaction: under many
  * small concurrent pushes a handful of statements carries many requests. At most 16 go together:
@@ -84,22 +90,34 @@ interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
  * wait for the last requests' writes; a cap on events instead would keep large batches from ever
  * going together (CHANGELOG.md, "Performance history"). A failure of the combined work leaves each request to
  * fail or succeed on its own.
+ *
+ * A delivery locked elsewhere (a long transaction, another instance) must not hold up other
+ * drivers' pushes. A request that goes alone waits for its locks in order, but after
+ * SLOW_RUN_MS it stops taking one of the two writers. Requests that go together wait for a lock
+ * only briefly (COMBINED_LOCK_WAIT_MS); after a lock timeout each is tried alone, briefly again,
+ * and one that still meets the lock waits in the patient lane, up to the session's lock timeout.
  */
 function createWriter(db: Db) {
-  return combining<Request>({ concurrency: 2, maxItems: 16, maxWeight: 2000, weight: (r) => r.entries.length }, async (requests) => {
+  const patient = combining<Request>({ concurrency: 4, maxItems: 1 }, async ([r]) => {
+    await applyBatch(db, r.entries.filter((e) => !e.result)).then(r.done.resolve, r.done.reject);
+  });
+  const options = { concurrency: 2, maxItems: 16, maxWeight: 2000, weight: (r: Request) => r.entries.length, slowAfterMs: SLOW_RUN_MS };
+  return combining<Request>(options, async (requests) => {
+    if (requests.length === 1) {
+      await applyBatch(db, requests[0].entries).then(requests[0].done.resolve, requests[0].done.reject);
+      return;
+    }
     try {
-      await applyBatch(db, requests.flatMap((r) => r.entries));
+      await applyBatch(db, requests.flatMap((r) => r.entries), COMBINED_LOCK_WAIT_MS);
       for (const r of requests) r.done.resolve();
       return;
-    } catch (error) {
-      if (requests.length === 1) {
-        requests[0].done.reject(error);
-        return;
-      }
+    } catch {
+      // Each on its own below.
     }
     for (const r of requests) {
       // Entries answered by a transaction that committed keep that answer.
-      await applyBatch(db, r.entries.filter((e) => !e.result)).then(r.done.resolve, r.done.reject);
+      await applyBatch(db, r.entries.filter((e) => !e.result), COMBINED_LOCK_WAIT_MS)
+        .then(r.done.resolve, (error: unknown) => (isLockTimeout(error) ? patient(r) : r.done.reject(error)));
     }
   });
 }
@@ -152,20 +170,22 @@ async function loadLookups(db: Db, entries: Entry[]): Promise<(accountId: number
  * transaction of its own, and so on down to single events, so that one bad event cannot take the
  * others with it.
  */
-async function applyBatch(db: Db, entries: Entry[]) {
+async function applyBatch(db: Db, entries: Entry[], lockWaitMs?: number) {
   if (entries.length === 0) return;
   try {
-    await applyInTransaction(db, entries);
+    await applyInTransaction(db, entries, lockWaitMs);
     return;
   } catch (error) {
+    // Not the events' fault: splitting them would only try the database again and again.
+    if (isDatabaseUnavailable(error)) throw error;
     const violation = constraintViolation(error)?.kind;
     if (entries.length > 1) {
       const half = Math.ceil(entries.length / 2);
-      await applyBatch(db, entries.slice(0, half));
-      await applyBatch(db, entries.slice(half));
+      await applyBatch(db, entries.slice(0, half), lockWaitMs);
+      await applyBatch(db, entries.slice(half), lockWaitMs);
     } else if (error instanceof ConcurrentDuplicate) {
       // Its id committed meanwhile with another delivery's event: afresh, the event finds it recorded.
-      await applyInTransaction(db, entries);
+      await applyInTransaction(db, entries, lockWaitMs);
     } else if (violation === 'unique') {
       // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
       entries[0].result = refusal(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
@@ -200,7 +220,7 @@ function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (ev
       : event.deliveryId);
 }
 
-async function applyInTransaction(db: Db, work: Entry[]) {
+async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
   // Ids a sender repeats in the work: the first copy counts, the others are answered after the
   // work with the state it left, as a copy arriving later would be. Two senders' copies both go
   // in: if both record the id, the write finds it taken and the events go apart (applyBatch).
@@ -219,6 +239,7 @@ async function applyInTransaction(db: Db, work: Entry[]) {
     noteIds: events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : [])),
   };
   const staged = await db.transaction(async (tx) => {
+    if (lockWaitMs !== undefined) await tx.execute(sql.raw(`SET LOCAL lock_timeout = ${lockWaitMs}`));
     const { sets, processed } = await loadWorkingSets(tx, targets, needs, events.map((e) => e.eventId));
     const lookups = await loadLookups(tx, entries);
     const processedById = new Map(processed.map((p) => [p.eventId, p]));

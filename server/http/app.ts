@@ -5,6 +5,7 @@ import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { registerRoutes } from './register.js';
 import { requestLog } from './requestLog.js';
+import { answerDatabaseUnavailable } from './unavailable.js';
 import type { AnyRoute } from './route.js';
 
 const require = createRequire(import.meta.url);
@@ -34,6 +35,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   registerRoutes(router, routes, ctx);
   app.use(router);
   app.use((req, res) => sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`));
+  app.use(answerDatabaseUnavailable(ctx.database.health));
   app.use(problemHandler);
   return app;
 }

@@ -110,6 +110,8 @@ function errorStatuses(route: AnyRoute): number[] {
   if (route.auth !== 'none') statuses.add(401);
   // A bearer token may need the identity provider, which can be unreachable.
   if (route.auth === 'bearer' || route.auth === 'sync') statuses.add(502);
+  // Every operation needs the database, which can be out of reach (with Retry-After).
+  statuses.add(503);
   if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
   if (route.body || route.rawBody) {
     statuses.add(413);
@@ -152,7 +154,9 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     for (const status of errorStatuses(route)) {
       const entry = Object.values(errorCatalogue).find((e) => e.status === status);
       responses[String(status)] = {
-        description: entry?.title ?? 'Error', headers: { 'X-Request-Id': requestId },
+        description: status === 503 ? 'Service Unavailable: the database is out of reach or too busy; try again after Retry-After'
+          : entry?.title ?? 'Error',
+        headers: { 'X-Request-Id': requestId, ...(status === 503 ? { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } } : {}) },
         content: { 'application/problem+json': { schema: problem } },
       };
     }

@@ -26,7 +26,8 @@ export function requestLog(logger: Logger): RequestHandler {
       res.off('finish', done);
       res.off('close', done);
       const error = res.locals.error as unknown;
-      const level = error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
+      // A 503 is an outage the database health logs once, not an error of this request.
+      const level = error || (res.statusCode >= 500 && res.statusCode !== 503) ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
       if (!logger.isLevelEnabled(level)) return;
       const line = {
         req: { id, method: req.method, url: req.originalUrl },

@@ -6,13 +6,17 @@ import { WsClientMessage, type WsServerMessage } from '../../shared/schemas/sync
 import { bearerToken } from '../auth/authenticate.js';
 import type { AppContext, DriverActor } from '../context.js';
 import { decodeCursor, encodeCursor, readChanges } from '../engine/changeFeed.js';
-import { DomainError } from '../errors.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
+import { DomainError, errorCatalogue } from '../errors.js';
 import { activeAccounts } from '../queries/accounts.js';
 import { problemBody } from './problem.js';
+import { DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS } from './unavailable.js';
 
 export const SYNC_WS_PATH = '/sync/ws';
 const PAGE_SIZE = 500;
 const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
+// How soon a read that failed on the database is tried again.
+const DATABASE_RETRY_MS = 1000;
 // setTimeout's longest delay; longer token lifetimes re-arm the timer.
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -31,10 +35,10 @@ export interface SyncSocketServer {
   close(): Promise<void>;
 }
 
-function refuse(socket: Duplex, code: ErrorCode, detail: string) {
-  const body = JSON.stringify(problemBody(code, detail));
-  const status = JSON.parse(body).status as number;
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n`
+function refuse(socket: Duplex, code: ErrorCode, detail: string, status = errorCatalogue[code].status) {
+  const body = JSON.stringify(problemBody(code, detail, undefined, status));
+  const retry = status === 503 ? `Retry-After: ${RETRY_AFTER_SECONDS}\r\n` : '';
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n${retry}`
     + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
@@ -103,6 +107,10 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     } catch (error) {
       // Refused credentials (401) or an identity provider that cannot be asked (502).
       if (error instanceof DomainError) return refuse(socket, error.code, error.message);
+      if (isDatabaseUnavailable(error)) {
+        ctx.database.health.failed(error);
+        return refuse(socket, 'upstream_unavailable', DATABASE_UNAVAILABLE, 503);
+      }
       ctx.logger.error({ err: error }, 'WebSocket authentication failed');
       return refuse(socket, 'internal', 'An internal error occurred');
     }
@@ -161,6 +169,7 @@ class SyncConnection {
   private lastWrite: Promise<void> = Promise.resolve();
   private readonly closed: Promise<void>;
   private expiry: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly ws: WebSocket,
@@ -242,6 +251,13 @@ class SyncConnection {
         // An expired cursor: the client must resync and resume again.
         this.resumed = false;
         this.sendError(error);
+      } else if (isDatabaseUnavailable(error)) {
+        // The socket stays: the read is tried again until the database answers, from where it stopped.
+        this.ctx.database.health.failed(error);
+        this.retry ??= setTimeout(() => {
+          this.retry = undefined;
+          void this.pump();
+        }, DATABASE_RETRY_MS);
       } else {
         this.ctx.logger.error({ err: error }, 'reading changes for a WebSocket failed');
         this.ws.close(CloseCode.internal, 'internal error, resume from your cursor');
@@ -311,5 +327,6 @@ class SyncConnection {
 
   dispose() {
     clearTimeout(this.expiry);
+    clearTimeout(this.retry);
   }
 }

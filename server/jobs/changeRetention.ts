@@ -1,11 +1,14 @@
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import { isDatabaseUnavailable } from '../db/availability.js';
 import type { Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
 import { HORIZON_KEY } from '../engine/changeFeed.js';
 import { stableHead } from '../engine/changeLog.js';
 
 const DAY_MS = 24 * 3600 * 1000;
+/** How soon a job run that failed on the database is tried again. */
+export const DATABASE_RETRY_MS = 60_000;
 
 /**
  * Deletes the change-log entries created before `before`, from the oldest up to the first one to
@@ -41,13 +44,21 @@ async function readHorizon(db: Db): Promise<number> {
  * Prunes once shortly after start and then daily. Every instance may run it: pruning twice
  * deletes nothing more and the horizon only grows.
  */
-export function startChangeRetention(options: { db: Db; retentionDays: number; logger: Logger }) {
+export function startChangeRetention(options: { db: Db; retentionDays: number; logger: Logger; retryMs?: number }) {
+  let retry: NodeJS.Timeout | undefined;
   const run = async () => {
     try {
       const { horizon, deleted } = await pruneChangeLog(options.db, new Date(Date.now() - options.retentionDays * DAY_MS));
       if (deleted > 0) options.logger.info({ deleted, horizon }, 'change log pruned');
     } catch (error) {
-      options.logger.error({ err: error }, 'change log pruning failed');
+      if (!isDatabaseUnavailable(error)) {
+        options.logger.error({ err: error }, 'change log pruning failed');
+        return;
+      }
+      // An outage must not cost a day: the run is tried again soon.
+      const retryMs = options.retryMs ?? DATABASE_RETRY_MS;
+      options.logger.warn({ retryInMs: retryMs }, 'change log pruning failed: database unavailable');
+      retry = setTimeout(tick, retryMs).unref();
     }
   };
   let running: Promise<void> | undefined;
@@ -60,7 +71,9 @@ export function startChangeRetention(options: { db: Db; retentionDays: number; l
     async stop() {
       clearTimeout(first);
       clearInterval(daily);
+      clearTimeout(retry);
       await running;
+      clearTimeout(retry);
     },
   };
 }

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { addDays, berlinDate } from '../../shared/rules/calendar.js';
 import type { ImportSummary } from '../../shared/schemas/tours.js';
 import type { AppContext } from '../context.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
 import type { Db } from '../db/client.js';
 import { erpImportRuns, paymentMethods } from '../db/schema.js';
 import { recordChanges } from '../engine/changeLog.js';
@@ -120,6 +121,8 @@ export async function runImport(ctx: ImportContext, date: string, trigger: Impor
             counters.positions_updated += synced.positions.updated;
             counters.positions_deleted += synced.positions.deleted;
           } catch (error) {
+            // The whole run is tried again later; the other tours would fail alike.
+            if (isDatabaseUnavailable(error)) throw error;
             ctx.logger.error({ err: error, driver: tour.driver.personalnummer, tourDate: tour.tourDate }, 'ERP import: a tour could not be written');
             failures.push(`tour of ${tour.driver.personalnummer} on ${tour.tourDate}: ${(error as Error).message}`);
           }
@@ -131,6 +134,10 @@ export async function runImport(ctx: ImportContext, date: string, trigger: Impor
     if (result === undefined) return await finish(false, 'Skipped: an import of this date is already running', true);
     return await finish(result.length === 0, result.length ? result.join('; ') : null);
   } catch (error) {
+    if (isDatabaseUnavailable(error)) {
+      await finish(false, 'The database was unavailable').catch(() => undefined);
+      throw error;
+    }
     await finish(false, (error as Error).message);
     if (error instanceof DomainError) throw error;
     throw new DomainError('internal', `ERP import of ${date} failed`);

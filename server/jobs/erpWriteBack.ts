@@ -1,5 +1,6 @@
 import type { AppContext } from '../context.js';
 import { runDueFollowUps } from '../engine/completion/followUp.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
 
 type Deps = Pick<AppContext, 'database' | 'documents' | 'erp' | 'logger' | 'config'>;
 
@@ -13,7 +14,9 @@ export function startErpWriteBackJob(deps: Deps): ErpWriteBackJob {
   const tick = () => {
     running = runDueFollowUps(deps)
       .then(() => undefined)
-      .catch((error) => deps.logger.error({ err: error }, 'ERP write-back job failed'))
+      // It runs again at the next poll; an outage is logged by the database health, not with a stack per poll.
+      .catch((error) => (isDatabaseUnavailable(error) ? deps.logger.warn('ERP write-back job: database unavailable')
+        : deps.logger.error({ err: error }, 'ERP write-back job failed')))
       .finally(() => {
         running = undefined;
         if (!stopped) timer = setTimeout(tick, deps.config.erp.pushPollMs).unref();

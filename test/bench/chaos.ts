@@ -1,7 +1,8 @@
 /**
  * npm run chaos: simulated drivers with the SDK's file outbox push scans through two service
- * instances on one PostgreSQL while instances are killed with SIGKILL and restarted, database
- * connections and WebSockets are cut, requests are dropped, answers lost and pushes sent twice.
+ * instances on one PostgreSQL while instances are killed with SIGKILL and restarted, PostgreSQL
+ * itself is restarted, database connections and WebSockets are cut, requests are dropped,
+ * answers lost and pushes sent twice.
  * Then the database is held against what the drivers did: every scan applied exactly once,
  * every change in every account's live feed, every device's copy equal to the database, one
  * ERP import run for the day although every instance start tries one. Exits 1 on any difference.
@@ -20,6 +21,7 @@ import { openDatabase } from '../../server/db/client.js';
 import { newTour } from '../helpers/factories.js';
 import { request, requestJson } from './http.js';
 import { freePort } from '../helpers/embeddedPostgres.js';
+import { controlPostgres } from '../helpers/postgresProcess.js';
 import { startPostgres } from './postgres.js';
 import { openLines } from './seed.js';
 import { monotonicMs, sleep } from './stats.js';
@@ -32,8 +34,10 @@ const TOUR_DATE = '2026-06-01';
 const BASE_URL = 'http://tourline.chaos';
 // [at ms, instance, action]
 const KILLS: [number, number, 'kill' | 'start'][] = [[15_000, 0, 'kill'], [23_000, 0, 'start'], [45_000, 1, 'kill'], [52_000, 1, 'start']];
+// [at ms, how long PostgreSQL stays down]: a restart of the database itself (an embedded one only).
+const DATABASE_RESTART: [number, number] = [34_000, 3000];
 
-const counts = { dropped: 0, lost: 0, duplicated: 0, socketCuts: 0, backendsTerminated: 0, kills: 0, appRestarts: 0 };
+const counts = { dropped: 0, lost: 0, duplicated: 0, socketCuts: 0, backendsTerminated: 0, kills: 0, appRestarts: 0, databaseRestarts: 0 };
 // Off while the drivers load their tours (a first read is not queued), on during the load.
 let faultsOn = false;
 const chance = (p: number) => faultsOn && Math.random() < p;
@@ -103,6 +107,7 @@ interface Driver {
 
 const cluster = await startPostgres();
 const databaseUrl = await cluster.createDatabase('chaos');
+const postgres = process.env.DATABASE_URL ? undefined : await controlPostgres(cluster.adminUrl);
 const work = mkdtempSync(path.join(os.tmpdir(), 'tourline-chaos-'));
 const ports = [await freePort(), await freePort()];
 const env = {
@@ -235,10 +240,11 @@ async function driverLoop(driver: Driver, until: number) {
 }
 
 async function faults(until: number) {
-  const admin = new pg.Client({ connectionString: databaseUrl });
+  let admin = new pg.Client({ connectionString: databaseUrl });
   await admin.connect();
   const started = monotonicMs();
   const pending = [...KILLS];
+  let databaseRestart = postgres ? DATABASE_RESTART : undefined;
   let nextCut = started + 4000;
   let nextRestart = started + 30_000;
   let nextProgress = started + 10_000;
@@ -255,6 +261,18 @@ async function faults(until: number) {
           await instances[index].start();
           log(`${instances[index].name} is back`);
         }
+      }
+      if (databaseRestart && databaseRestart[0] <= at && postgres) {
+        log(`stopping PostgreSQL for ${databaseRestart[1] / 1000} s`);
+        await admin.end().catch(() => undefined);
+        await postgres.stop();
+        await sleep(databaseRestart[1]);
+        await postgres.start();
+        counts.databaseRestarts += 1;
+        databaseRestart = undefined;
+        log('PostgreSQL is back');
+        admin = new pg.Client({ connectionString: databaseUrl });
+        await admin.connect();
       }
       if (monotonicMs() >= nextCut) {
         nextCut += 4000;
@@ -384,7 +402,7 @@ try {
       ['changes recorded during the run', head - startSeq],
       ['successful ERP import runs (dates)', `${runs.ok} (${runs.dates})`],
       ['pushes sent twice at once', counts.duplicated], ['requests dropped', counts.dropped], ['answers lost', counts.lost],
-      ['SIGKILLs', counts.kills], ['WebSocket cuts', counts.socketCuts], ['database connections cut', counts.backendsTerminated], ['app restarts', counts.appRestarts],
+      ['SIGKILLs', counts.kills], ['PostgreSQL restarts', counts.databaseRestarts], ['WebSocket cuts', counts.socketCuts], ['database connections cut', counts.backendsTerminated], ['app restarts', counts.appRestarts],
     );
     const expectEqual = (what: string, actual: number, expected: number) => { if (actual !== expected) failures.push(`${what}: ${actual}, expected ${expected}`); };
     expectEqual('processed events', Number(processed.n), events);
@@ -405,7 +423,8 @@ try {
   failures.push(error instanceof Error ? error.stack ?? error.message : String(error));
 } finally {
   await Promise.all(instances.map((i) => i.stop()));
-  await cluster.stop();
+  // After a restart the starter no longer knows the server's process.
+  await (counts.databaseRestarts ? postgres!.dispose() : cluster.stop());
   rmSync(work, { recursive: true, force: true });
 }
 

@@ -29,6 +29,24 @@ describe('combining', () => {
     expect(runs.map((r) => r.items)).toEqual([[1], [2, 3, 4]]);
   });
 
+  it('stops counting a run against `concurrency` once it is slower than `slowAfterMs`, and counts it once', async () => {
+    const { runs, run } = recorder();
+    const submit = combining<number>({ concurrency: 1, slowAfterMs: 20 }, run);
+    submit(1);
+    submit(2);
+    expect(runs.map((r) => r.items)).toEqual([[1]]);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    // The slow run (waiting for a lock, say) no longer holds the only slot.
+    expect(runs.map((r) => r.items)).toEqual([[1], [2]]);
+    runs[0].finish.resolve();
+    runs[1].finish.resolve();
+    await settle();
+    // Their ends freed the one slot once: a new call takes it, the next waits.
+    submit(3);
+    submit(4);
+    expect(runs.map((r) => r.items)).toEqual([[1], [2], [3]]);
+  });
+
   it('keeps up to `concurrency` runs going and no run heavier than `maxWeight`', async () => {
     const { runs, run } = recorder();
     const submit = combining<number>({ concurrency: 2, maxWeight: 5, weight: (n) => n }, run);

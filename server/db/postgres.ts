@@ -1,0 +1,139 @@
+import pg from 'pg';
+import type { Logger } from 'pino';
+import { databaseFault, type DatabaseHealth } from './availability.js';
+
+export interface DatabaseTimeouts {
+  /** A new connection's handshake. */
+  connectMs: number;
+  /** How long a request waits for a pooled connection, retrying refused ones, before 503. */
+  poolWaitMs: number;
+  statementMs: number;
+  lockMs: number;
+  idleInTransactionMs: number;
+  /** How long the start keeps trying to reach the database; 0: for ever. */
+  startMs: number;
+}
+
+export const defaultTimeouts: DatabaseTimeouts = { connectMs: 3000, poolWaitMs: 3000, statementMs: 5000, lockMs: 3000, idleInTransactionMs: 10_000, startMs: 0 };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// Keepalive probes notice a connection dropped silently (NAT, failover).
+const KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 };
+
+/** Settings of every connection: the server cancels long statements and lock waits, and ends abandoned transactions. */
+export function connectionConfig(url: string, timeouts: DatabaseTimeouts): pg.ClientConfig {
+  return {
+    connectionString: url, application_name: 'tourline', ...KEEPALIVE,
+    connectionTimeoutMillis: timeouts.connectMs,
+    statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs,
+    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    // A frozen server cancels nothing: the client gives up a little after the server would have.
+    query_timeout: timeouts.statementMs + 1000,
+  };
+}
+
+/**
+ * A client whose connection is dropped when a query times out on our side: the server may still
+ * run it, and a later user of the connection must never find itself inside that transaction.
+ */
+class GuardedClient extends pg.Client {
+  query(...args: unknown[]): never {
+    const drop = (error: unknown) => {
+      if ((error as Error | undefined)?.message === 'Query read timeout') (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    };
+    const last = args.at(-1);
+    if (typeof last === 'function') {
+      args[args.length - 1] = (error: unknown, result: unknown) => { drop(error); last(error, result); };
+      return (pg.Client.prototype.query as (...a: unknown[]) => never).apply(this, args);
+    }
+    const result = (pg.Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args) as Promise<unknown> | undefined;
+    return (result && typeof result.catch === 'function' ? result.catch((error: unknown) => { drop(error); throw error; }) : result) as never;
+  }
+}
+
+/**
+ * The pool: a request waits at most `poolWaitMs` for a connection. A new connection the server
+ * refuses for a passing reason (all slots taken, starting up) is tried again within that time,
+ * as the pool's own connections free up within milliseconds; while the database is known to be
+ * down, it is not.
+ */
+export class PatientPool extends pg.Pool {
+  constructor(config: pg.PoolConfig, private readonly waitMs: number, private readonly health: DatabaseHealth) {
+    super({ ...config, Client: GuardedClient as typeof pg.Client, connectionTimeoutMillis: Math.max(config.connectionTimeoutMillis ?? 0, waitMs) });
+  }
+
+  connect(): Promise<pg.PoolClient>;
+  connect(callback: (error: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
+  connect(callback?: (error: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+    const acquired = this.acquire();
+    if (!callback) return acquired;
+    acquired.then((client) => callback(undefined, client, (release) => client.release(release as Error)), (error: Error) => callback(error, undefined, () => undefined));
+  }
+
+  private async acquire(): Promise<pg.PoolClient> {
+    const deadline = Date.now() + this.waitMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await (pg.Pool.prototype.connect as () => Promise<pg.PoolClient>).call(this);
+      } catch (error) {
+        const delay = Math.min(25 * 2 ** attempt, 500);
+        const passing = (error as { code?: string }).code === '53300' || (error as { code?: string }).code === '57P03';
+        if (!passing || !this.health.reachable || Date.now() + delay >= deadline) throw error;
+        await sleep(delay);
+      }
+    }
+  }
+}
+
+/**
+ * A connection for the start: tried until the database answers, with a growing pause and one
+ * line per try; after `startMs` (when set) the start gives up with one line. Errors that another
+ * try cannot mend (a wrong password, a missing database) end the start at once.
+ */
+export async function connectAtStart(url: string, timeouts: DatabaseTimeouts, logger?: Logger): Promise<pg.Client> {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    // No statement timeout: migrations may take long.
+    const client = new pg.Client({ connectionString: url, application_name: 'tourline start', ...KEEPALIVE, connectionTimeoutMillis: timeouts.connectMs });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      if (attempt > 1) logger?.warn(`database reachable after ${attempt} tries`);
+      return client;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      const reason = (error as Error).message || (error as { code?: string }).code || String(error);
+      if (!databaseFault(error)) throw new Error(`cannot connect to the database: ${reason}`, { cause: error });
+      const elapsed = Date.now() - started;
+      if (timeouts.startMs > 0 && elapsed >= timeouts.startMs) {
+        throw new Error(`database unreachable for ${Math.round(elapsed / 1000)} s (DATABASE_START_TIMEOUT_MS), giving up: ${reason}`, { cause: error });
+      }
+      const delay = Math.min(500 * 2 ** (attempt - 1), 5000);
+      logger?.warn(`database unreachable (try ${attempt}: ${reason}); trying again in ${delay / 1000} s`);
+      await sleep(delay);
+    }
+  }
+}
+
+/**
+ * Takes the advisory lock that lets one of several instances starting together migrate. While
+ * another session holds it, says every 10 s who that is.
+ */
+export async function takeMigrationLock(client: pg.Client, key: number, logger?: Logger) {
+  let logged = 0;
+  for (;;) {
+    const { rows: [{ taken }] } = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1) AS taken', [key]);
+    if (taken) return;
+    if (Date.now() - logged >= 10_000) {
+      logged = Date.now();
+      const { rows } = await client.query<{ pid: number; application_name: string; client_addr: string | null; backend_start: Date; state: string }>(
+        `SELECT a.pid, a.application_name, a.client_addr::text, a.backend_start, a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1`, [key]);
+      const holder = rows[0];
+      logger?.warn(holder
+        ? { holder: { pid: holder.pid, application: holder.application_name, address: holder.client_addr, since: holder.backend_start, state: holder.state } }
+        : {}, `waiting for the migration lock, held by ${holder ? `pid ${holder.pid} (${holder.application_name || 'no application name'}, ${holder.client_addr ?? 'local'})` : 'another session'}`);
+    }
+    await sleep(250);
+  }
+}
