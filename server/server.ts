@@ -73,6 +73,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     syncRoleClaim: config.auth.syncRoleClaim,
     syncRole: config.auth.syncRole,
     jwksCooldownMs: config.auth.jwksCooldownMs,
+    jwksMaxAgeMs: config.auth.jwksMaxAgeMs,
+    clockToleranceSeconds: config.auth.clockToleranceSeconds,
+    timeoutMs: config.auth.timeoutMs,
   });
 
   const documents = withDatabaseDocuments(options.documents ?? createDocumentStore(config.documents, dataDir), database.db);

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import { Problem } from '../../shared/schemas/common.js';
 import { errorCatalogue } from '../errors.js';
@@ -108,9 +109,8 @@ const operationId = (route: AnyRoute) => route.method + route.path
 function errorStatuses(route: AnyRoute): number[] {
   const statuses = new Set(route.errors ?? []);
   if (route.auth !== 'none') statuses.add(401);
-  // A bearer token may need the identity provider, which can be unreachable.
-  if (route.auth === 'bearer' || route.auth === 'sync') statuses.add(502);
-  // Every operation needs the database, which can be out of reach (with Retry-After).
+  // Every operation needs the database, and a bearer token may need the identity provider: either
+  // can be out of reach for a while (503 with Retry-After).
   statuses.add(503);
   if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
   if (route.body || route.rawBody) {
@@ -153,10 +153,11 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     }
     for (const status of errorStatuses(route)) {
       const entry = Object.values(errorCatalogue).find((e) => e.status === status);
+      const retryAfter = status === 503 ? { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } } : {};
       responses[String(status)] = {
-        description: status === 503 ? 'Service Unavailable: the database is out of reach or too busy; try again after Retry-After'
-          : entry?.title ?? 'Error',
-        headers: { 'X-Request-Id': requestId, ...(status === 503 ? { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } } : {}) },
+        description: status === 503 ? 'Service Unavailable: the database or the identity provider is out of reach; try again after Retry-After'
+          : entry?.title ?? STATUS_CODES[status] ?? 'Error',
+        headers: { 'X-Request-Id': requestId, ...retryAfter },
         content: { 'application/problem+json': { schema: problem } },
       };
     }

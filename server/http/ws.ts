@@ -7,7 +7,7 @@ import { bearerToken } from '../auth/authenticate.js';
 import type { AppContext, DriverActor } from '../context.js';
 import { decodeCursor, encodeCursor, readChanges } from '../engine/changeFeed.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
-import { DomainError, errorCatalogue } from '../errors.js';
+import { DomainError, unavailable } from '../errors.js';
 import { activeAccounts } from '../queries/accounts.js';
 import { problemBody } from './problem.js';
 import { DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS } from './unavailable.js';
@@ -35,10 +35,11 @@ export interface SyncSocketServer {
   close(): Promise<void>;
 }
 
-function refuse(socket: Duplex, code: ErrorCode, detail: string, status = errorCatalogue[code].status) {
-  const body = JSON.stringify(problemBody(code, detail, undefined, status));
-  const retry = status === 503 ? `Retry-After: ${RETRY_AFTER_SECONDS}\r\n` : '';
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n${retry}`
+function refuse(socket: Duplex, code: ErrorCode, detail: string, error?: DomainError) {
+  const body = JSON.stringify(problemBody(code, detail, undefined, error?.status));
+  const status = JSON.parse(body).status as number;
+  const retryAfter = error?.retryAfterSeconds === undefined ? '' : `Retry-After: ${error.retryAfterSeconds}\r\n`;
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n${retryAfter}`
     + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
@@ -105,11 +106,11 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     try {
       actor = await ctx.auth.driver(token ? `Bearer ${token}` : undefined);
     } catch (error) {
-      // Refused credentials (401) or an identity provider that cannot be asked (502).
-      if (error instanceof DomainError) return refuse(socket, error.code, error.message);
+      // Refused credentials (401) or an identity provider that cannot be asked (503).
+      if (error instanceof DomainError) return refuse(socket, error.code, error.message, error);
       if (isDatabaseUnavailable(error)) {
         ctx.database.health.failed(error);
-        return refuse(socket, 'upstream_unavailable', DATABASE_UNAVAILABLE, 503);
+        return refuse(socket, 'upstream_unavailable', DATABASE_UNAVAILABLE, unavailable(DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS));
       }
       ctx.logger.error({ err: error }, 'WebSocket authentication failed');
       return refuse(socket, 'internal', 'An internal error occurred');
