@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -28,7 +29,12 @@ const Env = z.object({
   OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(10_000),
   // Tests go below the floor of 10 seconds to see tokens expire (NODE_ENV=test only, checked below).
   DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(12 * 3600),
-  ADMIN_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Several keys, comma-separated, so a new one can be rolled out before the old one is withdrawn.
+  ADMIN_API_KEY: z.string().transform((v) => v.split(',').map((k) => k.trim()).filter(Boolean))
+    .refine((keys) => keys.length > 0 && keys.every((k) => k.length >= 16), 'every key must be at least 16 characters').optional(),
+  AUTH_REFUSAL_LIMIT: z.coerce.number().int().min(1).default(100),
+  AUTH_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
 
   ERP_MODE: z.enum(['demo', 'http']).default('demo'),
   ERP_BASE_URL: z.url().optional(),
@@ -60,8 +66,11 @@ const Env = z.object({
   if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY) ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
 });
 
+/** Secrets that may instead come from a file named by `<NAME>_FILE` (Docker and Kubernetes secrets). */
+const secretVariables = ['DATABASE_URL', 'ADMIN_API_KEY', 'DOCUMENT_STORE_TOKEN'] as const;
+
 /** The names of every environment variable the service reads (the README documents each). */
-export const configVariables = Object.keys(Env.shape);
+export const configVariables = [...Object.keys(Env.shape), ...secretVariables.map((name) => `${name}_FILE`)];
 
 export type Config = ReturnType<typeof loadConfig>;
 
@@ -70,7 +79,7 @@ export class ConfigError extends Error {}
 /** Reads the environment once; a bad value stops the start with the variable's name. */
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = Env.safeParse(cleaned);
+  const parsed = Env.safeParse(withSecretFiles(cleaned));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
@@ -81,6 +90,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     env: e.NODE_ENV,
     port: e.PORT,
     host: e.HOST,
+    trustProxyHops: e.TRUST_PROXY_HOPS,
     dataDir: path.resolve(e.DATA_DIR),
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
@@ -96,7 +106,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       algorithms: e.OIDC_ALGORITHMS,
       jwksCooldownMs: e.OIDC_JWKS_COOLDOWN_MS,
       devTokenTtlSeconds: e.DEV_TOKEN_TTL_SECONDS,
-      adminApiKey: e.ADMIN_API_KEY,
+      adminApiKeys: e.ADMIN_API_KEY,
+      refusalLimit: e.AUTH_REFUSAL_LIMIT,
+      refusalWindowMs: e.AUTH_REFUSAL_WINDOW_SECONDS * 1000,
     },
     erp: {
       mode: e.ERP_MODE,
@@ -116,4 +128,26 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
   };
+}
+
+/** Fills each secret from its `_FILE`; naming both, or a file that cannot be read, stops the start. */
+function withSecretFiles(env: Record<string, string | undefined>) {
+  const filled = { ...env };
+  const problems: string[] = [];
+  for (const name of secretVariables) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined) continue;
+    if (env[name] !== undefined) {
+      problems.push(`  ${name}_FILE: set either ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      // Secret files usually end with a newline that is no part of the secret.
+      filled[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      problems.push(`  ${name}_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  return filled;
 }

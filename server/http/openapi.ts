@@ -110,6 +110,8 @@ function errorStatuses(route: AnyRoute): number[] {
   if (route.auth !== 'none') statuses.add(401);
   // A bearer token may need the identity provider, which can be unreachable.
   if (route.auth === 'bearer') statuses.add(502);
+  // Refusals under these prefixes are rate limited (refusalLimit.ts).
+  if (route.path.startsWith('/admin/') || route.path.startsWith('/dev/')) statuses.add(429);
   if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
   if (route.body || route.rawBody) {
     statuses.add(413);

@@ -54,7 +54,7 @@ export class TestServer {
   /** A development token for an account, seeding the account first. */
   async token(personalnummer: number): Promise<string> {
     await this.seedAccount(personalnummer);
-    const response = await this.post('/dev/token', { personalnummer });
+    const response = await this.post('/dev/token', { personalnummer }, { admin: true });
     if (response.status !== 200) throw new Error(`token: ${response.status} ${response.text}`);
     return response.body.accessToken;
   }

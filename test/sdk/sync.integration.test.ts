@@ -11,7 +11,7 @@ import { completions, creditEvents, deliveries, paymentProtocol, processedEvents
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import { databaseKinds, type DatabaseKind } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, TEST_ADMIN_KEY, type TestServer } from '../helpers/server.js';
 import { FaultInjector, SDK_BASE_URL, on } from './faults.js';
 
 const signature = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
@@ -39,7 +39,7 @@ function sdkOptions(server: () => TestServer, pnr: number, faults: FaultInjector
   return {
     baseUrl: SDK_BASE_URL,
     // A fresh token from the development identity provider of whichever server runs now.
-    getToken: async () => { const r = await fetch(`${server().url}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ personalnummer: pnr }) }); return (await r.json()).accessToken; },
+    getToken: async () => { const r = await fetch(`${server().url}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY }, body: JSON.stringify({ personalnummer: pnr }) }); return (await r.json()).accessToken; },
     fetch: faults.fetch,
     webSocket: null,
     backoff: { baseMs: 20, capMs: 200 },
