@@ -47,9 +47,15 @@ const Env = z.object({
   ERP_PUSH_RETRY_BASE_MS: z.coerce.number().int().min(10).default(60_000),
   ERP_PUSH_RETRY_MAX_MS: z.coerce.number().int().min(10).default(6 * 3600 * 1000),
 
-  DOCUMENT_STORE: z.enum(['local', 'http']).default('local'),
+  DOCUMENT_STORE: z.enum(['local', 'http', 's3']).default('local'),
   DOCUMENT_STORE_URL: z.url().optional(),
   DOCUMENT_STORE_TOKEN: optionalText,
+  S3_BUCKET: optionalText,
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ENDPOINT: z.url().optional(),
+  S3_FORCE_PATH_STYLE: flag.default(false),
+  AWS_ACCESS_KEY_ID: optionalText,
+  AWS_SECRET_ACCESS_KEY: optionalText,
 
   COMPANY_NAME: z.string().default('Tourline Demo GmbH'),
   TOUR_CACHE_MB: z.coerce.number().min(0).default(64),
@@ -59,6 +65,8 @@ const Env = z.object({
 }).superRefine((env, ctx) => {
   if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL) ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
   if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL) ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
+  if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when DOCUMENT_STORE=s3' });
+  if (!env.AWS_ACCESS_KEY_ID !== !env.AWS_SECRET_ACCESS_KEY) ctx.addIssue({ code: 'custom', path: ['AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
   if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required when AUTH_MODE=oidc' });
   if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required in production' });
   if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev') ctx.addIssue({ code: 'custom', path: ['AUTH_MODE'], message: 'dev is not allowed in production' });
@@ -67,7 +75,7 @@ const Env = z.object({
 });
 
 /** Secrets that may instead come from a file named by `<NAME>_FILE` (Docker and Kubernetes secrets). */
-const secretVariables = ['DATABASE_URL', 'ADMIN_API_KEY', 'DOCUMENT_STORE_TOKEN'] as const;
+const secretVariables = ['DATABASE_URL', 'ADMIN_API_KEY', 'DOCUMENT_STORE_TOKEN', 'AWS_SECRET_ACCESS_KEY'] as const;
 
 /** The names of every environment variable the service reads (the README documents each). */
 export const configVariables = [...Object.keys(Env.shape), ...secretVariables.map((name) => `${name}_FILE`)];
@@ -122,7 +130,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pushRetryBaseMs: e.ERP_PUSH_RETRY_BASE_MS,
       pushRetryMaxMs: e.ERP_PUSH_RETRY_MAX_MS,
     },
-    documents: { mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN },
+    documents: {
+      mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN,
+      s3: {
+        bucket: e.S3_BUCKET!, region: e.S3_REGION, endpoint: e.S3_ENDPOINT, forcePathStyle: e.S3_FORCE_PATH_STYLE,
+        credentials: e.AWS_ACCESS_KEY_ID ? { accessKeyId: e.AWS_ACCESS_KEY_ID, secretAccessKey: e.AWS_SECRET_ACCESS_KEY! } : undefined,
+      },
+    },
     companyName: e.COMPANY_NAME,
     changeLogRetentionDays: e.CHANGE_LOG_RETENTION_DAYS,
     tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
