@@ -285,7 +285,7 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     const photo = new Uint8Array(await sharp({ create: { width: 64, height: 48, channels: 3, background: '#884400' } }).jpeg().toBuffer());
     const { noteId } = await client.createImageNote(deliveryId, { image: photo, contentType: 'image/jpeg', text: 'Schaden an der Palette' });
     const local = client.delivery(deliveryId)!.notes.find((n) => n.id === noteId)!;
-    expect(client.localImage(local.imageAttachment!)).toEqual(photo);
+    expect(await client.localImage(local.imageAttachment!)).toEqual(photo);
     await client.updateNote(deliveryId, noteId, { text: 'Schaden an der Palette, fotografiert' });
     // The answer to the text follow-up is lost after the commit: the resend must neither upload again nor apply twice.
     faults.loseResponse(on('/sync/push'));
