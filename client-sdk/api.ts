@@ -1,6 +1,8 @@
 import type { z } from 'zod';
 import type * as S from '../shared/index.js';
+import { detectMultipart, type FileData, type MultipartBuilder, type MultipartPart } from './multipart.js';
 import { NetworkError, ProblemError, parseRetryAfter } from './problem.js';
+import { clearTimer } from './timers.js';
 
 type Out<T extends z.ZodType> = z.output<T>;
 type In<T extends z.ZodType> = z.input<T>;
@@ -18,19 +20,21 @@ export interface TransportOptions {
   now?: () => number;
   /** Extra headers for every request (for example the admin key). */
   headers?: Record<string, string>;
+  /** Builds multipart bodies; default by platform (React Native: file URIs; elsewhere: Blobs). */
+  multipart?: MultipartBuilder;
 }
 
 export interface RequestSpec {
   query?: Record<string, string | number | boolean | undefined | null>;
   json?: unknown;
-  form?: FormData;
+  multipart?: MultipartPart[];
   /** 'bytes' answers a Uint8Array and its content type. */
   accept?: 'json' | 'bytes' | 'text';
   bearer?: boolean;
 }
 
-/** Bytes of an image or a PDF: a Uint8Array, or a Blob where the platform has one. */
-export type Binary = Uint8Array | Blob;
+/** Bytes of an image, a Blob where the platform has one, or a file URI (React Native). */
+export type Binary = FileData;
 
 export interface NoteImageUpload {
   file: Binary;
@@ -46,48 +50,88 @@ export interface CompletionUpload {
   acknowledgements: In<typeof S.CompleteDeliveryAcknowledgements>;
 }
 
-/** HTTP with bearer tokens, problem+json errors, timeouts, and one token refresh on 401. */
+/** The query string, built by hand: React Native's URL has no working `searchParams`. */
+export function queryString(query: RequestSpec['query'] = {}): string {
+  const pairs = Object.entries(query).filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  return pairs.length ? `?${pairs.join('&')}` : '';
+}
+
+/** `baseUrl` and a path joined without `URL`, which Hermes lacks and React Native only partly has. */
+export const joinUrl = (baseUrl: string, path: string) => `${baseUrl.replace(/\/+$/, '')}/${path.replace(/^\/+/, '')}`;
+
+/** HTTP with bearer tokens, problem+json errors, timeouts, and one shared token refresh on 401. */
 export class Transport {
   private readonly fetch: FetchLike;
+  private readonly multipart: MultipartBuilder;
   private token: string | undefined;
+  private refreshing: Promise<string> | undefined;
 
   constructor(readonly options: TransportOptions) {
     const f = options.fetch ?? globalThis.fetch?.bind(globalThis);
     if (!f) throw new Error('no fetch available; pass options.fetch');
     this.fetch = f;
+    this.multipart = options.multipart ?? detectMultipart();
   }
 
+  /** A 401 after a fresh token throws ProblemError 401: the driver must sign in again. */
   async request<T>(method: string, path: string, spec: RequestSpec = {}): Promise<T> {
-    const bearer = spec.bearer ?? true;
-    let response = await this.send(method, path, spec, bearer ? await this.currentToken(false) : undefined);
-    if (response.status === 401 && bearer && this.options.getToken) {
-      await response.body?.cancel().catch(() => undefined);
-      response = await this.send(method, path, spec, await this.currentToken(true));
-    }
-    return this.read<T>(response, spec.accept ?? 'json');
+    const bearer = (spec.bearer ?? true) && !!this.options.getToken;
+    const timeoutMs = this.options.timeoutMs ?? 30_000;
+    const token = bearer ? await this.currentToken() : undefined;
+    return this.withTimeout(timeoutMs, `${method} ${path}`, async (signal) => {
+      let response = await this.send(method, path, spec, token, signal);
+      if (response.status === 401 && bearer) {
+        await response.body?.cancel().catch(() => undefined);
+        response = await this.send(method, path, spec, await this.refreshedToken(token), signal);
+      }
+      return this.read<T>(response, spec.accept ?? 'json');
+    });
   }
 
-  private async currentToken(forceRefresh: boolean) {
-    if (!this.options.getToken) return undefined;
-    if (forceRefresh || this.token === undefined) this.token = await this.options.getToken({ forceRefresh });
+  private async currentToken() {
+    if (this.token === undefined) this.token = await (this.refreshing ?? this.options.getToken!({ forceRefresh: false }));
     return this.token;
   }
 
-  private async send(method: string, path: string, spec: RequestSpec, token: string | undefined): Promise<Response> {
-    const url = new URL(path.replace(/^\//, ''), this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`);
-    for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
+  /** Requests that failed with the same token share one refresh; one that used an older token takes the current one. */
+  private async refreshedToken(used: string | undefined): Promise<string> {
+    if (this.token !== undefined && this.token !== used) return this.token;
+    this.refreshing ??= Promise.resolve(this.options.getToken!({ forceRefresh: true })).then((token) => {
+      this.token = token;
+      return token;
+    }).finally(() => { this.refreshing = undefined; });
+    return this.refreshing;
+  }
+
+  /** AbortController and setTimeout, which every platform has (AbortSignal's own timeout helper is not everywhere). */
+  private async withTimeout<T>(timeoutMs: number, what: string, work: (signal: AbortSignal | undefined) => Promise<T>): Promise<T> {
+    const controller = typeof AbortController === 'undefined' ? undefined : new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        controller?.abort();
+        reject(new NetworkError(`${what}: no answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+    });
+    try {
+      return await Promise.race([work(controller?.signal), timeout]);
+    } finally {
+      clearTimer(timer);
+    }
+  }
+
+  private async send(method: string, path: string, spec: RequestSpec, token: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+    const url = joinUrl(this.options.baseUrl, path) + queryString(spec.query);
     const headers: Record<string, string> = { accept: 'application/json, application/problem+json, */*', ...this.options.headers };
     if (token) headers.authorization = `Bearer ${token}`;
     let body: BodyInit | undefined;
-    if (spec.form) body = spec.form;
+    if (spec.multipart) body = this.multipart(spec.multipart) as BodyInit;
     else if (spec.json !== undefined) {
       body = JSON.stringify(spec.json);
       headers['content-type'] = 'application/json';
     }
-    const timeoutMs = this.options.timeoutMs ?? 30_000;
-    const signal = typeof AbortSignal !== 'undefined' && 'timeout' in AbortSignal ? AbortSignal.timeout(timeoutMs) : undefined;
     try {
-      return await this.fetch(url.toString(), { method, headers, body, signal });
+      return await this.fetch(url, { method, headers, body, signal });
     } catch (error) {
       throw new NetworkError(`${method} ${path}: ${(error as Error)?.message ?? String(error)}`, error);
     }
@@ -118,11 +162,6 @@ export class Transport {
 }
 
 const enc = encodeURIComponent;
-
-export function toBlob(data: Binary, contentType: string): Blob {
-  if (typeof Blob === 'undefined') throw new Error('this platform has no Blob; multipart uploads need one');
-  return data instanceof Blob ? data : new Blob([data as Uint8Array<ArrayBuffer>], { type: contentType });
-}
 
 /** The driver-facing endpoints of the service, typed from the shared schemas. */
 export class TourlineApi {
@@ -155,11 +194,12 @@ export class TourlineApi {
   cancel(deliveryId: string, body: In<typeof S.CancelDeliveryRequest>) { return this.lifecycle('POST', deliveryId, 'cancel', body); }
 
   complete(deliveryId: string, upload: CompletionUpload) {
-    const form = new FormData();
-    form.set('customer_signature', toBlob(upload.customerSignature, 'image/png'), 'customer_signature.png');
-    form.set('driver_signature', toBlob(upload.driverSignature, 'image/png'), 'driver_signature.png');
-    form.set('acknowledgements', new Blob([JSON.stringify(upload.acknowledgements)], { type: 'application/json' }), 'acknowledgements.json');
-    return this.call<Out<typeof S.DeliveryResponse>>('POST', `/deliveries/${enc(deliveryId)}/complete`, { form });
+    const multipart: MultipartPart[] = [
+      { name: 'customer_signature', fileName: 'customer_signature.png', contentType: 'image/png', data: upload.customerSignature },
+      { name: 'driver_signature', fileName: 'driver_signature.png', contentType: 'image/png', data: upload.driverSignature },
+      { name: 'acknowledgements', value: JSON.stringify(upload.acknowledgements) },
+    ];
+    return this.call<Out<typeof S.DeliveryResponse>>('POST', `/deliveries/${enc(deliveryId)}/complete`, { multipart });
   }
 
   credit(deliveryId: string, body: In<typeof S.DeliveryCreditEventRequest>) {
@@ -173,11 +213,10 @@ export class TourlineApi {
     return this.call<Out<typeof S.DeliveryNoteResponse>>('POST', `/deliveries/${enc(deliveryId)}/notes`, { json: body });
   }
   uploadNoteImage(deliveryId: string, upload: NoteImageUpload) {
-    const form = new FormData();
-    for (const [k, v] of Object.entries(upload.fields ?? {})) form.set(k, v);
     const type = upload.contentType ?? 'image/jpeg';
-    form.set('file', toBlob(upload.file, type), upload.fileName ?? `note.${type.split('/')[1] ?? 'bin'}`);
-    return this.call<Out<typeof S.DeliveryNoteResponse>>('POST', `/deliveries/${enc(deliveryId)}/notes/image`, { form });
+    const multipart: MultipartPart[] = Object.entries(upload.fields ?? {}).map(([name, value]) => ({ name, value }));
+    multipart.push({ name: 'file', fileName: upload.fileName ?? `note.${type.split('/')[1] ?? 'bin'}`, contentType: type, data: upload.file });
+    return this.call<Out<typeof S.DeliveryNoteResponse>>('POST', `/deliveries/${enc(deliveryId)}/notes/image`, { multipart });
   }
   updateNote(deliveryId: string, noteId: string, body: In<typeof S.UpdateDeliveryNoteRequest>) {
     return this.call<Out<typeof S.DeliveryNoteResponse>>('PATCH', `/deliveries/${enc(deliveryId)}/notes/${enc(noteId)}`, { json: body });

@@ -52,7 +52,7 @@ export class TourlineClient {
   serverTour(tourId: string) { return this.parts.reads.serverTour(tourId); }
   view(tourId: string) { return this.parts.reads.view(tourId); }
   delivery(deliveryId: string) { return this.parts.reads.delivery(deliveryId); }
-  localImage(reference: string): Uint8Array | undefined { return this.parts.reads.localImage(reference); }
+  localImage(reference: string) { return this.parts.reads.localImage(reference); }
 
   // ---------- driver actions: each resolves once it is durable in the outbox ----------
   scan(...args: Args<'scan'>) { return this.parts.actions.scan(...args); }

@@ -1,5 +1,7 @@
 import type { Change } from '../shared/schemas/sync.js';
+import { joinUrl } from './api.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { clearTimer } from './timers.js';
 
 /** The part of the WebSocket API the SDK uses: the browser's, React Native's and the `ws` package's all fit. */
 export interface WebSocketLike {
@@ -67,9 +69,9 @@ export class LiveChanges {
 
   stop() {
     this.stopped = true;
-    clearTimeout(this.reconnectTimer);
+    clearTimer(this.reconnectTimer);
     this.stopPolling();
-    clearInterval(this.heartbeatTimer);
+    clearTimer(this.heartbeatTimer);
     const socket = this.socket;
     this.socket = undefined;
     if (socket) {
@@ -88,9 +90,8 @@ export class LiveChanges {
   }
 
   private wsUrl() {
-    const url = new URL('sync/ws', this.options.baseUrl.endsWith('/') ? this.options.baseUrl : `${this.options.baseUrl}/`);
-    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-    return url.toString();
+    // By hand: Hermes has no URL, and React Native's cannot set a protocol.
+    return joinUrl(this.options.baseUrl, 'sync/ws').replace(/^http/, 'ws');
   }
 
   private async connect(forceRefresh = false) {
@@ -133,7 +134,7 @@ export class LiveChanges {
     socket.onclose = (event) => {
       if (this.socket !== socket) return;
       this.socket = undefined;
-      clearInterval(this.heartbeatTimer);
+      clearTimer(this.heartbeatTimer);
       this.setConnected(false);
       if (this.stopped) return;
       if (event.code === TOKEN_EXPIRED && this.tokenRefreshes++ < 3) {
@@ -147,12 +148,12 @@ export class LiveChanges {
   private scheduleReconnect() {
     if (this.stopped) return;
     this.startPolling();
-    clearTimeout(this.reconnectTimer);
+    clearTimer(this.reconnectTimer);
     this.reconnectTimer = setTimeout(() => void this.connect(), backoffDelay(this.attempt++, this.options.random, this.options.backoff));
   }
 
   private startHeartbeat(socket: WebSocketLike) {
-    clearInterval(this.heartbeatTimer);
+    clearTimer(this.heartbeatTimer);
     // A half-open connection (the phone changed networks) only shows as silence: ping, and give up after two beats.
     this.heartbeatTimer = setInterval(() => {
       if (Date.now() - this.lastMessageAt > 2 * this.options.heartbeatMs) {
@@ -179,13 +180,14 @@ export class LiveChanges {
   }
 
   private stopPolling() {
-    clearInterval(this.pollTimer);
+    clearTimer(this.pollTimer);
     this.pollTimer = undefined;
   }
 }
 
 function parse(data: unknown): Record<string, unknown> | undefined {
   try {
+    // The service sends text frames; a binary one is read where the platform can decode it.
     const text = typeof data === 'string' ? data : new TextDecoder().decode(data as ArrayBuffer);
     return JSON.parse(text);
   } catch {

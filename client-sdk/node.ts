@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { openAsBlob, promises as fs } from 'node:fs';
 import path from 'node:path';
+import type { AttachmentStore } from './attachments.js';
+import type { FileData } from './multipart.js';
 import type { KeyValueStore } from './storage/keyValue.js';
 
 const SUFFIX = '.json';
@@ -35,25 +37,13 @@ export class FileStore implements KeyValueStore {
   }
 
   set(key: string, value: string) {
-    return this.serial(key, async () => {
-      const target = this.file(key);
-      const temp = `${target}.${randomBytes(6).toString('hex')}${TEMP}`;
-      const handle = await fs.open(temp, 'w');
-      try {
-        await handle.writeFile(value, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await fs.rename(temp, target);
-      await this.syncDir();
-    });
+    return this.serial(key, () => writeDurably(this.file(key), value));
   }
 
   delete(key: string) {
     return this.serial(key, async () => {
       await fs.rm(this.file(key), { force: true });
-      await this.syncDir();
+      await syncDir(this.dir);
     });
   }
 
@@ -81,14 +71,68 @@ export class FileStore implements KeyValueStore {
     void next.finally(() => { if (this.queues.get(key) === next) this.queues.delete(key); }).catch(() => undefined);
     return next;
   }
+}
 
-  private async syncDir() {
-    // Makes the rename itself durable; some platforms (Windows) cannot open a directory.
+/** Writes `data` to `target` durably: a temp file, fsync, rename, fsync of the directory. */
+async function writeDurably(target: string, data: string | Uint8Array) {
+  const temp = `${target}.${randomBytes(6).toString('hex')}${TEMP}`;
+  const handle = await fs.open(temp, 'w');
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(temp, target);
+  await syncDir(path.dirname(target));
+}
+
+async function syncDir(dir: string) {
+  // Makes a rename or removal itself durable; some platforms (Windows) cannot open a directory.
+  try {
+    const handle = await fs.open(dir, 'r');
+    try { await handle.sync(); } finally { await handle.close(); }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EISDIR' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+  }
+}
+
+/**
+ * Photos and signatures as files in a directory, one per attachment. `get` answers a Blob
+ * backed by the file, so sending a photo never holds it in memory.
+ */
+export class FileAttachmentStore implements AttachmentStore {
+  private constructor(readonly dir: string) {}
+
+  static async open(dir: string): Promise<FileAttachmentStore> {
+    await fs.mkdir(dir, { recursive: true });
+    for (const name of await fs.readdir(dir)) {
+      if (name.endsWith(TEMP)) await fs.rm(path.join(dir, name), { force: true });
+    }
+    return new FileAttachmentStore(dir);
+  }
+
+  async put(id: string, data: FileData) {
+    if ('uri' in data) {
+      await fs.copyFile(data.uri.replace(/^file:\/\//, ''), this.file(id));
+      await syncDir(this.dir);
+      return;
+    }
+    await writeDurably(this.file(id), data instanceof Uint8Array ? data : new Uint8Array(await data.arrayBuffer()));
+  }
+
+  async get(id: string): Promise<FileData | undefined> {
     try {
-      const handle = await fs.open(this.dir, 'r');
-      try { await handle.sync(); } finally { await handle.close(); }
+      return await openAsBlob(this.file(id));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EISDIR' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
     }
   }
+
+  async delete(id: string) {
+    await fs.rm(this.file(id), { force: true });
+  }
+
+  private file(id: string) { return path.join(this.dir, encodeURIComponent(id).replaceAll('.', '%2E')); }
 }

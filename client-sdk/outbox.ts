@@ -9,7 +9,7 @@ export interface CompletionAction {
   occurredAt: string;
   /** Carries `clientEventId` = the entry id, so a replay answers 200 instead of 400. */
   acknowledgements: CompleteDeliveryAcknowledgements & { clientEventId: string };
-  /** PNG bytes as base64. */
+  /** Attachment ids of the PNG signatures (see AttachmentStore). */
   customerSignature: string;
   driverSignature: string;
 }
@@ -19,7 +19,7 @@ export interface NoteImageAction {
   deliveryId: string;
   noteId: string;
   occurredAt: string;
-  /** Image bytes as base64. */
+  /** Attachment id of the image (see AttachmentStore). */
   image: string;
   contentType: string;
   text: string | null;

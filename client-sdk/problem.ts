@@ -17,6 +17,8 @@ export class ProblemError extends Error {
 
   constructor(status: number, problem: Partial<Problem> & { code?: string }, retryAfterMs?: number, fromService = true) {
     super(problem.detail ?? problem.title ?? `HTTP ${status}`);
+    // Keeps instanceof working where Error subclasses are compiled to ES5 functions.
+    Object.setPrototypeOf(this, ProblemError.prototype);
     this.name = 'ProblemError';
     this.status = status;
     this.code = problem.code ?? codeForStatus(status);
@@ -40,6 +42,7 @@ export class ProblemError extends Error {
 export class NetworkError extends Error {
   constructor(message: string, readonly cause?: unknown) {
     super(message);
+    Object.setPrototypeOf(this, NetworkError.prototype);
     this.name = 'NetworkError';
   }
 }

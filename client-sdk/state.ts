@@ -8,6 +8,7 @@ import { serviceValueChangeId, serviceValueProblem } from '../shared/rules/servi
 import type { Car, PaymentMethod, Service } from '../shared/schemas/masterData.js';
 import type { Delivery, DeliveryDetails, Note, TourDetails } from '../shared/schemas/deliveries.js';
 import type { Change, SyncEvent } from '../shared/schemas/sync.js';
+import { deepCopy } from './copy.js';
 import type { OutboxEntry } from './outbox.js';
 import type { JsonStore } from './storage/keyValue.js';
 
@@ -62,7 +63,7 @@ export class LocalState {
   }
 
   async putTour(details: TourDetails) {
-    const copy = structuredClone(details);
+    const copy = deepCopy(details);
     this.tours.set(details.tour.id, copy);
     await this.store.set(`${TOUR_PREFIX}${details.tour.id}`, copy);
   }
@@ -120,7 +121,7 @@ export class LocalState {
     return true;
   }
 
-  private findDelivery(deliveryId: string): [TourDetails, DeliveryDetails] | undefined {
+  findDelivery(deliveryId: string): [TourDetails, DeliveryDetails] | undefined {
     for (const tour of this.tours.values()) {
       const delivery = tour.deliveries.find((d) => d.id === deliveryId);
       if (delivery) return [tour, delivery];
@@ -221,14 +222,28 @@ export class LocalState {
   view(tourId: string, entries: readonly OutboxEntry[]): TourDetails | undefined {
     const base = this.tours.get(tourId);
     if (!base) return undefined;
-    const tour = structuredClone(base);
-    const deliveries = new Map(tour.deliveries.map((d) => [d.id, d]));
-    const items = new Map(tour.deliveries.flatMap((d) => d.positions.map((p) => [p.id, d] as const)));
+    const tour = deepCopy(base);
+    this.applyEntries(tour.deliveries, entries);
+    return tour;
+  }
+
+  /** One delivery of the view; only that delivery is copied. */
+  viewDelivery(deliveryId: string, entries: readonly OutboxEntry[]): DeliveryDetails | undefined {
+    const found = this.findDelivery(deliveryId);
+    if (!found) return undefined;
+    const delivery = deepCopy(found[1]);
+    this.applyEntries([delivery], entries);
+    return delivery;
+  }
+
+  private applyEntries(list: DeliveryDetails[], entries: readonly OutboxEntry[]) {
+    const deliveries = new Map(list.map((d) => [d.id, d]));
+    const items = new Map(list.flatMap((d) => d.positions.map((p) => [p.id, d] as const)));
     for (const entry of entries) {
       const action = entry.action;
       if (action.kind === 'event') {
         const event = action.event;
-        const delivery = event.type === 'scan' ? items.get(event.deliveryItemId) : deliveries.get(event.deliveryId ?? '') ?? findNoteDelivery(tour, event);
+        const delivery = event.type === 'scan' ? items.get(event.deliveryItemId) : deliveries.get(event.deliveryId ?? '') ?? findNoteDelivery(list, event);
         if (delivery) applyOptimistic(delivery, event, this.master);
       } else {
         const delivery = deliveries.get(action.deliveryId);
@@ -255,13 +270,12 @@ export class LocalState {
         }
       }
     }
-    return tour;
   }
 }
 
-function findNoteDelivery(tour: TourDetails, event: SyncEvent): DeliveryDetails | undefined {
+function findNoteDelivery(deliveries: DeliveryDetails[], event: SyncEvent): DeliveryDetails | undefined {
   if (event.type !== 'note.update' && event.type !== 'note.delete') return undefined;
-  return tour.deliveries.find((d) => d.notes.some((n) => n.id === event.noteId));
+  return deliveries.find((d) => d.notes.some((n) => n.id === event.noteId));
 }
 
 const recomputeOpenAmount = (d: DeliveryDetails) => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -39,7 +40,12 @@ const Env = z.object({
   OIDC_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   // Tests go below the floor of 10 seconds to see tokens expire (NODE_ENV=test only, checked below).
   DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(12 * 3600),
-  ADMIN_API_KEY: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Several keys, comma-separated, so a new one can be rolled out before the old one is withdrawn.
+  ADMIN_API_KEY: z.string().transform((v) => v.split(',').map((k) => k.trim()).filter(Boolean))
+    .refine((keys) => keys.length > 0 && keys.every((k) => k.length >= 16), 'every key must be at least 16 characters').optional(),
+  AUTH_REFUSAL_LIMIT: z.coerce.number().int().min(1).default(100),
+  AUTH_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
 
   ERP_MODE: z.enum(['demo', 'http']).default('demo'),
   ERP_BASE_URL: z.url().optional(),
@@ -52,9 +58,15 @@ const Env = z.object({
   ERP_PUSH_RETRY_BASE_MS: z.coerce.number().int().min(10).default(60_000),
   ERP_PUSH_RETRY_MAX_MS: z.coerce.number().int().min(10).default(6 * 3600 * 1000),
 
-  DOCUMENT_STORE: z.enum(['local', 'http']).default('local'),
+  DOCUMENT_STORE: z.enum(['local', 'http', 's3']).default('local'),
   DOCUMENT_STORE_URL: z.url().optional(),
   DOCUMENT_STORE_TOKEN: optionalText,
+  S3_BUCKET: optionalText,
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  S3_ENDPOINT: z.url().optional(),
+  S3_FORCE_PATH_STYLE: flag.default(false),
+  AWS_ACCESS_KEY_ID: optionalText,
+  AWS_SECRET_ACCESS_KEY: optionalText,
 
   COMPANY_NAME: z.string().default('Tourline Demo GmbH'),
   TOUR_CACHE_MB: z.coerce.number().min(0).default(64),
@@ -64,6 +76,8 @@ const Env = z.object({
 }).superRefine((env, ctx) => {
   if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL) ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
   if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL) ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
+  if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when DOCUMENT_STORE=s3' });
+  if (!env.AWS_ACCESS_KEY_ID !== !env.AWS_SECRET_ACCESS_KEY) ctx.addIssue({ code: 'custom', path: ['AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
   if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required when AUTH_MODE=oidc' });
   if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required in production' });
   if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev') ctx.addIssue({ code: 'custom', path: ['AUTH_MODE'], message: 'dev is not allowed in production' });
@@ -71,8 +85,11 @@ const Env = z.object({
   if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY) ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
 });
 
+/** Secrets that may instead come from a file named by `<NAME>_FILE` (Docker and Kubernetes secrets). */
+const secretVariables = ['DATABASE_URL', 'ADMIN_API_KEY', 'DOCUMENT_STORE_TOKEN', 'AWS_SECRET_ACCESS_KEY'] as const;
+
 /** The names of every environment variable the service reads (the README documents each). */
-export const configVariables = Object.keys(Env.shape);
+export const configVariables = [...Object.keys(Env.shape), ...secretVariables.map((name) => `${name}_FILE`)];
 
 export type Config = ReturnType<typeof loadConfig>;
 
@@ -81,7 +98,7 @@ export class ConfigError extends Error {}
 /** Reads the environment once; a bad value stops the start with the variable's name. */
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = Env.safeParse(cleaned);
+  const parsed = Env.safeParse(withSecretFiles(cleaned));
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
@@ -92,6 +109,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     env: e.NODE_ENV,
     port: e.PORT,
     host: e.HOST,
+    trustProxyHops: e.TRUST_PROXY_HOPS,
     dataDir: path.resolve(e.DATA_DIR),
     databaseUrl: e.DATABASE_URL,
     databasePoolSize: e.DATABASE_POOL_SIZE,
@@ -120,7 +138,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       clockToleranceSeconds: e.OIDC_CLOCK_TOLERANCE_SECONDS,
       timeoutMs: e.OIDC_TIMEOUT_MS,
       devTokenTtlSeconds: e.DEV_TOKEN_TTL_SECONDS,
-      adminApiKey: e.ADMIN_API_KEY,
+      adminApiKeys: e.ADMIN_API_KEY,
+      refusalLimit: e.AUTH_REFUSAL_LIMIT,
+      refusalWindowMs: e.AUTH_REFUSAL_WINDOW_SECONDS * 1000,
     },
     erp: {
       mode: e.ERP_MODE,
@@ -134,10 +154,38 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pushRetryBaseMs: e.ERP_PUSH_RETRY_BASE_MS,
       pushRetryMaxMs: e.ERP_PUSH_RETRY_MAX_MS,
     },
-    documents: { mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN },
+    documents: {
+      mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN,
+      s3: {
+        bucket: e.S3_BUCKET!, region: e.S3_REGION, endpoint: e.S3_ENDPOINT, forcePathStyle: e.S3_FORCE_PATH_STYLE,
+        credentials: e.AWS_ACCESS_KEY_ID ? { accessKeyId: e.AWS_ACCESS_KEY_ID, secretAccessKey: e.AWS_SECRET_ACCESS_KEY! } : undefined,
+      },
+    },
     companyName: e.COMPANY_NAME,
     changeLogRetentionDays: e.CHANGE_LOG_RETENTION_DAYS,
     tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
   };
+}
+
+/** Fills each secret from its `_FILE`; naming both, or a file that cannot be read, stops the start. */
+function withSecretFiles(env: Record<string, string | undefined>) {
+  const filled = { ...env };
+  const problems: string[] = [];
+  for (const name of secretVariables) {
+    const file = env[`${name}_FILE`];
+    if (file === undefined) continue;
+    if (env[name] !== undefined) {
+      problems.push(`  ${name}_FILE: set either ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      // Secret files usually end with a newline that is no part of the secret.
+      filled[name] = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (error) {
+      problems.push(`  ${name}_FILE: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
+  return filled;
 }

@@ -13,6 +13,7 @@ export const errorCatalogue: Record<ErrorCode, { status: number; title: string; 
   conflict: { status: 409, title: 'Conflict', cause: 'The resource is still referenced, or the key or id it brings is already taken.' },
   payload_too_large: { status: 413, title: 'Payload too large', cause: 'The body or an uploaded part exceeds its size limit.' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', cause: 'The body is not of a content type the endpoint accepts.' },
+  rate_limited: { status: 429, title: 'Too many requests', cause: 'Too many refused requests to `/admin/...` or `/dev/...` from one address; `Retry-After` says when to try again.' },
   upstream_unavailable: { status: 502, title: 'Upstream unavailable', cause: 'The ERP or the document store is unreachable or answered with an error (502); 503 with `Retry-After` while the database or the identity provider cannot be asked.' },
   internal: { status: 500, title: 'Internal error', cause: 'Something failed on our side; the log has the details under the request id.' },
 };

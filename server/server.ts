@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
 import { pino, type Logger } from 'pino';
-import { adminKeyMatcher, resolveAdminKey } from './auth/adminKey.js';
+import { adminKeyMatcher, resolveAdminKeys } from './auth/adminKey.js';
 import { createAuthenticator } from './auth/authenticate.js';
 import { createDevIdentityProvider } from './auth/devIdentityProvider.js';
 import { createTokenVerifier } from './auth/tokens.js';
@@ -28,6 +28,7 @@ import { createTourReader } from './queries/renderedTours.js';
 export interface RunningServer {
   url: string;
   ctx: AppContext;
+  /** The first admin key (the one development generates). */
   adminKey: string;
   server: http.Server;
   /** The ERP import scheduler and start-up catch-up; undefined unless ERP_IMPORT_ENABLED. */
@@ -56,9 +57,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   if (dataDir) mkdirSync(dataDir, { recursive: true });
   const database = options.database ?? await openDatabase({ url: config.databaseUrl, dataDir, poolSize: config.databasePoolSize, timeouts: config.databaseTimeouts, logger });
 
-  const admin = resolveAdminKey(config.auth.adminApiKey, dataDir);
-  if (admin.generated) logger.warn(`No ADMIN_API_KEY configured; generated one for this data directory: ${admin.key}`);
-  else if (!config.auth.adminApiKey) logger.info(`Admin API key (from ${dataDir}/admin-api-key): ${admin.key}`);
+  const admin = resolveAdminKeys(config.auth.adminApiKeys, dataDir);
+  if (admin.generated) logger.warn(`No ADMIN_API_KEY configured; generated one for this data directory: ${admin.keys[0]}`);
+  else if (!config.auth.adminApiKeys) logger.info(`Admin API key (from ${dataDir}/admin-api-key): ${admin.keys[0]}`);
 
   let baseUrl = config.publicUrl ?? '';
   const devIssuer = () => `${baseUrl}/dev/oidc`;
@@ -86,7 +87,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     auth: createAuthenticator({
       db: database.db,
       verifyToken,
-      adminKeyMatches: adminKeyMatcher(admin.key),
+      adminKeyMatches: adminKeyMatcher(admin.keys),
       onFailure: (reason) => logger.debug({ reason }, 'token rejected'),
     }),
     erp: options.erp ?? createErpGateway(config.erp, logger),
@@ -150,5 +151,5 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await ctx.documents.close?.();
   })();
 
-  return { url, ctx, adminKey: admin.key, server, importJobs, close };
+  return { url, ctx, adminKey: admin.keys[0], server, importJobs, close };
 }

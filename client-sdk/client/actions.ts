@@ -2,7 +2,6 @@ import type { AuditAction, CompleteDeliveryAcknowledgements } from '../../shared
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { noteText } from '../../shared/rules/notes.js';
 import type { Binary } from '../api.js';
-import { toBase64 } from '../binary.js';
 import { orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction } from '../outbox.js';
 import type { ClientCore, EventInput } from './core.js';
 import type { Reads } from './reads.js';
@@ -51,7 +50,7 @@ export class Actions {
     return { eventId, noteId };
   }
 
-  /** A note with a photo: the image is kept in the outbox, uploaded once, then the note is completed. */
+  /** A note with a photo: the image goes to the attachment store, is uploaded once, then the note is completed. */
   async createImageNote(deliveryId: string, note: { image: Binary; contentType?: string; text?: string | null } & ItemOptions) {
     const { core } = this;
     const id = core.randomId();
@@ -59,7 +58,7 @@ export class Actions {
     const occurredAt = core.isoNow();
     const followUpEventId = core.randomId();
     await this.add(id, async (): Promise<NoteImageAction> => ({
-      kind: 'noteImage', deliveryId, noteId, occurredAt, image: await toBase64(note.image),
+      kind: 'noteImage', deliveryId, noteId, occurredAt, image: await this.attach(id, note.image, note.contentType ?? 'image/jpeg'),
       contentType: note.contentType ?? 'image/jpeg', text: noteText(note.text), authorCarId: note.authorCarId ?? null,
       followUpEventId,
     }));
@@ -81,7 +80,8 @@ export class Actions {
     const id = this.core.randomId();
     const occurredAt = this.core.isoNow();
     await this.add(id, async (): Promise<CompletionAction> => {
-      const [customerSignature, driverSignature] = await Promise.all([toBase64(input.customerSignature), toBase64(input.driverSignature)]);
+      const customerSignature = await this.attach(`${id}.customer`, input.customerSignature, 'image/png');
+      const driverSignature = await this.attach(`${id}.driver`, input.driverSignature, 'image/png');
       return { kind: 'completion', deliveryId, occurredAt, acknowledgements: { ...input.acknowledgements, clientEventId: id }, customerSignature, driverSignature };
     });
     return { eventId: id };
@@ -89,6 +89,12 @@ export class Actions {
 
   /** Any event of the sync protocol, for actions without a helper. */
   enqueue(input: EventInput): Promise<{ eventId: string }> { return this.queueEvent(() => input); }
+
+  /** Writes an attachment once, before its entry: the entry holds only the id. */
+  private async attach(id: string, data: Binary, contentType: string) {
+    await this.core.attachments.put(id, data, contentType);
+    return id;
+  }
 
   /** Waits until every call made so far is in the outbox. */
   idle() { return this.addChain; }

@@ -1,8 +1,10 @@
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { TourlineApi, type FetchLike, type GetToken } from '../api.js';
+import type { AttachmentStore } from '../attachments.js';
 import { defaultBackoff, type BackoffPolicy } from '../backoff.js';
 import { Emitter } from '../emitter.js';
 import type { WebSocketFactory } from '../live.js';
+import type { MultipartBuilder } from '../multipart.js';
 import type { Outbox, OutboxAction } from '../outbox.js';
 import type { LocalState } from '../state.js';
 import type { JsonStore, KeyValueStore } from '../storage/keyValue.js';
@@ -17,6 +19,10 @@ export interface TourlineClientOptions {
   getToken: GetToken;
   /** Where the outbox, the cursor and the tours live. Default: memory (lost on restart). */
   storage?: KeyValueStore;
+  /** Where photos and signatures wait until sent. Default: in `storage`, each under its own key. */
+  attachments?: AttachmentStore;
+  /** Builds multipart bodies; default by platform (React Native: `{ uri, name, type }`; elsewhere: Blobs). */
+  multipart?: MultipartBuilder;
   fetch?: FetchLike;
   /** Default: globalThis.WebSocket when present; null pulls /sync/changes only. */
   webSocket?: WebSocketFactory | null;
@@ -81,6 +87,7 @@ export class ClientCore {
     readonly outbox: Outbox,
     readonly state: LocalState,
     readonly clientId: string,
+    readonly attachments: AttachmentStore,
   ) {
     this.now = options.now ?? Date.now;
     // The service answers ids in lower case, the form UUIDs are written in; the outbox finds its entries by them.
@@ -89,7 +96,7 @@ export class ClientCore {
     this.random = options.random ?? Math.random;
     this.policy = { ...defaultBackoff, ...options.backoff };
     this.maxBatch = Math.min(MAX_BATCH, options.maxBatch ?? MAX_BATCH);
-    this.api = new TourlineApi({ baseUrl: options.baseUrl, getToken: options.getToken, fetch: options.fetch, timeoutMs: options.requestTimeoutMs, now: this.now });
+    this.api = new TourlineApi({ baseUrl: options.baseUrl, getToken: options.getToken, fetch: options.fetch, timeoutMs: options.requestTimeoutMs, now: this.now, multipart: options.multipart });
   }
 
   isoNow() { return new Date(this.now()).toISOString(); }

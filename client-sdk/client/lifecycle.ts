@@ -1,3 +1,4 @@
+import { KeyValueAttachmentStore } from '../attachments.js';
 import { Outbox } from '../outbox.js';
 import { LocalState } from '../state.js';
 import { JsonStore, MemoryStore } from '../storage/keyValue.js';
@@ -15,7 +16,8 @@ export interface Parts { core: ClientCore; feed: Feed; status: Status; sender: S
 
 /** Loads the outbox, the local tours and the cursor from storage, and wires the parts. */
 export async function openParts(options: TourlineClientOptions): Promise<Parts> {
-  const store = new JsonStore(options.storage ?? new MemoryStore());
+  const kv = options.storage ?? new MemoryStore();
+  const store = new JsonStore(kv);
   const outbox = await Outbox.load(store);
   const state = await LocalState.load(store);
   let clientId = await store.get<string>(CLIENT_ID_KEY);
@@ -24,7 +26,7 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
     await store.set(CLIENT_ID_KEY, clientId);
   }
   await outbox.settle({ lastSeq: state.lastSeq });
-  const core = new ClientCore(options, store, outbox, state, clientId);
+  const core = new ClientCore(options, store, outbox, state, clientId, options.attachments ?? new KeyValueAttachmentStore(kv));
   const feed = new Feed(core);
   const status = new Status(core, feed.live);
   feed.status = status;

@@ -1,7 +1,8 @@
 import type { DeliveryDetails, TourDetails } from '../../shared/schemas/deliveries.js';
 import type { TourSummary } from '../../shared/schemas/tours.js';
 import type { z } from 'zod';
-import { fromBase64 } from '../binary.js';
+import { deepCopy } from '../copy.js';
+import type { FileData } from '../multipart.js';
 import { LOCAL_IMAGE_PREFIX } from '../state.js';
 import type { ClientCore } from './core.js';
 import type { Feed } from './feed.js';
@@ -41,7 +42,7 @@ export class Reads {
   /** The server's state as this device last heard it. */
   serverTour(tourId: string): TourDetails | undefined {
     const tour = this.core.state.tours.get(tourId);
-    return tour ? structuredClone(tour) : undefined;
+    return tour ? deepCopy(tour) : undefined;
   }
 
   /** The server's state plus everything still in the outbox. */
@@ -50,17 +51,13 @@ export class Reads {
   }
 
   delivery(deliveryId: string): DeliveryDetails | undefined {
-    for (const tourId of this.core.tourIds()) {
-      const found = this.view(tourId)?.deliveries.find((d) => d.id === deliveryId);
-      if (found) return found;
-    }
-    return undefined;
+    return this.core.state.viewDelivery(deliveryId, this.core.outbox.unsettled());
   }
 
-  /** The bytes of a note image that still waits in the outbox (its reference starts with `local:`). */
-  localImage(reference: string): Uint8Array | undefined {
+  /** A note image that still waits in the outbox (its reference starts with `local:`), as the attachment store holds it. */
+  async localImage(reference: string): Promise<FileData | undefined> {
     if (!reference.startsWith(LOCAL_IMAGE_PREFIX)) return undefined;
     const action = this.core.outbox.get(reference.slice(LOCAL_IMAGE_PREFIX.length))?.action;
-    return action?.kind === 'noteImage' ? fromBase64(action.image) : undefined;
+    return action?.kind === 'noteImage' ? this.core.attachments.get(action.image) : undefined;
   }
 }

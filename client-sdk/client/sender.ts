@@ -1,13 +1,23 @@
 import { isRefusal } from '../../shared/rules/eventResults.js';
 import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
 import { backoffDelay } from '../backoff.js';
-import { fromBase64 } from '../binary.js';
 import type { NoteImageAction, OutboxEntry, Refusal } from '../outbox.js';
 import { NetworkError, ProblemError } from '../problem.js';
+import { clearTimer } from '../timers.js';
 import { Serial, type ClientCore } from './core.js';
 import type { Feed } from './feed.js';
 import { toRejected, type Status } from './status.js';
 import { isClientError, isOutOfReach, isRejection, problemRefusal, resultRefusal } from './verdicts.js';
+
+/** A photo or signature the attachment store no longer has: the entry can never be sent. */
+class AttachmentMissing extends Error {
+  readonly refusal: Refusal;
+  constructor(id: string) {
+    super(`attachment ${id} is missing from the attachment store`);
+    Object.setPrototypeOf(this, AttachmentMissing.prototype);
+    this.refusal = { code: 'attachment_missing', message: this.message };
+  }
+}
 
 /** Pushes the outbox: in order per delivery, batched, retried with backoff until the service answers. */
 export class Sender {
@@ -35,7 +45,7 @@ export class Sender {
 
   stop() {
     this.started = false;
-    clearTimeout(this.retryTimer);
+    clearTimer(this.retryTimer);
     this.retryTimer = undefined;
     this.status.nextRetryAt = null;
   }
@@ -162,19 +172,20 @@ export class Sender {
     try {
       if (action.kind === 'completion') {
         const answer = await core.api.complete(action.deliveryId, {
-          customerSignature: fromBase64(action.customerSignature),
-          driverSignature: fromBase64(action.driverSignature),
+          customerSignature: await this.attachment(action.customerSignature),
+          driverSignature: await this.attachment(action.driverSignature),
           // Its time goes along, so that a completion sent hours later counts when it happened.
           acknowledgements: { ...action.acknowledgements, occurredAt: action.occurredAt },
         });
         if (answer?.delivery?.id !== action.deliveryId) throw new NetworkError('not an answer of the service: no completed delivery');
         await core.outbox.acknowledge(entry, core.generation);
+        await this.forget(action.customerSignature, action.driverSignature);
       } else if (action.kind === 'noteImage') {
         await this.sendNoteImage(entry, action);
       }
     } catch (error) {
-      if (isRejection(error)) {
-        await this.rejectEntry(entry, problemRefusal(error as ProblemError));
+      if (isRejection(error) || error instanceof AttachmentMissing) {
+        await this.rejectEntry(entry, error instanceof AttachmentMissing ? error.refusal : problemRefusal(error as ProblemError));
         return;
       }
       await this.failed([entry], error);
@@ -196,16 +207,19 @@ export class Sender {
       const fields: Record<string, string> = { noteId: action.noteId, clientEventId: entry.id };
       if (action.text) fields.text = action.text;
       if (action.authorCarId) fields.authorCarId = action.authorCarId;
-      const answer = await core.api.uploadNoteImage(action.deliveryId, { file: fromBase64(action.image), contentType: action.contentType, fields });
+      const answer = await core.api.uploadNoteImage(action.deliveryId, { file: await this.attachment(action.image), contentType: action.contentType, fields });
       if (!answer || !('note' in answer)) throw new NetworkError('not an answer of the service: no note');
       const { note } = answer;
       if (!note) {
         // A repeat of an upload whose note was deleted since (on another device, say): it is done.
         await core.outbox.acknowledge(entry, core.generation);
+        await this.forget(action.image);
         return;
       }
       uploaded = { noteId: note.id, imageAttachment: note.imageAttachment, text: note.text };
       await core.outbox.update(entry, { action: { ...action, uploaded } });
+      // The service has the photo: its copy on the phone has done its job.
+      await this.forget(action.image);
       if (note.id !== action.noteId) await core.outbox.renameNote(action.noteId, note.id);
     }
     // Only when the upload took no text at all: a repeat answers the note as it is now, whose
@@ -222,6 +236,16 @@ export class Sender {
     await core.outbox.acknowledge(entry, core.generation);
   }
 
+  private async attachment(id: string) {
+    const data = await this.core.attachments.get(id);
+    if (data === undefined) throw new AttachmentMissing(id);
+    return data;
+  }
+
+  private async forget(...ids: string[]) {
+    for (const id of ids) await this.core.attachments.delete(id).catch(() => undefined);
+  }
+
   private async rejectEntry(entry: OutboxEntry, refusal: Refusal) {
     await this.core.outbox.reject(entry, refusal, this.core.now());
     this.core.events.emit('rejected', toRejected(entry));
@@ -229,9 +253,10 @@ export class Sender {
     this.core.emitStatus();
   }
 
+  /** Kept in memory only: a failed attempt rewrites nothing in storage. */
   private async failed(entries: OutboxEntry[], error: unknown) {
     const message = error instanceof Error ? error.message : String(error);
-    for (const entry of entries) await this.core.outbox.update(entry, { attempts: entry.attempts + 1, lastError: message });
+    for (const entry of entries) entry.lastError = message;
     this.status.recordError(error);
   }
 }

@@ -1,12 +1,14 @@
 /**
  * A driver's day against a running Tourline service, through the client SDK:
  *   npm start                  # in another terminal
- *   npm run example:driver     # TOURLINE_URL (default http://localhost:3000), DRIVER (default 1001)
+ *   npm run example:driver     # TOURLINE_URL (default http://localhost:3000), DRIVER (default 1001),
+ *                              # ADMIN_API_KEY (default: the key in DATA_DIR, ./data)
  * It loads the driver's tour, loads one delivery completely and completes it with signatures,
  * holds another, then drives through a dead zone (the network fails for a while, and the app is
  * even restarted there), and comes back online. It prints what it did and the final state and
  * exits non-zero when the service's final state is not what the driver did.
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,8 +23,11 @@ const driver = Number(process.env.DRIVER ?? 1001);
 const log = (message: string) => console.log(`${new Date().toISOString().slice(11, 19)}  ${message}`);
 const euro = (cents: number) => `${(cents / 100).toFixed(2)} EUR`;
 
+// The development identity provider mints tokens only for the holder of the admin key.
+const adminKey = process.env.ADMIN_API_KEY ?? readFileSync(path.join(process.env.DATA_DIR ?? './data', 'admin-api-key'), 'utf8').trim();
+
 async function getToken(): Promise<string> {
-  const response = await fetch(`${baseUrl}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ personalnummer: driver }) });
+  const response = await fetch(`${baseUrl}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': adminKey }, body: JSON.stringify({ personalnummer: driver }) });
   if (!response.ok) throw new Error(`POST /dev/token answered ${response.status}: is the service running with AUTH_MODE=dev, and does driver ${driver} exist? ${await response.text()}`);
   return (await response.json()).accessToken;
 }

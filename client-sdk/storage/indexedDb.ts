@@ -1,23 +1,41 @@
+import type { AttachmentStore } from '../attachments.js';
+import type { FileData } from '../multipart.js';
 import type { KeyValueStore } from './keyValue.js';
 
 const STORE = 'kv';
+const ATTACHMENTS = 'attachments';
 
 const done = <T>(request: IDBRequest<T>) => new Promise<T>((resolve, reject) => {
   request.onsuccess = () => resolve(request.result);
   request.onerror = () => reject(request.error);
 });
 
+async function openDb(name: string, factory: IDBFactory | undefined, store: string) {
+  if (!factory) throw new Error('IndexedDB is not available here; pass an IDBFactory');
+  const request = factory.open(name, 1);
+  request.onupgradeneeded = () => {
+    if (!request.result.objectStoreNames.contains(store)) request.result.createObjectStore(store);
+  };
+  return done(request);
+}
+
+function write(db: IDBDatabase, store: string, operation: (store: IDBObjectStore) => void) {
+  // 'strict' durability asks the browser to flush to disk before reporting completion.
+  const tx = db.transaction(store, 'readwrite', { durability: 'strict' });
+  operation(tx.objectStore(store));
+  return new Promise<void>((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = () => reject(tx.error);
+    tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+  });
+}
+
 /** The browser's IndexedDB as a KeyValueStore; a write resolves when its transaction commits. */
 export class IndexedDbStore implements KeyValueStore {
   private constructor(private readonly db: IDBDatabase) {}
 
   static async open(name = 'tourline', factory: IDBFactory | undefined = globalThis.indexedDB): Promise<IndexedDbStore> {
-    if (!factory) throw new Error('IndexedDB is not available here; pass an IDBFactory');
-    const request = factory.open(name, 1);
-    request.onupgradeneeded = () => {
-      if (!request.result.objectStoreNames.contains(STORE)) request.result.createObjectStore(STORE);
-    };
-    return new IndexedDbStore(await done(request));
+    return new IndexedDbStore(await openDb(name, factory, STORE));
   }
 
   async get(key: string) {
@@ -25,8 +43,8 @@ export class IndexedDbStore implements KeyValueStore {
     return typeof value === 'string' ? value : undefined;
   }
 
-  set(key: string, value: string) { return this.write((store) => store.put(value, key)); }
-  delete(key: string) { return this.write((store) => store.delete(key)); }
+  set(key: string, value: string) { return write(this.db, STORE, (store) => store.put(value, key)); }
+  delete(key: string) { return write(this.db, STORE, (store) => store.delete(key)); }
 
   async keys(prefix = '') {
     // Filtered here rather than with IDBKeyRange, which an injected factory may not put on globalThis.
@@ -35,15 +53,28 @@ export class IndexedDbStore implements KeyValueStore {
   }
 
   async close() { this.db.close(); }
+}
 
-  private write(operation: (store: IDBObjectStore) => void) {
-    // 'strict' durability asks the browser to flush to disk before reporting completion.
-    const tx = this.db.transaction(STORE, 'readwrite', { durability: 'strict' });
-    operation(tx.objectStore(STORE));
-    return new Promise<void>((resolve, reject) => {
-      tx.oncomplete = () => resolve();
-      tx.onerror = () => reject(tx.error);
-      tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
-    });
+/** Photos and signatures as Blobs in IndexedDB (a database of their own, `<name>-attachments`). */
+export class IndexedDbAttachmentStore implements AttachmentStore {
+  private constructor(private readonly db: IDBDatabase) {}
+
+  static async open(name = 'tourline', factory: IDBFactory | undefined = globalThis.indexedDB): Promise<IndexedDbAttachmentStore> {
+    return new IndexedDbAttachmentStore(await openDb(`${name}-attachments`, factory, ATTACHMENTS));
   }
+
+  put(id: string, data: FileData, contentType: string) {
+    if ('uri' in data) throw new Error('IndexedDB keeps bytes or Blobs, not file URIs');
+    const blob = data instanceof Uint8Array ? new Blob([data as Uint8Array<ArrayBuffer>], { type: contentType }) : data;
+    return write(this.db, ATTACHMENTS, (store) => store.put(blob, id));
+  }
+
+  async get(id: string): Promise<FileData | undefined> {
+    const value = await done(this.db.transaction(ATTACHMENTS, 'readonly').objectStore(ATTACHMENTS).get(id));
+    return value ?? undefined;
+  }
+
+  delete(id: string) { return write(this.db, ATTACHMENTS, (store) => store.delete(id)); }
+
+  async close() { this.db.close(); }
 }

@@ -1,13 +1,33 @@
 // Prints a development token: npm run token -- <personalnummer>
+// The service mints tokens only for a caller holding the admin key: it is read from ADMIN_API_KEY
+// (its first key) or ADMIN_API_KEY_FILE, else from the data directory, where development keeps it.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { adminKeyFile } from '../auth/adminKey.js';
+
 const personalnummer = process.argv[2];
 const base = process.env.TOURLINE_URL ?? `http://localhost:${process.env.PORT ?? 3000}`;
 if (!personalnummer || !/^\d+$/.test(personalnummer)) {
   console.error('usage: npm run token -- <personalnummer>');
   process.exit(2);
 }
+
+function adminKey(): string | undefined {
+  if (process.env.ADMIN_API_KEY) return process.env.ADMIN_API_KEY.split(',')[0].trim();
+  const file = process.env.ADMIN_API_KEY_FILE || adminKeyFile(path.resolve(process.env.DATA_DIR || './data'));
+  return existsSync(file) ? readFileSync(file, 'utf8').split(',')[0].trim() : undefined;
+}
+
+const key = adminKey();
+if (!key) {
+  console.error('No admin key: set ADMIN_API_KEY, or DATA_DIR to the data directory of the running service.');
+  process.exit(1);
+}
 try {
   const response = await fetch(`${base}/dev/token`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ personalnummer: Number(personalnummer) }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-admin-api-key': key },
+    body: JSON.stringify({ personalnummer: Number(personalnummer) }),
   });
   const body = await response.json();
   if (!response.ok) {

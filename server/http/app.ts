@@ -3,6 +3,7 @@ import express from 'express';
 import type { AppContext } from '../context.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
+import { refusalLimit } from './refusalLimit.js';
 import { registerRoutes } from './register.js';
 import { requestLog } from './requestLog.js';
 import { answerDatabaseUnavailable } from './unavailable.js';
@@ -24,7 +25,10 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // Behind a proxy the client's address comes from X-Forwarded-For, trusting this many hops.
+  app.set('trust proxy', ctx.config.trustProxyHops);
   app.use(requestLog(ctx.logger));
+  app.use(refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }));
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });
   app.get('/openapi.json', (_req, res) => { res.json(openApi); });

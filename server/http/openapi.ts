@@ -112,6 +112,8 @@ function errorStatuses(route: AnyRoute): number[] {
   // Every operation needs the database, and a bearer token may need the identity provider: either
   // can be out of reach for a while (503 with Retry-After).
   statuses.add(503);
+  // Refusals under these prefixes are rate limited (refusalLimit.ts).
+  if (route.path.startsWith('/admin/') || route.path.startsWith('/dev/')) statuses.add(429);
   if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
   if (route.body || route.rawBody) {
     statuses.add(413);
@@ -139,7 +141,8 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     else if (route.webSocket) {
       // OpenAPI has no words for messages over a socket: the server's go in the 101 answer, the client's beside them.
       responses['101'] = {
-        description: 'Switching Protocols; then JSON text frames each way',
+        description: 'Switching Protocols: from then on a WebSocket, not an HTTP body. Each frame is one JSON text message: '
+          + 'the server sends the messages of this schema, the client those of x-client-messages (see the operation description).',
         content: { 'application/json': { schema: convert(route.webSocket.serverMessages, 'output') } },
         'x-client-messages': convert(route.webSocket.clientMessages, 'input'),
       };
@@ -179,6 +182,8 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
   return {
     openapi: '3.1.0',
     info: { title: 'Tourline', version: info.version, description: 'Offline-first sync server for delivery drivers.' },
+    // Relative: the document is served by the service it describes, wherever that is reached.
+    servers: [{ url: '/', description: 'The service that serves this document' }],
     paths,
     components: {
       schemas: components,

@@ -47,8 +47,9 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
   /** Content types of a binary 200 answer, for handlers that stream bytes themselves. */
   produces?: string[];
   /**
-   * The handler answers a `Versioned` JSON body: it goes out with its version as ETag, and a
-   * request whose If-None-Match names that version gets 304 without it.
+   * The answer carries an ETag, and a request whose If-None-Match names it gets 304. A JSON
+   * handler returns a `Versioned` body and registration does the rest; a handler that writes
+   * bytes itself (`produces`) sets the ETag and answers the 304 on its own.
    */
   conditional?: boolean;
   errors?: number[];

@@ -56,7 +56,7 @@ export type ContactKind = z.infer<typeof ContactKind>;
 
 export const errorCodes = [
   'validation', 'invalid_state_transition', 'unauthorized', 'forbidden', 'not_found', 'conflict',
-  'payload_too_large', 'unsupported_media_type', 'upstream_unavailable', 'internal',
+  'payload_too_large', 'unsupported_media_type', 'rate_limited', 'upstream_unavailable', 'internal',
 ] as const;
 export const ErrorCode = z.enum(errorCodes);
 export type ErrorCode = z.infer<typeof ErrorCode>;

@@ -165,7 +165,7 @@ async function token(personalnummer: number): Promise<string> {
   for (;;) {
     const instance = instances.find((i) => i.alive);
     if (instance) {
-      const reply = await request('POST', `${instance.url}/dev/token`, { body: { personalnummer } }).catch(() => undefined);
+      const reply = await request('POST', `${instance.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer } }).catch(() => undefined);
       if (reply?.status === 200) return JSON.parse(reply.text).accessToken;
     }
     await sleep(100);

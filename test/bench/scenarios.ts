@@ -187,7 +187,7 @@ export async function tourRead(ctx: BenchContext): Promise<Metrics> {
       }
       return created;
     });
-    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { body: { personalnummer: 80_001 } });
+    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer: 80_001 } });
     await settle(db);
     const measured = await runLoad({
       kind: 'tour_read', url: server.url, token: accessToken, tourId: tour.tour.id, iterations: size.iterations, warmup: size.warmup,

@@ -29,7 +29,7 @@ export async function seedDrivers(server: RunningServer, options: { first: numbe
     const tour = await db.transaction((tx) => newTour(tx, {
       accountId: personalnummer, deliveries: options.deliveries, positions: openLines(options.positions), tourDate: options.tourDate ?? '2026-06-01',
     }));
-    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { body: { personalnummer } });
+    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { admin: server.adminKey, body: { personalnummer } });
     drivers.push({
       personalnummer, token: accessToken, tourId: tour.tour.id,
       deliveries: tour.deliveries.map((d) => ({ id: d.delivery.id, items: d.items.map((i) => i.id) })),

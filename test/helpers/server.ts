@@ -56,7 +56,7 @@ export class TestServer {
   /** A development token for an account, seeding the account first; `roles` go into the role claim. */
   async token(personalnummer: number, roles?: string[]): Promise<string> {
     await this.seedAccount(personalnummer);
-    const response = await this.post('/dev/token', { personalnummer, roles });
+    const response = await this.post('/dev/token', { personalnummer, roles }, { admin: true });
     if (response.status !== 200) throw new Error(`token: ${response.status} ${response.text}`);
     return response.body.accessToken;
   }

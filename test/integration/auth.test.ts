@@ -347,9 +347,16 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     expect(jwks.body.keys[0]).not.toHaveProperty('d');
   });
 
+  it.each([['without', undefined], ['with a wrong', 'wrong-admin-key-0123456789']])('mints no token for a caller %s admin key (401)', async (_name, key) => {
+    await api.seedAccount(3204);
+    const response = await api.post('/dev/token', { personalnummer: 3204 }, { headers: key ? { 'x-admin-api-key': key } : {} });
+    expectUnauthorized(response);
+    expect(response.body).not.toHaveProperty('accessToken');
+  });
+
   it('mints a token that the server verifies through discovery', async () => {
     await api.seedAccount(3201);
-    const minted = await api.post('/dev/token', { personalnummer: 3201 });
+    const minted = await api.post('/dev/token', { personalnummer: 3201 }, { admin: true });
     expect(minted.status).toBe(200);
     expect(Date.parse(minted.body.expiresAt)).toBeGreaterThan(Date.now());
     expect((await api.get('/me/cars', { token: minted.body.accessToken })).status).toBe(200);
@@ -358,7 +365,7 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
   it('answers 404 for an unknown or inactive account', async () => {
     await api.seedAccount(3202, 'Inaktiv', false);
     for (const personalnummer of [3299, 3202]) {
-      const response = await api.post('/dev/token', { personalnummer });
+      const response = await api.post('/dev/token', { personalnummer }, { admin: true });
       expect(response.status).toBe(404);
       expect(response.headers.get('content-type')).toContain('application/problem+json');
       expect(response.body.code).toBe('not_found');
@@ -366,7 +373,7 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
   });
 
   it.each([[{}], [{ personalnummer: 'abc' }], [{ personalnummer: -1 }], [{ personalnummer: 1.5 }], [{ personalnummer: true }], [[]]])('answers 400 for the body %j', async (body) => {
-    const response = await api.post('/dev/token', body);
+    const response = await api.post('/dev/token', body, { admin: true });
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('validation');
   });
@@ -426,5 +433,33 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     expect(() => api.ctx.auth.admin('wrong-key')).toThrow(DomainError);
     expect(() => api.ctx.auth.admin(undefined)).toThrow(expect.objectContaining({ code: 'unauthorized' }));
     expect(() => api.ctx.auth.admin(TEST_ADMIN_KEY)).not.toThrow();
+  });
+});
+
+describe.each(databaseKinds)('the limit on refused admin and development requests on %s', (kind) => {
+  const api = useTestServer(kind, { AUTH_REFUSAL_LIMIT: '3', AUTH_REFUSAL_WINDOW_SECONDS: '600', TRUST_PROXY_HOPS: '1' });
+  const from = (address: string, key?: string) => ({ headers: { 'x-forwarded-for': address, ...(key ? { 'x-admin-api-key': key } : {}) } });
+
+  it('answers 429 with Retry-After to an address past its refusals, whatever key it then brings, and counts other addresses apart', async () => {
+    for (let i = 0; i < 3; i += 1) expectUnauthorized(await api.get('/admin/reviews', from('203.0.113.7', 'wrong-admin-key-0123456789')));
+    for (const response of [
+      await api.get('/admin/reviews', from('203.0.113.7', TEST_ADMIN_KEY)),
+      await api.post('/dev/token', { personalnummer: 3301 }, from('203.0.113.7', TEST_ADMIN_KEY)),
+    ]) {
+      expect(response.status).toBe(429);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      expect(response.body).toMatchObject({ code: 'rate_limited', status: 429 });
+      const retryAfter = Number(response.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThan(590);
+      expect(retryAfter).toBeLessThanOrEqual(600);
+    }
+    expect((await api.get('/admin/reviews', from('203.0.113.8', TEST_ADMIN_KEY))).status).toBe(200);
+  });
+
+  it('counts neither granted requests nor refusals outside /admin and /dev', async () => {
+    for (let i = 0; i < 5; i += 1) expect((await api.get('/admin/reviews', from('203.0.113.9', TEST_ADMIN_KEY))).status).toBe(200);
+    for (let i = 0; i < 5; i += 1) expectUnauthorized(await api.get('/me/cars', from('203.0.113.9')));
+    expect((await api.get('/dev/oidc/jwks', from('203.0.113.9'))).status).toBe(200);
+    expect((await api.get('/admin/reviews', from('203.0.113.9', TEST_ADMIN_KEY))).status).toBe(200);
   });
 });

@@ -13,6 +13,7 @@ import { createHttpDocumentStore } from '../../server/integrations/documents/htt
 import { createLocalDocumentStore } from '../../server/integrations/documents/local.js';
 import { createDocumentStore } from '../../server/integrations/documents/store.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { documentStoreContract } from '../helpers/documentStoreContract.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
 import { completionForm } from '../helpers/uploads.js';
@@ -35,6 +36,7 @@ async function rejection(promise: Promise<unknown>): Promise<DomainError> {
 describe('local document store', () => {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-docs-test-'));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  documentStoreContract('local', () => createLocalDocumentStore(dataDir));
 
   it('addresses content by its sha256: the reference names the hash and equal bytes are stored once', async () => {
     const store = createLocalDocumentStore(dataDir);
@@ -121,6 +123,7 @@ describe('HTTP document store', () => {
   afterAll(() => msw.close());
 
   const store = createHttpDocumentStore({ url: `${base}/`, token: 'store-token' });
+  documentStoreContract('HTTP', () => store);
 
   it('uploads the bytes with their type, name and token and returns the store reference', async () => {
     const bytes = Buffer.from(`%PDF-1.7 ${randomUUID()}`);

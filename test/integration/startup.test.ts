@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { databaseKinds } from '../helpers/databases.js';
-import { startTestServer } from '../helpers/server.js';
+import { startTestServer, TEST_ADMIN_KEY } from '../helpers/server.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 // `npx tsx` resolves to this binary; calling it directly saves npx's start-up time.
@@ -48,9 +48,9 @@ async function waitForHealth(base: string, service: Service) {
 }
 
 /** A request whose body arrives in two parts, so the server is busy with it while we act. */
-function slowRequest(port: number, body: string, agent: http.Agent | false = false) {
+function slowRequest(port: number, adminKey: string, body: string, agent: http.Agent | false = false) {
   const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/dev/token', agent,
-    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } });
+    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-admin-api-key': adminKey } });
   const answer = new Promise<{ status: number; body: string; connection?: string }>((resolve, reject) => {
     request.on('response', (response) => {
       let text = '';
@@ -85,7 +85,7 @@ describe('starting and stopping the service', () => {
     expect(adminKey.length).toBeGreaterThanOrEqual(32);
     expect(service.output()).toContain(adminKey);
 
-    const running = slowRequest(port, JSON.stringify({ personalnummer: 424242 }));
+    const running = slowRequest(port, adminKey, JSON.stringify({ personalnummer: 424242 }));
     await sleep(300);
     service.child.kill('SIGTERM');
     await sleep(300);
@@ -117,7 +117,7 @@ describe.each(databaseKinds)('stopping the server with keep-alive clients on %s'
       const port = Number(new URL(api.url).port);
       // An idle keep-alive connection, and a second one busy with a request.
       await new Promise<void>((resolve) => http.get({ host: '127.0.0.1', port, path: '/health', agent }, (r) => { r.resume(); r.on('end', resolve); }));
-      const running = slowRequest(port, JSON.stringify({ personalnummer: 424243 }), agent);
+      const running = slowRequest(port, TEST_ADMIN_KEY, JSON.stringify({ personalnummer: 424243 }), agent);
       await sleep(200);
       const started = Date.now();
       const closed = api.close().then(() => Date.now() - started);

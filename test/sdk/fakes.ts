@@ -49,6 +49,10 @@ export function fakeService(options: {
     if (url.pathname === '/sync/changes') return json({ changes: [], cursor: 'c1', hasMore: false });
     if (url.pathname === '/sync/cursor') return json({ cursor: 'c0' });
     if (url.pathname.endsWith('/complete')) return json({ delivery: { id: url.pathname.split('/')[2], state: 'completed' } });
+    if (url.pathname.endsWith('/notes/image')) {
+      const form = init.body as FormData;
+      return json({ note: { id: form.get('noteId'), imageAttachment: `~${form.get('noteId')}`, text: form.get('text') ?? null } }, 201);
+    }
     return json({ type: 'x', title: 'Not found', status: 404, code: 'not_found' }, 404);
   };
   return { fetch, calls, pushes: () => calls.filter((c) => c.path === '/sync/push'), json };

@@ -268,7 +268,7 @@ describe('flushing', () => {
       c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop());
     expect(order).toEqual(['scan+scan', 'complete', 'note.create']);
     const form = service.calls.find((c) => c.path.endsWith('/complete'))!.body as FormData;
-    const acknowledgements = JSON.parse(await (form.get('acknowledgements') as Blob).text());
+    const acknowledgements = JSON.parse(form.get('acknowledgements') as string);
     // The time of the completion on the device goes along, however late it is sent.
     expect(acknowledgements).toEqual({ receiptConfirmed: true, clientEventId: completionId, occurredAt: signedAt });
     expect(new Uint8Array(await (form.get('customer_signature') as Blob).arrayBuffer())).toEqual(PNG);

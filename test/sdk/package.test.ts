@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanAudit } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
-import { useTestServer } from '../helpers/server.js';
+import { TEST_ADMIN_KEY, useTestServer } from '../helpers/server.js';
 import { installInEmptyProject, packSdk } from './pack.js';
 
 const run = promisify(execFile);
@@ -15,7 +15,7 @@ const run = promisify(execFile);
 /** The ten lines of the package README's quick start: a driver scans a piece of the first delivery. */
 const APP = `import { TourlineClient } from '@tourline/client';
 const url = process.env.TOURLINE_URL, driver = Number(process.env.DRIVER);
-const getToken = async () => (await (await fetch(url + '/dev/token', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ personalnummer: driver }) })).json()).accessToken;
+const getToken = async () => (await (await fetch(url + '/dev/token', { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': process.env.ADMIN_API_KEY }, body: JSON.stringify({ personalnummer: driver }) })).json()).accessToken;
 const client = await TourlineClient.open({ baseUrl: url, getToken, webSocket: null });
 const [summary] = await client.loadTours({ date: process.env.DAY });
 const line = client.view(summary.id).deliveries[0].positions[0];
@@ -61,7 +61,7 @@ describe.each(databaseKinds)('an app that installed the packed SDK, on %s', (kin
   it('runs a driver action against the service with ten lines of code', async () => {
     const driver = 80_000 + Math.floor(Math.random() * 9_000);
     const seeded = await newTour(server.db, { accountId: driver, positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
-    const { stdout } = await run('node', ['app.mjs'], { cwd: app, env: { ...process.env, TOURLINE_URL: server.url, DRIVER: String(driver), DAY: seeded.tour.tourDate } });
+    const { stdout } = await run('node', ['app.mjs'], { cwd: app, env: { ...process.env, TOURLINE_URL: server.url, ADMIN_API_KEY: TEST_ADMIN_KEY, DRIVER: String(driver), DAY: seeded.tour.tourDate } });
     const result = JSON.parse(stdout);
     expect(result).toMatchObject({ scanned: 1, status: { pendingCount: 0, rejected: [], lastError: null } });
     const audit = await server.db.select().from(scanAudit).where(eq(scanAudit.deliveryItemId, result.line));

@@ -11,7 +11,7 @@ import { completions, creditEvents, deliveries, paymentProtocol, processedEvents
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import { databaseKinds, type DatabaseKind } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, TEST_ADMIN_KEY, type TestServer } from '../helpers/server.js';
 import { FaultInjector, SDK_BASE_URL, on } from './faults.js';
 
 const signature = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
@@ -39,7 +39,7 @@ function sdkOptions(server: () => TestServer, pnr: number, faults: FaultInjector
   return {
     baseUrl: SDK_BASE_URL,
     // A fresh token from the development identity provider of whichever server runs now.
-    getToken: async () => { const r = await fetch(`${server().url}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ personalnummer: pnr }) }); return (await r.json()).accessToken; },
+    getToken: async () => { const r = await fetch(`${server().url}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY }, body: JSON.stringify({ personalnummer: pnr }) }); return (await r.json()).accessToken; },
     fetch: faults.fetch,
     webSocket: null,
     backoff: { baseMs: 20, capMs: 200 },
@@ -285,7 +285,7 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     const photo = new Uint8Array(await sharp({ create: { width: 64, height: 48, channels: 3, background: '#884400' } }).jpeg().toBuffer());
     const { noteId } = await client.createImageNote(deliveryId, { image: photo, contentType: 'image/jpeg', text: 'Schaden an der Palette' });
     const local = client.delivery(deliveryId)!.notes.find((n) => n.id === noteId)!;
-    expect(client.localImage(local.imageAttachment!)).toEqual(photo);
+    expect(await client.localImage(local.imageAttachment!)).toEqual(photo);
     await client.updateNote(deliveryId, noteId, { text: 'Schaden an der Palette, fotografiert' });
     // The answer to the text follow-up is lost after the commit: the resend must neither upload again nor apply twice.
     faults.loseResponse(on('/sync/push'));

@@ -1,6 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, configVariables, loadConfig } from '../../server/config.js';
 import { errorCatalogue } from '../../server/errors.js';
 
@@ -25,7 +26,7 @@ describe('loadConfig', () => {
       bodyLimitBytes: 2 * 1024 * 1024, logLevel: 'info',
       auth: {
         mode: 'dev', issuer: undefined, audience: 'tourline', personalnummerClaim: 'personalnummer',
-        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'], jwksCooldownMs: 10_000, adminApiKey: undefined,
+        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'], jwksCooldownMs: 10_000, adminApiKeys: undefined,
       },
       erp: { mode: 'demo', importEnabled: true, importOffsetDays: 1 },
       documents: { mode: 'local' },
@@ -54,6 +55,12 @@ describe('loadConfig', () => {
     [{ ERP_IMPORT_ENABLED: 'yes' }, 'ERP_IMPORT_ENABLED'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ ADMIN_API_KEY: 'short' }, 'ADMIN_API_KEY'],
+    [{ ADMIN_API_KEY: 'long-enough-admin-key-0123,short' }, 'ADMIN_API_KEY'],
+    [{ ADMIN_API_KEY: ' , ' }, 'ADMIN_API_KEY'],
+    [{ ADMIN_API_KEY_FILE: '/nonexistent/tourline-admin-key' }, 'ADMIN_API_KEY_FILE'],
+    [{ ADMIN_API_KEY: adminKey, ADMIN_API_KEY_FILE: '/etc/hostname' }, 'ADMIN_API_KEY_FILE'],
+    [{ AUTH_REFUSAL_LIMIT: '0' }, 'AUTH_REFUSAL_LIMIT'],
+    [{ TRUST_PROXY_HOPS: '-1' }, 'TRUST_PROXY_HOPS'],
     [{ AUTH_MODE: 'oidc' }, 'OIDC_ISSUER'],
     [{ DOCUMENT_STORE: 'http' }, 'DOCUMENT_STORE_URL'],
     [{ OIDC_JWKS_COOLDOWN_MS: '-1' }, 'OIDC_JWKS_COOLDOWN_MS'],
@@ -76,6 +83,34 @@ describe('loadConfig', () => {
 
   it('refuses production without an admin key', () => {
     expect(refusal({ NODE_ENV: 'production', OIDC_ISSUER: issuer })).toContain('ADMIN_API_KEY');
+  });
+
+  it('reads several comma-separated admin keys, for rotation', () => {
+    expect(loadConfig({ ADMIN_API_KEY: ` ${adminKey} , next-${adminKey} ` }).auth.adminApiKeys).toEqual([adminKey, `next-${adminKey}`]);
+  });
+
+  describe('secrets from files', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tourline-secrets-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    const secret = (name: string, content: string) => {
+      const file = path.join(dir, name);
+      writeFileSync(file, content);
+      return file;
+    };
+
+    it('reads each secret from its _FILE, without the trailing newline', () => {
+      const config = loadConfig({
+        ADMIN_API_KEY_FILE: secret('admin', `${adminKey}\n`),
+        DATABASE_URL_FILE: secret('db', 'postgres://u:secret@db/tourline\n'),
+        DOCUMENT_STORE: 'http', DOCUMENT_STORE_URL: 'https://docs.example.test',
+        DOCUMENT_STORE_TOKEN_FILE: secret('docs', 'store-token'),
+      });
+      expect(config).toMatchObject({ databaseUrl: 'postgres://u:secret@db/tourline', auth: { adminApiKeys: [adminKey] }, documents: { token: 'store-token' } });
+    });
+
+    it('checks a secret read from a file like one given directly', () => {
+      expect(refusal({ ADMIN_API_KEY_FILE: secret('short', 'short\n') })).toContain('ADMIN_API_KEY');
+    });
   });
 
   it('accepts production with an issuer and an admin key', () => {

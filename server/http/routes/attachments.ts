@@ -20,7 +20,7 @@ export const attachmentRoutes = [
     method: 'get', path: '/attachments/{id}', auth: 'bearer', tags: ['Attachments'],
     summary: 'A preview of an attachment (signature, note image, delivery report page): fit inside w x h, never enlarged; ETag and If-None-Match (304)',
     params: z.object({ id: Uuid }), query: PreviewQuery,
-    produces: Object.values(previewContentTypes), errors: [404],
+    produces: Object.values(previewContentTypes), conditional: true, errors: [404],
     handler: async ({ ctx, actor, params, query, req, res }) => {
       const attachment = await ownAttachment(ctx.database.db, actor.personalnummer, params.id);
       if (!attachment) throw notFound('Attachment');

@@ -25,8 +25,9 @@ export function devIdentityRoutes(idp: DevIdentityProvider, issuer: () => string
       handler: async () => idp.jwks,
     }),
     route({
-      method: 'post', path: '/dev/token', auth: 'none', tags: ['Development identity provider'],
-      summary: 'Mint a token for an existing, active account', body: DevTokenRequest, response: DevTokenResponse, errors: [404],
+      // Behind the admin key: a deployment that forgot to configure an issuer must not hand out tokens to anyone.
+      method: 'post', path: '/dev/token', auth: 'admin', tags: ['Development identity provider'],
+      summary: 'Mint a token for an existing, active account (needs the admin key)', body: DevTokenRequest, response: DevTokenResponse, errors: [404],
       handler: async ({ ctx, body }) => {
         const account = await readAccount(ctx.database.db, body.personalnummer);
         if (!account?.active) throw notFound('Active account');

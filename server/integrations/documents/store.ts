@@ -1,6 +1,7 @@
 import type { Config } from '../../config.js';
 import { createHttpDocumentStore } from './http.js';
 import { createLocalDocumentStore } from './local.js';
+import { createS3DocumentStore } from './s3.js';
 
 export interface StoredDocument { bytes: Buffer; contentType: string }
 
@@ -17,8 +18,8 @@ export interface DocumentStore {
   close?(): Promise<void>;
 }
 
-
 export function createDocumentStore(config: Config['documents'], dataDir: string | undefined): DocumentStore {
   if (config.mode === 'http') return createHttpDocumentStore({ url: config.url!, token: config.token });
+  if (config.mode === 's3') return createS3DocumentStore(config.s3);
   return createLocalDocumentStore(dataDir);
 }
