@@ -10,6 +10,7 @@ import {
 import type { SyncEvent } from '../../../shared/schemas/sync.js';
 import type { DriverActor, AppContext } from '../../context.js';
 import { applyEvent, applyEvents } from '../../engine/apply.js';
+import { scanRejectionCode } from '../../../shared/rules/eventResults.js';
 import { route } from '../route.js';
 
 const DeliveryParams = z.object({ delivery_id: Uuid });
@@ -40,7 +41,7 @@ export const deliveryRoutes = [
           clientScanId: r.eventId,
           status: r.status,
           // Why it was refused, or that its id stands for another event.
-          ...(r.reason !== undefined && { code: r.reason, reason: r.message }),
+          ...(r.reason !== undefined && { code: scanRejectionCode(r), reason: r.message }),
           item: (r.entity as z.infer<typeof ApplyScansResponse>['results'][number]['item']) ?? null,
         })),
       };

@@ -1,7 +1,7 @@
 import {
   ChangesQuery, ChangesResponse, PushRequest, PushResponse, SyncCursorResponse, WsClientMessage, WsServerMessage,
 } from '../../../shared/schemas/sync.js';
-import { isRefusal } from '../../../shared/rules/eventResults.js';
+import { isRefusal, scanRejectionCode } from '../../../shared/rules/eventResults.js';
 import { applyEvents } from '../../engine/apply.js';
 import { currentCursor, pullChanges } from '../../engine/changeFeed.js';
 import { validation } from '../../errors.js';
@@ -16,7 +16,7 @@ export const syncRoutes = [
     handler: async ({ ctx, actor, body }) => {
       const results = await applyEvents(ctx.database.db, actor, body.events, { clientId: body.clientId });
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
-      return { results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: r.reason } : r)) };
+      return { results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: scanRejectionCode(r) } : r)) };
     },
   }),
   route({
