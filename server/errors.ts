@@ -13,7 +13,7 @@ export const errorCatalogue: Record<ErrorCode, { status: number; title: string; 
   payload_too_large: { status: 413, title: 'Payload too large', cause: 'The body or an uploaded part exceeds its size limit.' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type', cause: 'The body is not of a content type the endpoint accepts.' },
   rate_limited: { status: 429, title: 'Too many requests', cause: 'Too many refused requests to `/admin/...` or `/dev/...` from one address; `Retry-After` says when to try again.' },
-  upstream_unavailable: { status: 502, title: 'Upstream unavailable', cause: 'The ERP, the document store or the identity provider is unreachable or answered with an error.' },
+  upstream_unavailable: { status: 502, title: 'Upstream unavailable', cause: 'The ERP or the document store is unreachable or answered with an error; 503 with `Retry-After` while the identity provider cannot be asked.' },
   internal: { status: 500, title: 'Internal error', cause: 'Something failed on our side; the log has the details under the request id.' },
 };
 
@@ -26,6 +26,8 @@ export class DomainError extends Error {
     readonly errors?: FieldProblem[],
     /** Overrides the catalogue's status where the spec asks for another (a failed upload is 500). */
     readonly status?: number,
+    /** Sent as `Retry-After`: the failure passes, and the client should try again, not give up. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -36,3 +38,6 @@ export const notFound = (what: string) => new DomainError('not_found', `${what} 
 export const conflict = (message: string) => new DomainError('conflict', message);
 export const unauthorized = (message = 'Authentifizierung fehlgeschlagen') => new DomainError('unauthorized', message);
 export const upstream = (message: string) => new DomainError('upstream_unavailable', message);
+/** A system we depend on is out for a while: 503 with `Retry-After`. */
+export const unavailable = (message: string, retryAfterSeconds: number) =>
+  new DomainError('upstream_unavailable', message, undefined, 503, retryAfterSeconds);

@@ -72,6 +72,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     algorithms: config.auth.algorithms,
     personalnummerClaim: config.auth.personalnummerClaim,
     jwksCooldownMs: config.auth.jwksCooldownMs,
+    clockToleranceSeconds: config.auth.clockToleranceSeconds,
+    timeoutMs: config.auth.timeoutMs,
   });
 
   const documents = withDatabaseDocuments(options.documents ?? createDocumentStore(config.documents, dataDir), database.db);

@@ -4,8 +4,9 @@ import { combining, deferred } from '../db/combining.js';
 import { arrayLiteral, fromJsonRows, inPlaceholder } from '../db/jsonRows.js';
 import { accounts } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
-import { unauthorized, upstream } from '../errors.js';
-import { IssuerUnreachable, type VerifiedToken } from './tokens.js';
+import { unauthorized, unavailable } from '../errors.js';
+import { IssuerUnreachable } from './issuerKeys.js';
+import type { VerifiedToken } from './tokens.js';
 
 export interface Authenticator {
   driver(authorization: string | undefined): Promise<DriverActor>;
@@ -56,7 +57,7 @@ export function createAuthenticator(deps: {
       try {
         verified = await deps.verifyToken(token);
       } catch (error) {
-        if (error instanceof IssuerUnreachable) throw upstream(`The identity provider cannot be reached: ${error.message}`);
+        if (error instanceof IssuerUnreachable) throw unavailable(`The identity provider cannot be asked: ${error.message}`, error.retryAfterSeconds);
         deps.onFailure?.((error as Error).message);
         throw unauthorized();
       }

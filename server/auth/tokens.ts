@@ -1,8 +1,6 @@
-import { createRemoteJWKSet, customFetch, jwtVerify, type JWTPayload } from 'jose';
-import { z } from 'zod';
+import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import { asymmetricAlgorithms } from '../config.js';
-
-const Discovery = z.object({ issuer: z.string(), jwks_uri: z.url() });
+import { createIssuerKeys, IssuerUnreachable } from './issuerKeys.js';
 
 export interface TokenVerifierOptions {
   /** The issuer; its metadata lives at `{issuer}/.well-known/openid-configuration`. */
@@ -15,6 +13,10 @@ export interface TokenVerifierOptions {
    * row (the first fetch, a rotation); past that at most once per this many ms (default 10 s).
    */
   jwksCooldownMs?: number;
+  /** Leeway for `exp`, `nbf` and `iat` against an issuer whose clock runs a little off (default 30 s). */
+  clockToleranceSeconds?: number;
+  /** How long the issuer may take to answer (default 5 s). */
+  timeoutMs?: number;
 }
 
 export interface VerifiedToken {
@@ -24,89 +26,62 @@ export interface VerifiedToken {
 
 export class TokenError extends Error {}
 
-/**
- * The issuer could not be asked (down, timing out, answering errors): the token may well be
- * good, so this is no reason to send the driver back to the login.
- */
-export class IssuerUnreachable extends Error {}
-
 const VERIFIED_TOKENS_KEPT = 5000;
-const KEY_SET_FETCHES_IN_A_ROW = 3;
 
 /**
- * Verifies bearer JWTs against an OIDC issuer: metadata and key set are discovered once and
- * cached; jose fetches the key set again when a token names a `kid` it does not know.
+ * What can be judged without the issuer: a JWT whose header names an accepted algorithm and whose
+ * payload names our issuer and was not issued in the future. Anything else is refused before the
+ * issuer is asked, whatever its state.
+ */
+function readUnverified(token: string, algorithms: string[], issuers: string[], clockToleranceSeconds: number): JWTPayload {
+  let payload: JWTPayload;
+  let alg: string | undefined;
+  try {
+    ({ alg } = decodeProtectedHeader(token));
+    payload = decodeJwt(token);
+  } catch (error) {
+    throw new TokenError((error as Error).message);
+  }
+  if (!alg || !algorithms.includes(alg)) throw new TokenError(`algorithm ${alg} is not accepted`);
+  if (typeof payload.iss !== 'string' || !issuers.includes(payload.iss)) throw new TokenError('unexpected "iss" claim value');
+  // jose checks `iat` only against a maximum token age.
+  if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockToleranceSeconds) throw new TokenError('"iat" claim is in the future');
+  return payload;
+}
+
+/**
+ * Verifies bearer JWTs against an OIDC issuer's keys (see `createIssuerKeys` for when the issuer
+ * is asked, and what happens while it cannot be).
  */
 export function createTokenVerifier(options: TokenVerifierOptions) {
   // loadConfig refuses symmetric algorithms; filtering again keeps a programmatic caller from pinning HS256.
   const algorithms = options.algorithms.filter((a) => asymmetricAlgorithms.has(a));
   if (algorithms.length === 0) throw new Error('OIDC_ALGORITHMS must name at least one asymmetric algorithm');
-  let keys: Promise<{ issuer: string; jwks: ReturnType<typeof createRemoteJWKSet> }> | undefined;
-  // Counts the different key sets fetched: a token checked against an older set is checked again,
-  // so a key the issuer withdrew stops working as soon as the set is fetched anew. A fetch that
-  // failed, or brought the same set, leaves the checked tokens as they were: an outage of the
-  // issuer does not log drivers out, and tokens naming unknown keys cannot make every driver's
-  // token be checked again.
-  let keySetGeneration = 0;
-  let lastKeySet: string | undefined;
-  // Fetches of the key set are budgeted, so that tokens naming made-up keys cannot make the service
-  // hammer the issuer: over the budget the set in memory answers, and such a token is refused.
-  const refillMs = options.jwksCooldownMs ?? 10_000;
-  let budget = KEY_SET_FETCHES_IN_A_ROW;
-  let budgetAt = Date.now();
-  const mayFetchKeySet = () => {
-    const now = Date.now();
-    budget = Math.min(KEY_SET_FETCHES_IN_A_ROW, budget + (refillMs > 0 ? (now - budgetAt) / refillMs : Infinity));
-    budgetAt = now;
-    if (budget < 1) return false;
-    budget -= 1;
-    return true;
-  };
-
-  const fetchFromIssuer = async (what: string, ...args: Parameters<typeof fetch>) => {
-    const response = await fetch(...args).catch((error: Error) => {
-      throw new IssuerUnreachable(`OIDC ${what}: ${error.message}`);
-    });
-    if (!response.ok) throw new IssuerUnreachable(`OIDC ${what} answered ${response.status}`);
-    return response;
-  };
-
-  const discover = async () => {
-    const issuer = options.issuer().replace(/\/$/, '');
-    const response = await fetchFromIssuer('discovery', `${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
-    const metadata = Discovery.safeParse(await response.json().catch(() => undefined));
-    if (!metadata.success) throw new IssuerUnreachable('OIDC discovery answered no valid metadata');
-    if (metadata.data.issuer.replace(/\/$/, '') !== issuer) throw new IssuerUnreachable('OIDC discovery names another issuer');
-    const jwks = createRemoteJWKSet(new URL(metadata.data.jwks_uri), {
-      cooldownDuration: 0,
-      [customFetch]: async (...args: Parameters<typeof fetch>) => {
-        if (!mayFetchKeySet() && lastKeySet !== undefined) return new Response(lastKeySet, { headers: { 'content-type': 'application/json' } });
-        const response = await fetchFromIssuer('key set', ...args);
-        const keySet = await response.clone().text();
-        if (keySet !== lastKeySet) keySetGeneration += 1;
-        lastKeySet = keySet;
-        return response;
-      },
-    });
-    // Fetched with the metadata, so that the first tokens are checked against a set of a known generation.
-    await jwks.reload();
-    return { issuer: metadata.data.issuer.replace(/\/$/, ''), jwks };
-  };
+  const clockToleranceSeconds = options.clockToleranceSeconds ?? 30;
+  const keys = createIssuerKeys({
+    issuer: options.issuer,
+    cooldownMs: options.jwksCooldownMs ?? 10_000,
+    timeoutMs: options.timeoutMs ?? 5000,
+    clockToleranceSeconds,
+  });
 
   // A token whose signature and claims checked out stays good until it expires or the key set is
   // fetched again; checking the signature on every request costs more than the rest of a small push.
   const verified = new Map<string, VerifiedToken & { generation: number }>();
 
   const check = async (token: string): Promise<VerifiedToken & { generation: number }> => {
-    keys ??= discover().catch((error) => { keys = undefined; throw error; });
-    const { issuer, jwks } = await keys;
-    const generation = keySetGeneration;
+    // The issuer with or without a trailing slash: identity providers differ in how they write it.
+    const issuer = options.issuer().replace(/\/$/, '');
+    const issuers = [issuer, `${issuer}/`];
+    const unverified = readUnverified(token, algorithms, issuers, clockToleranceSeconds);
+    let generation = 0;
     let payload: JWTPayload;
     try {
-      // The issuer with or without a trailing slash: identity providers differ in how they write it.
-      ({ payload } = await jwtVerify(token, jwks, {
-        issuer: [issuer, `${issuer}/`], audience: options.audience, algorithms, requiredClaims: ['exp'],
-      }));
+      ({ payload } = await jwtVerify(token, async (header) => {
+        const found = await keys.key(header, unverified.iat);
+        generation = found.generation;
+        return found.key;
+      }, { issuer: issuers, audience: options.audience, algorithms, requiredClaims: ['exp'], clockTolerance: clockToleranceSeconds }));
     } catch (error) {
       if (error instanceof IssuerUnreachable) throw error;
       throw new TokenError((error as Error).message);
@@ -121,7 +96,7 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
 
   return async function verify(token: string): Promise<VerifiedToken> {
     const known = verified.get(token);
-    if (known && known.generation === keySetGeneration && known.expiresAt > Date.now()) {
+    if (known && known.generation === keys.generation() && known.expiresAt > Date.now()) {
       return { personalnummer: known.personalnummer, expiresAt: known.expiresAt };
     }
     verified.delete(token);

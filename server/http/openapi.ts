@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import { z } from 'zod';
 import { Problem } from '../../shared/schemas/common.js';
 import { errorCatalogue } from '../errors.js';
@@ -108,8 +109,8 @@ const operationId = (route: AnyRoute) => route.method + route.path
 function errorStatuses(route: AnyRoute): number[] {
   const statuses = new Set(route.errors ?? []);
   if (route.auth !== 'none') statuses.add(401);
-  // A bearer token may need the identity provider, which can be unreachable.
-  if (route.auth === 'bearer') statuses.add(502);
+  // A bearer token may need the identity provider, which can be unreachable for a while.
+  if (route.auth === 'bearer') statuses.add(503);
   // Refusals under these prefixes are rate limited (refusalLimit.ts).
   if (route.path.startsWith('/admin/') || route.path.startsWith('/dev/')) statuses.add(429);
   if (route.params || route.query || route.body || route.rawBody) statuses.add(400);
@@ -149,8 +150,9 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     }
     for (const status of errorStatuses(route)) {
       const entry = Object.values(errorCatalogue).find((e) => e.status === status);
+      const retryAfter = status === 503 ? { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } } : {};
       responses[String(status)] = {
-        description: entry?.title ?? 'Error', headers: { 'X-Request-Id': requestId },
+        description: entry?.title ?? STATUS_CODES[status] ?? 'Error', headers: { 'X-Request-Id': requestId, ...retryAfter },
         content: { 'application/problem+json': { schema: problem } },
       };
     }

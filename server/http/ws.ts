@@ -29,10 +29,11 @@ export interface SyncSocketServer {
   close(): Promise<void>;
 }
 
-function refuse(socket: Duplex, code: ErrorCode, detail: string) {
-  const body = JSON.stringify(problemBody(code, detail));
+function refuse(socket: Duplex, code: ErrorCode, detail: string, error?: DomainError) {
+  const body = JSON.stringify(problemBody(code, detail, undefined, error?.status));
   const status = JSON.parse(body).status as number;
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n`
+  const retryAfter = error?.retryAfterSeconds === undefined ? '' : `Retry-After: ${error.retryAfterSeconds}\r\n`;
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n${retryAfter}`
     + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
 }
 
@@ -86,8 +87,8 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     try {
       actor = await ctx.auth.driver(token ? `Bearer ${token}` : undefined);
     } catch (error) {
-      // Refused credentials (401) or an identity provider that cannot be asked (502).
-      if (error instanceof DomainError) return refuse(socket, error.code, error.message);
+      // Refused credentials (401) or an identity provider that cannot be asked (503).
+      if (error instanceof DomainError) return refuse(socket, error.code, error.message, error);
       ctx.logger.error({ err: error }, 'WebSocket authentication failed');
       return refuse(socket, 'internal', 'An internal error occurred');
     }

@@ -3,7 +3,8 @@ import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type J
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createTokenVerifier, IssuerUnreachable, TokenError } from '../../server/auth/tokens.js';
+import { IssuerUnreachable } from '../../server/auth/issuerKeys.js';
+import { createTokenVerifier, TokenError } from '../../server/auth/tokens.js';
 import { DomainError } from '../../server/errors.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
@@ -66,6 +67,7 @@ interface TokenOptions {
   audience?: string;
   expiresAt?: number | null;
   notBefore?: number;
+  issuedAt?: number;
   kid?: string;
 }
 
@@ -76,7 +78,7 @@ async function idpToken(personalnummer: number | undefined, options: TokenOption
     .setIssuer(options.issuer ?? ISSUER)
     .setAudience(options.audience ?? AUDIENCE)
     .setSubject(String(personalnummer ?? 'nobody'))
-    .setIssuedAt();
+    .setIssuedAt(options.issuedAt);
   if (options.expiresAt !== null) jwt.setExpirationTime(options.expiresAt ?? now() + 600);
   if (options.notBefore !== undefined) jwt.setNotBefore(options.notBefore);
   return jwt.sign(key.privateKey);
@@ -193,9 +195,10 @@ describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s',
 
 describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
   function expectUpstream(response: ApiResponse) {
-    expect(response.status).toBe(502);
+    expect(response.status).toBe(503);
     expect(response.headers.get('content-type')).toContain('application/problem+json');
-    expect(response.body).toMatchObject({ status: 502, code: 'upstream_unavailable' });
+    expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(response.body).toMatchObject({ status: 503, code: 'upstream_unavailable' });
   }
 
   /** A server of its own, whose verifier has discovered nothing yet, with one driver's account and token. */
@@ -209,11 +212,11 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
     }
   }
 
-  it('answers 502 upstream_unavailable, not 401, while the issuer cannot be asked, and 200 once it is back', async () => {
+  it('answers 503 upstream_unavailable, not 401, while the issuer cannot be asked, and 200 once it is back', async () => {
     await withFreshServer(3104, async (api, token) => {
       idp.discoveryDown = true;
       expectUpstream(await api.get('/me/cars', { token }));
-      await expect(SyncSocket.open(api.url, { token })).rejects.toMatchObject({ status: 502 });
+      await expect(SyncSocket.open(api.url, { token })).rejects.toMatchObject({ status: 503 });
       idp.discoveryDown = false;
       idp.jwksDown = true;
       expectUpstream(await api.get('/me/cars', { token }));
@@ -253,21 +256,24 @@ describe('the token verifier', () => {
     const token = await idpToken(3102);
     idp.discoveryDown = true;
     await expect(verify(token)).rejects.toThrow(IssuerUnreachable);
-    await expect(verify(token)).rejects.toThrow(/discovery answered 503/);
+    await expect(verify(token)).rejects.toThrow(/discovery: answered 503/);
     idp.discoveryDown = false;
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3102 });
   });
 
-  it('keeps checked tokens while a stale key set cannot be fetched again', async () => {
+  it('keeps serving the keys of a set past its age while the key set cannot be fetched again', async () => {
     const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], personalnummerClaim: 'personalnummer' });
     const token = await idpToken(3106, { expiresAt: now() + 3600 });
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3106 });
     idp.jwksDown = true;
-    // Past the key set's maximum age every check fetches it again.
+    // Past the key set's maximum age every check asks for it again first.
     vi.useFakeTimers({ now: Date.now() + 11 * 60_000, toFake: ['Date'] });
     try {
-      await expect(verify(await idpToken(3106, { key: ecKey, expiresAt: now() + 3600 }))).rejects.toThrow(IssuerUnreachable);
+      const before = idp.hits.jwks;
+      await expect(verify(await idpToken(3106, { key: ecKey, expiresAt: now() + 3600 }))).resolves.toMatchObject({ personalnummer: 3106 });
+      expect(idp.hits.jwks).toBe(before + 1);
       await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3106 });
+      await expect(verify(await idpToken(3106, { key: await newKey('ES256') }))).rejects.toThrow(IssuerUnreachable);
     } finally {
       vi.useRealTimers();
     }
@@ -281,7 +287,8 @@ describe('the token verifier', () => {
     idp.keys = [ecKey];
     try {
       await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3103 });
-      vi.useFakeTimers({ now: Date.now() + 3000, toFake: ['Date'] });
+      // Past its expiry and the clock tolerance (30 s by default).
+      vi.useFakeTimers({ now: Date.now() + 33_000, toFake: ['Date'] });
       await expect(verify(token)).rejects.toThrow(/exp/);
     } finally {
       vi.useRealTimers();
@@ -289,20 +296,36 @@ describe('the token verifier', () => {
     }
   });
 
-  it('fetches the key set for a rotated key at once, but not for every token naming a made-up key', async () => {
-    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256'], personalnummerClaim: 'personalnummer', jwksCooldownMs: 60_000 });
+  it('fetches the key set for a rotated key at once, and within a budget for tokens naming made-up keys', async () => {
+    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], personalnummerClaim: 'personalnummer', jwksCooldownMs: 60_000 });
     const before = idp.hits.jwks;
     await expect(verify(await idpToken(3107))).resolves.toMatchObject({ personalnummer: 3107 });
     const rotated = await newKey('RS256');
     idp.keys = [rotated, ecKey];
     try {
       await expect(verify(await idpToken(3107, { key: rotated }))).resolves.toMatchObject({ personalnummer: 3107 });
-      for (let i = 0; i < 10; i += 1) await expect(verify(await idpToken(3107, { key: await newKey('RS256') }))).rejects.toThrow(TokenError);
+      await expect(verify(await idpToken(3107, { key: await newKey('ES256') }))).rejects.toThrow(TokenError);
+      // Budget spent: a new kid may be a rotation the service cannot see yet, so it is not refused.
+      for (let i = 0; i < 10; i += 1) {
+        const refusal = await verify(await idpToken(3107, { key: await newKey('ES256') })).catch((error: unknown) => error);
+        expect(refusal).toBeInstanceOf(IssuerUnreachable);
+        expect((refusal as IssuerUnreachable).retryAfterSeconds).toBeGreaterThan(50);
+      }
       expect(idp.hits.jwks - before).toBe(3);
       await expect(verify(await idpToken(3108, { key: rotated }))).resolves.toMatchObject({ personalnummer: 3108 });
     } finally {
       idp.keys = [rsaKey, ecKey];
     }
+  });
+
+  it('refuses at once a token naming a key missing from a set fetched well after the token was issued', async () => {
+    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], personalnummerClaim: 'personalnummer', jwksCooldownMs: 60_000 });
+    await expect(verify(await idpToken(3109))).resolves.toMatchObject({ personalnummer: 3109 });
+    const before = idp.hits.jwks;
+    const withdrawn = await newKey('ES256');
+    const issuedLongAgo = (key: SigningKey) => idpToken(3109, { key, issuedAt: now() - 3600 });
+    for (let i = 0; i < 5; i += 1) await expect(verify(await issuedLongAgo(withdrawn))).rejects.toThrow(TokenError);
+    expect(idp.hits.jwks).toBe(before);
   });
 
   it('refuses to be built with only symmetric algorithms', () => {

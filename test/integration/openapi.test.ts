@@ -92,7 +92,8 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
       if (r.auth !== 'none') {
         expect(operation.responses['401']?.content?.['application/problem+json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
       }
-      expect(operation.responses['502'] !== undefined, `${r.method.toUpperCase()} ${r.path}`).toBe(r.auth === 'bearer' || (r.errors ?? []).includes(502));
+      expect(operation.responses['502'] !== undefined, `${r.method.toUpperCase()} ${r.path}`).toBe((r.errors ?? []).includes(502));
+      expect(operation.responses['503'] !== undefined, `${r.method.toUpperCase()} ${r.path}`).toBe(r.auth === 'bearer');
       const declared = operation.parameters.filter((p) => p.in === 'path').map((p) => p.name).sort();
       expect(declared, `${r.method.toUpperCase()} ${r.path}`).toEqual(placeholders(r.path).sort());
       if (r.body) expect(operation.requestBody?.content['application/json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
@@ -106,7 +107,7 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     expect(feed.security).toEqual([{ bearer_auth: [] }]);
     expect(feed.responses['101'].content!['application/json'].schema).toEqual({ $ref: '#/components/schemas/WsServerMessage' });
     expect(feed.responses['101']['x-client-messages']).toEqual({ $ref: '#/components/schemas/WsClientMessage' });
-    expect(Object.keys(feed.responses).sort()).toEqual(['101', '400', '401', '502']);
+    expect(Object.keys(feed.responses).sort()).toEqual(['101', '400', '401', '503']);
     expect(JSON.stringify(components.schemas.WsServerMessage)).toContain('pong');
     expect(JSON.stringify(components.schemas.WsClientMessage)).toContain('resume');
   });
