@@ -27,6 +27,7 @@ const Env = z.object({
     .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
     .refine((list) => list.length > 0 && list.every((a) => asymmetricAlgorithms.has(a)), `must list only asymmetric algorithms (${[...asymmetricAlgorithms].join(', ')})`),
   OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(10_000),
+  OIDC_JWKS_MAX_AGE_SECONDS: z.coerce.number().int().min(1).default(600),
   OIDC_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   OIDC_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   // Tests go below the floor of 10 seconds to see tokens expire (NODE_ENV=test only, checked below).
@@ -115,6 +116,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       personalnummerClaim: e.OIDC_PERSONALNUMMER_CLAIM,
       algorithms: e.OIDC_ALGORITHMS,
       jwksCooldownMs: e.OIDC_JWKS_COOLDOWN_MS,
+      jwksMaxAgeMs: e.OIDC_JWKS_MAX_AGE_SECONDS * 1000,
       clockToleranceSeconds: e.OIDC_CLOCK_TOLERANCE_SECONDS,
       timeoutMs: e.OIDC_TIMEOUT_MS,
       devTokenTtlSeconds: e.DEV_TOKEN_TTL_SECONDS,

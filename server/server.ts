@@ -72,6 +72,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     algorithms: config.auth.algorithms,
     personalnummerClaim: config.auth.personalnummerClaim,
     jwksCooldownMs: config.auth.jwksCooldownMs,
+    jwksMaxAgeMs: config.auth.jwksMaxAgeMs,
     clockToleranceSeconds: config.auth.clockToleranceSeconds,
     timeoutMs: config.auth.timeoutMs,
   });

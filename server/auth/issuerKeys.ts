@@ -25,8 +25,8 @@ export interface IssuerKeysOptions {
   /** How long the issuer may take to answer one request. */
   timeoutMs: number;
   clockToleranceSeconds: number;
-  /** A set older than this is fetched again before it is used (default 10 minutes). */
-  maxAgeMs?: number;
+  /** A set older than this is fetched again before it is used. */
+  maxAgeMs: number;
 }
 
 interface KeySet {
@@ -39,7 +39,6 @@ interface KeySet {
 }
 
 const FETCHES_IN_A_ROW = 3;
-const MAX_AGE_MS = 10 * 60_000;
 // Issuers publish a key before, or as, they first sign with it; a set served through a cache may lag a little.
 const PUBLICATION_LAG_MS = 60_000;
 
@@ -51,10 +50,11 @@ const PUBLICATION_LAG_MS = 60_000;
  * keep serving and every other token is `IssuerUnreachable`, never refused.
  */
 export function createIssuerKeys(options: IssuerKeysOptions) {
-  const maxAgeMs = options.maxAgeMs ?? MAX_AGE_MS;
   let jwksUri: string | undefined;
   let held: KeySet | undefined;
   let generation = 0;
+  // Keys seen in a set and missing from a later one: a token naming one is refused without asking again.
+  const withdrawn = new Set<string>();
   let fetching: Promise<void> | undefined;
 
   let budget = FETCHES_IN_A_ROW;
@@ -93,9 +93,12 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
     if (!body.success) throw new IssuerUnreachable('OIDC key set answered no valid key set', retryAfterSeconds());
     const text = JSON.stringify(body.data.keys);
     if (text !== held?.text) generation += 1;
+    const kids = new Set(body.data.keys.flatMap((k) => (k.kid === undefined ? [] : [k.kid])));
+    for (const kid of held?.kids ?? []) if (!kids.has(kid)) withdrawn.add(kid);
+    for (const kid of kids) withdrawn.delete(kid);
     held = {
       resolve: createLocalJWKSet(body.data as JSONWebKeySet),
-      kids: new Set(body.data.keys.flatMap((k) => (k.kid === undefined ? [] : [k.kid]))),
+      kids,
       text,
       fetchedAt: Date.now(),
       generation,
@@ -115,9 +118,12 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
     }
   };
 
-  // A set fetched well after the token was issued would have held its key: asking again cannot help.
-  const fetchedAfter = (set: KeySet, issuedAt: number | undefined) =>
-    issuedAt !== undefined && set.fetchedAt > (issuedAt + options.clockToleranceSeconds) * 1000 + PUBLICATION_LAG_MS;
+  const isOld = (set: KeySet) => Date.now() - set.fetchedAt > options.maxAgeMs;
+  // Asking again cannot help for a key the issuer withdrew, nor when a set fetched well after the
+  // token was issued lacks its key.
+  const hopeless = (set: KeySet, header: JWSHeaderParameters, issuedAt: number | undefined) =>
+    (header.kid !== undefined && withdrawn.has(header.kid))
+    || (issuedAt !== undefined && set.fetchedAt > (issuedAt + options.clockToleranceSeconds) * 1000 + PUBLICATION_LAG_MS);
 
   return {
     /**
@@ -125,13 +131,14 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
      * generation each time a changed set is fetched). `issuedAt` is the token's unverified `iat`.
      */
     async key(header: JWSHeaderParameters, issuedAt: number | undefined): Promise<{ key: CryptoKey; generation: number }> {
-      const mustAsk = !held || Date.now() - held.fetchedAt > maxAgeMs || (!(await pick(held, header)) && !fetchedAfter(held, issuedAt));
+      const mustAsk = !held || isOld(held) || (!(await pick(held, header)) && !hopeless(held, header, issuedAt));
       const failure: unknown = mustAsk ? await refresh().then(() => undefined, (error: unknown) => error) : undefined;
       // An old set keeps serving the keys it holds while the issuer cannot be asked.
       const found = held && await pick(held, header);
       if (found) return found;
       throw failure ?? new KeyNotPublished(`the issuer's key set holds no key ${header.kid ?? `for ${header.alg}`}`);
     },
-    generation: () => generation,
+    /** Whether a token checked against the set of this generation still counts: the set is the latest, and young. */
+    isCurrent: (checkedWith: number) => held !== undefined && checkedWith === generation && !isOld(held),
   };
 }

@@ -13,6 +13,8 @@ export interface TokenVerifierOptions {
    * row (the first fetch, a rotation); past that at most once per this many ms (default 10 s).
    */
   jwksCooldownMs?: number;
+  /** A key set older than this is fetched again before it is used (default 10 minutes). */
+  jwksMaxAgeMs?: number;
   /** Leeway for `exp`, `nbf` and `iat` against an issuer whose clock runs a little off (default 30 s). */
   clockToleranceSeconds?: number;
   /** How long the issuer may take to answer (default 5 s). */
@@ -61,12 +63,14 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
   const keys = createIssuerKeys({
     issuer: options.issuer,
     cooldownMs: options.jwksCooldownMs ?? 10_000,
+    maxAgeMs: options.jwksMaxAgeMs ?? 10 * 60_000,
     timeoutMs: options.timeoutMs ?? 5000,
     clockToleranceSeconds,
   });
 
-  // A token whose signature and claims checked out stays good until it expires or the key set is
-  // fetched again; checking the signature on every request costs more than the rest of a small push.
+  // A token whose signature and claims checked out stays good until it expires, a changed key set is
+  // fetched or the set is due to be fetched again; checking the signature on every request costs
+  // more than the rest of a small push.
   const verified = new Map<string, VerifiedToken & { generation: number }>();
 
   const check = async (token: string): Promise<VerifiedToken & { generation: number }> => {
@@ -96,7 +100,7 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
 
   return async function verify(token: string): Promise<VerifiedToken> {
     const known = verified.get(token);
-    if (known && known.generation === keys.generation() && known.expiresAt > Date.now()) {
+    if (known && keys.isCurrent(known.generation) && known.expiresAt > Date.now()) {
       return { personalnummer: known.personalnummer, expiresAt: known.expiresAt };
     }
     verified.delete(token);

@@ -34,7 +34,7 @@ export class SyncSocket {
     const socket = new SyncSocket(ws);
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(socket));
-      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode })));
+      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, retryAfter: res.headers['retry-after'] })));
       ws.once('error', reject);
     });
   }
