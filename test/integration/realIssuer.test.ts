@@ -169,7 +169,7 @@ describe.each(databaseKinds)('tokens of a real OpenID provider on %s', (kind: Da
     issuer.publish([ec[3], ec[4]], ec[4]);
     const unseenKey = await issuer.token(driver);
     issuer.freeze();
-    let retryAfter = 0;
+    let retryAfter: number;
     try {
       const started = Date.now();
       retryAfter = expectUnavailable(await api.get('/me/cars', { token: unseenKey }));
