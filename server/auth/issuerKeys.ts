@@ -136,7 +136,8 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
       // An old set keeps serving the keys it holds while the issuer cannot be asked.
       const found = held && await pick(held, header);
       if (found) return found;
-      throw failure ?? new KeyNotPublished(`the issuer's key set holds no key ${header.kid ?? `for ${header.alg}`}`);
+      const notPublished = new KeyNotPublished(`the issuer's key set holds no key ${header.kid ?? `for ${header.alg}`}`);
+      throw failure && !(held && hopeless(held, header, issuedAt)) ? failure : notPublished;
     },
     /** Whether a token checked against the set of this generation still counts: the set is the latest, and young. */
     isCurrent: (checkedWith: number) => held !== undefined && checkedWith === generation && !isOld(held),

@@ -201,7 +201,7 @@ describe.each(databaseKinds)('tokens of a real OpenID provider on %s', (kind: Da
     }
     await sleep(retryAfter * 1000);
     expect((await fresh.get('/me/cars', { token })).status).toBe(200);
-  });
+  }, 60_000);
 
   it('refuses garbage and a wrong signature under a known key with 401 while the issuer is up', async () => {
     issuer.publish([ec[5]], ec[5]);
