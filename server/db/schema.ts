@@ -139,6 +139,8 @@ export const deliveries = pgTable('deliveries', {
   index('deliveries_completed_idx').on(t.completedAt),
   // Who to tell of changed master data (tourSync's masterDataForOthers).
   index('deliveries_customer_idx').on(t.customerId),
+  // The few completed deliveries whose mail is open, among every completion ever (delivered-belegnummern).
+  index('deliveries_mail_open_idx').on(t.completedAt).where(sql`${t.state} = 'completed' AND ${t.mailSentAt} IS NULL`),
 ]);
 
 export const itemStates = ['InProgress', 'Done', 'Removed', 'Held'] as const;
@@ -225,8 +227,8 @@ export const scanAudit = pgTable('scan_audit', {
   receivedAt: writtenAt('received_at'),
 }, (t) => [
   uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId), index('scan_audit_delivery_idx').on(t.deliveryId),
-  // The deliveries with a removal, of all deliveries ever imported: where the review looks first.
-  index('scan_audit_removal_idx').on(t.deliveryId).where(sql`${t.action} = 'remove'`),
+  // The removals and their undoing, of all scans ever: the review's changes, read from the index alone.
+  index('scan_audit_review_idx').on(t.deliveryId, t.receivedAt).where(sql`${t.action} IN ('remove', 'unremove')`),
 ]);
 
 /** Append-only log of money credit actions; the current credit is kept on the delivery. */
@@ -319,7 +321,11 @@ export const completions = pgTable('completions', {
   erpPushedAt: ts('erp_pushed_at'),
   erpPushError: text('erp_push_error'),
   erpNextAttemptAt: ts('erp_next_attempt_at'),
-}, (t) => [uniqueIndex('completions_client_event_uq').on(t.clientEventId)]);
+}, (t) => [
+  uniqueIndex('completions_client_event_uq').on(t.clientEventId),
+  // The follow-ups still to do (write-back or report), among every completion ever: what the write-back job polls.
+  index('completions_follow_up_idx').on(t.completedAt).where(sql`${t.erpPushStatus} <> 'succeeded' OR ${t.reportAttachmentId} IS NULL`),
+]);
 
 export const reviewResolutions = pgTable('review_resolutions', {
   id: id(),

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Db } from '../../server/db/client.js';
 import type { ErpGateway } from '../../server/integrations/erp/gateway.js';
-import { runDueFollowUps } from '../../server/jobs/erpWriteBack.js';
+import { runDueFollowUps } from '../../server/engine/completion/followUp.js';
 import type { RunningServer } from '../../server/server.js';
 import { addDays, berlinDate } from '../../shared/rules/calendar.js';
 import { largeErpDay, type ErpSize } from './erpData.js';
@@ -33,8 +33,10 @@ function renamingErp(size: ErpSize): ErpGateway {
   return {
     fetchTours: async (date) => {
       const tours = largeErpDay(date, size);
-      const article = tours[0].deliveries[0].positions[0].article;
-      article.name = `${article.name} (${date})`;
+      const renamed = tours[0].deliveries[0].positions[0].article.articleNumber;
+      for (const position of tours.flatMap((t) => t.deliveries.flatMap((d) => d.positions))) {
+        if (position.article.articleNumber === renamed) position.article = { ...position.article, name: `${position.article.name} (${date})` };
+      }
       return { tours, refused: [] };
     },
     pushCompletion: async () => undefined,
@@ -188,6 +190,7 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
     const tables: Metrics = {};
     ctx.log('  empty');
     Object.assign(figures, await driverFigures(ctx, server, 'empty', reader, pushers, addDays(today, 10)));
+    ctx.log(`  empty: ${JSON.stringify(figures)}`);
     const days = workingDaysBefore(today, size.days[upTo]);
     const labels: HistorySizeName[] = upTo === 'year' ? ['month', 'year'] : ['month'];
     let loaded = 0;
@@ -207,6 +210,8 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
       const sizes = await databaseSizes(db, label);
       Object.assign(figures, sizes.total);
       Object.assign(tables, sizes.tables);
+      // A year takes long to load: what is measured is shown at once.
+      ctx.log(`  ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).filter(([key]) => key.includes(label))))}`);
     }
     if (figures.completed_all_rss_growth_mb_year !== undefined) figures.completed_all_rss_growth_mb = figures.completed_all_rss_growth_mb_year;
     return { history: figures, history_tables: tables };
