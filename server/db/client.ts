@@ -7,6 +7,7 @@ import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/p
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import pg from 'pg';
+import { buildLateIndexes } from './lateIndexes.js';
 import * as schema from './schema.js';
 
 export type Schema = typeof schema;
@@ -80,6 +81,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     try {
       await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
       await migratePg(db, { migrationsFolder });
+      await buildLateIndexes((text, values) => lock.query(text, values), true);
     } finally {
       await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
       lock.release();
@@ -102,6 +104,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const client = await PGlite.create(dataDir ? { dataDir } : {});
     const db = drizzlePglite({ client, schema, logger });
     await migratePglite(db, { migrationsFolder });
+    await buildLateIndexes((text, values) => client.query(text, values), false);
     database = {
       kind: 'pglite', db: db as unknown as Db, queries,
       listen: async (channel, onPayload) => {

@@ -4,6 +4,7 @@ import type { Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
 import { HORIZON_KEY } from '../engine/changeFeed.js';
 import { stableHead } from '../engine/changeLog.js';
+import { eventWindowStart, pruneProcessedEvents } from './eventRetention.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 
@@ -38,16 +39,18 @@ async function readHorizon(db: Db): Promise<number> {
 }
 
 /**
- * Prunes once shortly after start and then daily. Every instance may run it: pruning twice
- * deletes nothing more and the horizon only grows.
+ * Prunes the change log and the processed-event ids once shortly after start and then daily.
+ * Every instance may run it: pruning twice deletes nothing more and the horizon only grows.
  */
-export function startChangeRetention(options: { db: Db; retentionDays: number; logger: Logger }) {
+export function startChangeRetention(options: { db: Db; retentionDays: number; eventRetentionDays: number; logger: Logger }) {
   const run = async () => {
     try {
       const { horizon, deleted } = await pruneChangeLog(options.db, new Date(Date.now() - options.retentionDays * DAY_MS));
       if (deleted > 0) options.logger.info({ deleted, horizon }, 'change log pruned');
+      const forgotten = await pruneProcessedEvents(options.db, eventWindowStart(options.eventRetentionDays));
+      if (forgotten > 0) options.logger.info({ deleted: forgotten }, 'processed event ids pruned');
     } catch (error) {
-      options.logger.error({ err: error }, 'change log pruning failed');
+      options.logger.error({ err: error }, 'retention pruning failed');
     }
   };
   let running: Promise<void> | undefined;

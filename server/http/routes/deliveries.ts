@@ -11,6 +11,7 @@ import type { SyncEvent } from '../../../shared/schemas/sync.js';
 import type { DriverActor, AppContext } from '../../context.js';
 import { applyEvent, applyEvents } from '../../engine/apply.js';
 import { scanRejectionCode } from '../../../shared/rules/eventResults.js';
+import { eventWindowStart } from '../../jobs/eventRetention.js';
 import { route } from '../route.js';
 
 const DeliveryParams = z.object({ delivery_id: Uuid });
@@ -35,7 +36,7 @@ export const deliveryRoutes = [
     body: ApplyScansRequest, response: ApplyScansResponse,
     handler: async ({ ctx, actor, body }) => {
       const events = body.scans.map(({ clientScanId, ...scan }): SyncEvent => ({ ...scan, type: 'scan', eventId: clientScanId }));
-      const results = await applyEvents(ctx.database.db, actor, events);
+      const results = await applyEvents(ctx.database.db, actor, events, { acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays) });
       return {
         results: results.map((r) => ({
           clientScanId: r.eventId,
