@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, or, sql } from 'drizzle-orm';
 import { deductedPieces, isPositionModified, reviewState, type ReviewPosition } from '../../shared/rules/review.js';
 import type { PendingReviewResponse, ReviewChange } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
@@ -172,8 +172,8 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
  * The deliveries whose latest deviation-relevant change (a removal or its undoing, a money credit
  * set or removed) is newer than their latest confirmation, or that were never confirmed. Each
  * change leaves an audit row, read from an index that holds only these, and the times are
- * compared once per delivery in a join: per delivery and subquery this cost 0.3 s at a year's
- * history (docs/benchmarks.md).
+ * compared once per delivery in a join. Four correlated subqueries per delivery that ever
+ * changed took 5 times as long at a month's history (docs/benchmarks.md), and that set only grows.
  */
 const changedSinceConfirmed = sql`${deliveries.id} IN (
   SELECT changed.delivery_id FROM (
