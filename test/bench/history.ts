@@ -29,7 +29,7 @@ export interface HistorySizes {
 const ddmmyyyy = (day: string) => day.split('-').reverse().join('-');
 
 /** The bench's ERP, which renames one article each day: the import then tells the other drivers (its fan-out). */
-function renamingErp(size: ErpSize): ErpGateway {
+export function renamingErp(size: ErpSize): ErpGateway {
   return {
     fetchTours: async (date) => {
       const tours = largeErpDay(date, size);
@@ -88,7 +88,7 @@ async function readCompletedAll(url: string): Promise<{ ms: number; count: numbe
 interface Reader { token: string; tourId: string }
 
 /** The driver's and the pushing drivers' figures: `me_tours`, `tour_read`, push throughput, import time. */
-async function driverFigures(ctx: BenchContext, server: RunningServer, label: string, reader: Reader, pushers: Awaited<ReturnType<typeof seedDrivers>>, importDate: string): Promise<Metrics> {
+export async function driverFigures(ctx: BenchContext, server: RunningServer, label: string, reader: Reader, pushers: Awaited<ReturnType<typeof seedDrivers>>, importDate: string): Promise<Metrics> {
   const size = ctx.sizes.history;
   const out: Metrics = {};
   const get = (path: string) => async () => {
@@ -114,7 +114,7 @@ async function driverFigures(ctx: BenchContext, server: RunningServer, label: st
 }
 
 /** The back office's reads and the write-back poll at one size of history. */
-async function backOfficeFigures(ctx: BenchContext, server: RunningServer, label: string, lastDay: string, expected: number): Promise<Metrics> {
+export async function backOfficeFigures(ctx: BenchContext, server: RunningServer, label: string, lastDay: string, expected: number): Promise<Metrics> {
   const size = ctx.sizes.history;
   const out: Metrics = {};
   const admin = (path: string) => async () => {
