@@ -139,8 +139,7 @@ export const deliveries = pgTable('deliveries', {
   index('deliveries_completed_idx').on(t.completedAt),
   // Who to tell of changed master data (tourSync's masterDataForOthers).
   index('deliveries_customer_idx').on(t.customerId),
-  // The few completed deliveries whose mail is open, among every completion ever (delivered-belegnummern).
-  index('deliveries_mail_open_idx').on(t.completedAt).where(sql`${t.state} = 'completed' AND ${t.mailSentAt} IS NULL`),
+  // deliveries_mail_open_idx: built after the migrations (db/lateIndexes.ts).
 ]);
 
 export const itemStates = ['InProgress', 'Done', 'Removed', 'Held'] as const;
@@ -227,8 +226,7 @@ export const scanAudit = pgTable('scan_audit', {
   receivedAt: writtenAt('received_at'),
 }, (t) => [
   uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId), index('scan_audit_delivery_idx').on(t.deliveryId),
-  // The removals and their undoing, of all scans ever: the review's changes, read from the index alone.
-  index('scan_audit_review_idx').on(t.deliveryId, t.receivedAt).where(sql`${t.action} IN ('remove', 'unremove')`),
+  // scan_audit_review_idx: built after the migrations (db/lateIndexes.ts).
 ]);
 
 /** Append-only log of money credit actions; the current credit is kept on the delivery. */
@@ -323,8 +321,7 @@ export const completions = pgTable('completions', {
   erpNextAttemptAt: ts('erp_next_attempt_at'),
 }, (t) => [
   uniqueIndex('completions_client_event_uq').on(t.clientEventId),
-  // The follow-ups still to do (write-back or report), among every completion ever: what the write-back job polls.
-  index('completions_follow_up_idx').on(t.completedAt).where(sql`${t.erpPushStatus} <> 'succeeded' OR ${t.reportAttachmentId} IS NULL`),
+  // completions_follow_up_idx: built after the migrations (db/lateIndexes.ts).
 ]);
 
 export const reviewResolutions = pgTable('review_resolutions', {

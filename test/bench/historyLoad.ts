@@ -102,6 +102,9 @@ async function insertTours(tx: Db, size: CompanySize, dates: string[], completed
     CROSS JOIN LATERAL (SELECT (d.n * 31 + p * 17) % ${ARTICLES} AS article, 1 + (d.n + p) % 12 AS q, ${done} AND p = 1 AND d.h < 150 AS removed) AS v
     JOIN articles a ON a.article_number = 'ART-' || v.article
     ON CONFLICT DO NOTHING`));
+  // Statistics for the rows just written: planned on those of a near-empty table, the joins on them
+  // ran as nested loops over sequential scans, for an hour.
+  await tx.execute(sql`ANALYZE deliveries, delivery_items`);
 }
 
 const recorded = (type: string, rows: string) => sql.raw(`INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, received_at)
@@ -150,6 +153,7 @@ async function insertWork(tx: Db, size: CompanySize, dates: string[], lastDay: s
     CROSS JOIN generate_series(1, 128) GROUP BY i)
   INSERT INTO attachment_contents (attachment_id, bytes)
     SELECT a.id, pool.bytes FROM attachment a JOIN pool ON pool.i = (hashtext(a.id::text)::bigint + 2147483648) % 256 WHERE a.kind <> 'delivery_report'`);
+  await tx.execute(sql`ANALYZE payment_protocol, notes, attachments`);
   const failing = sql.raw('d.h BETWEEN 9000 AND 9004');
   await chunk(sql`, completion AS (INSERT INTO completions (delivery_id, client_event_id, account_id, author_car_id, payment_method_id, payment_id,
       payment_collected, collected_amount_cents, notes_acknowledged, acknowledged_note_ids, customer_signature_id, driver_signature_id,

@@ -1,4 +1,0 @@
-DROP INDEX "scan_audit_removal_idx";--> statement-breakpoint
-CREATE INDEX "completions_follow_up_idx" ON "completions" USING btree ("completed_at") WHERE "completions"."erp_push_status" <> 'succeeded' OR "completions"."report_attachment_id" IS NULL;--> statement-breakpoint
-CREATE INDEX "deliveries_mail_open_idx" ON "deliveries" USING btree ("completed_at") WHERE "deliveries"."state" = 'completed' AND "deliveries"."mail_sent_at" IS NULL;--> statement-breakpoint
-CREATE INDEX "scan_audit_review_idx" ON "scan_audit" USING btree ("delivery_id","received_at") WHERE "scan_audit"."action" IN ('remove', 'unremove');
