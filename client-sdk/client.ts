@@ -111,6 +111,25 @@ export class TourlineClient {
     return this.status();
   }
 
+  /** The app learned the network is back (NetInfo, `online` event): send at once instead of waiting for the backoff. */
+  online() {
+    this.parts.sender.offline = false;
+    this.parts.sender.wake();
+  }
+
+  /** The app learned the network is gone: nothing is tried until `online()`. */
+  offline() {
+    this.parts.sender.offline = true;
+    this.parts.status.online = false;
+    this.parts.core.emitStatus();
+  }
+
+  /** The app is in front again, or the driver signed in again: clears `needsSignIn` and sends at once. */
+  resume() {
+    this.parts.status.needsSignIn = false;
+    this.parts.sender.wake();
+  }
+
   /** Pulls /sync/changes to the head, then lets acknowledged entries go. */
   pull() { return this.parts.feed.pull(); }
 

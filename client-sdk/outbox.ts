@@ -56,10 +56,16 @@ export interface OutboxEntry {
   ackGeneration?: number;
   /** The change-feed seq that carries the acknowledged event, when the service named it. */
   ackSeq?: number;
+  /** In-memory only: the storage key the entry was loaded from. */
+  key?: string;
 }
 
 const PREFIX = 'outbox/';
-const keyOf = (seq: number) => `${PREFIX}${String(seq).padStart(12, '0')}`;
+/**
+ * The seq orders the key; the id makes it unique, so two tabs (or processes) on one storage,
+ * each counting seqs on its own, never write over each other's entries.
+ */
+const keyOf = (entry: OutboxEntry) => entry.key ?? `${PREFIX}${String(entry.seq).padStart(12, '0')}-${entry.id}`;
 
 export function orderKeyOf(action: OutboxAction): string {
   if (action.kind !== 'event') return `delivery:${action.deliveryId}`;
@@ -79,11 +85,11 @@ export class Outbox {
 
   static async load(store: JsonStore): Promise<Outbox> {
     const outbox = new Outbox(store);
-    for (const [, entry] of await store.entries<OutboxEntry>(PREFIX)) {
-      outbox.entries.push({ ...entry, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined });
+    for (const [key, entry] of await store.entries<OutboxEntry>(PREFIX)) {
+      outbox.entries.push({ ...entry, key, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined });
       outbox.nextSeq = Math.max(outbox.nextSeq, entry.seq + 1);
     }
-    outbox.entries.sort((a, b) => a.seq - b.seq);
+    outbox.entries.sort((a, b) => a.seq - b.seq || a.createdAt - b.createdAt);
     return outbox;
   }
 
@@ -136,7 +142,7 @@ export class Outbox {
   }
 
   async remove(entry: OutboxEntry) {
-    await this.store.delete(keyOf(entry.seq));
+    await this.store.delete(keyOf(entry));
     const index = this.entries.indexOf(entry);
     if (index >= 0) this.entries.splice(index, 1);
   }
@@ -158,7 +164,7 @@ export class Outbox {
   }
 
   private persist(entry: OutboxEntry) {
-    const { ackGeneration: _memoryOnly, ...stored } = entry;
-    return this.store.set(keyOf(entry.seq), stored);
+    const { ackGeneration: _memoryOnly, key: _key, lastError: _error, ...stored } = entry;
+    return this.store.set(keyOf(entry), stored);
   }
 }

@@ -71,6 +71,7 @@ const Env = z.object({
   COMPANY_NAME: z.string().default('Tourline Demo GmbH'),
   TOUR_CACHE_MB: z.coerce.number().min(0).default(64),
   CHANGE_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
+  PROCESSED_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
   WS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
 }).superRefine((env, ctx) => {
@@ -163,6 +164,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     companyName: e.COMPANY_NAME,
     changeLogRetentionDays: e.CHANGE_LOG_RETENTION_DAYS,
+    processedEventRetentionDays: e.PROCESSED_EVENT_RETENTION_DAYS,
     tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
   };

@@ -119,7 +119,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   const sockets = createSyncSocketServer(ctx);
   server.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
-  const retention = startChangeRetention({ db: database.db, retentionDays: config.changeLogRetentionDays, logger });
+  const retention = startChangeRetention({
+    db: database.db, retentionDays: config.changeLogRetentionDays, eventRetentionDays: config.processedEventRetentionDays, logger,
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

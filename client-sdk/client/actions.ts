@@ -4,9 +4,12 @@ import { noteText } from '../../shared/rules/notes.js';
 import type { Binary } from '../api.js';
 import { orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction } from '../outbox.js';
 import type { ClientCore, EventInput } from './core.js';
+import type { Outcome } from './outcomes.js';
 import type { Reads } from './reads.js';
 
 type ItemOptions = { authorCarId?: string | null };
+/** An action stored durably; `outcome` settles when the service applied or refused it. */
+export interface Queued { eventId: string; outcome: Promise<Outcome> }
 
 /** The driver's actions: each resolves once it is durable in the outbox. */
 export class Actions {
@@ -46,8 +49,8 @@ export class Actions {
 
   async createNote(deliveryId: string, note: { text?: string | null; imageAttachment?: string | null; creditDeliveryItemId?: string | null; isAmountCreditNote?: boolean } & ItemOptions) {
     const noteId = this.core.randomId();
-    const { eventId } = await this.enqueue({ type: 'note.create', deliveryId, noteId, ...note });
-    return { eventId, noteId };
+    const queued = await this.enqueue({ type: 'note.create', deliveryId, noteId, ...note });
+    return { ...queued, noteId };
   }
 
   /** A note with a photo: the image goes to the attachment store, is uploaded once, then the note is completed. */
@@ -57,12 +60,12 @@ export class Actions {
     const noteId = core.randomId();
     const occurredAt = core.isoNow();
     const followUpEventId = core.randomId();
-    await this.add(id, async (): Promise<NoteImageAction> => ({
+    const { outcome } = await this.add(id, async (): Promise<NoteImageAction> => ({
       kind: 'noteImage', deliveryId, noteId, occurredAt, image: await this.attach(id, note.image, note.contentType ?? 'image/jpeg'),
       contentType: note.contentType ?? 'image/jpeg', text: noteText(note.text), authorCarId: note.authorCarId ?? null,
       followUpEventId,
     }));
-    return { eventId: id, noteId };
+    return { eventId: id, noteId, outcome };
   }
 
   updateNote(deliveryId: string, noteId: string, patch: { text?: string | null; imageAttachment?: string | null }) {
@@ -79,16 +82,16 @@ export class Actions {
   async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'> }) {
     const id = this.core.randomId();
     const occurredAt = this.core.isoNow();
-    await this.add(id, async (): Promise<CompletionAction> => {
+    const { outcome } = await this.add(id, async (): Promise<CompletionAction> => {
       const customerSignature = await this.attach(`${id}.customer`, input.customerSignature, 'image/png');
       const driverSignature = await this.attach(`${id}.driver`, input.driverSignature, 'image/png');
       return { kind: 'completion', deliveryId, occurredAt, acknowledgements: { ...input.acknowledgements, clientEventId: id }, customerSignature, driverSignature };
     });
-    return { eventId: id };
+    return { eventId: id, outcome };
   }
 
   /** Any event of the sync protocol, for actions without a helper. */
-  enqueue(input: EventInput): Promise<{ eventId: string }> { return this.queueEvent(() => input); }
+  enqueue(input: EventInput): Promise<Queued> { return this.queueEvent(() => input); }
 
   /** Writes an attachment once, before its entry: the entry holds only the id. */
   private async attach(id: string, data: Binary, contentType: string) {
@@ -99,11 +102,11 @@ export class Actions {
   /** Waits until every call made so far is in the outbox. */
   idle() { return this.addChain; }
 
-  private async queueEvent(build: () => EventInput): Promise<{ eventId: string }> {
+  private async queueEvent(build: () => EventInput): Promise<Queued> {
     const eventId = this.core.randomId();
     const occurredAt = this.core.isoNow();
-    await this.add(eventId, () => ({ kind: 'event', event: { ...build(), eventId, occurredAt } as SyncEvent }));
-    return { eventId };
+    const { outcome } = await this.add(eventId, () => ({ kind: 'event', event: { ...build(), eventId, occurredAt } as SyncEvent }));
+    return { eventId, outcome };
   }
 
   private itemAction(deliveryItemId: string, action: AuditAction, options: { quantity?: number; reason?: string } & ItemOptions) {
@@ -115,8 +118,10 @@ export class Actions {
    * call before the next, and when an action's bytes (a photo, signatures) take a moment to read:
    * each action is built once the ones before it are in.
    */
-  private add(id: string, build: () => OutboxAction | Promise<OutboxAction>): Promise<void> {
+  private add(id: string, build: () => OutboxAction | Promise<OutboxAction>): Promise<{ outcome: Promise<Outcome> }> {
     const { core } = this;
+    // Taken before anything is sent, so that no answer can come before someone listens.
+    const outcome = core.outcomes.of(id);
     const added = this.addChain.then(async () => {
       const action = await build();
       await core.outbox.add(id, action, core.now(), this.orderKey(action));
@@ -125,7 +130,8 @@ export class Actions {
       this.queued();
     });
     this.addChain = added.catch(() => undefined);
-    return added;
+    // Wrapped: a promise returned from `then` would be waited for, not handed over.
+    return added.then(() => ({ outcome }));
   }
 
   /** Scans are ordered with the other events of their delivery, which the local copy knows. */

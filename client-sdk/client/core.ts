@@ -8,6 +8,7 @@ import type { MultipartBuilder } from '../multipart.js';
 import type { Outbox, OutboxAction } from '../outbox.js';
 import type { LocalState } from '../state.js';
 import type { JsonStore, KeyValueStore } from '../storage/keyValue.js';
+import { Outcomes } from './outcomes.js';
 import type { RejectedEvent, SyncStatus } from './status.js';
 
 type DistributiveOmit<T, K extends keyof any> = T extends unknown ? Omit<T, K> : never;
@@ -78,6 +79,8 @@ export class ClientCore {
   sending: Promise<unknown> = Promise.resolve();
   /** Catch-up generation: entries acknowledged before a pull started are in the state it reads. */
   generation = 1;
+  /** The handles of the actions queued in this session. */
+  readonly outcomes = new Outcomes();
   /** Set by the status part; every part reports through it. */
   emitStatus: () => void = () => undefined;
 

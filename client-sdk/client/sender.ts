@@ -34,8 +34,11 @@ export class Sender {
     while (await this.flushRound()) { /* next round: entries that waited behind a multipart one */ }
   }
 
+  /** The app said the network is gone (`offline()`): nothing is tried until `online()`. */
+  offline = false;
+
   scheduleFlush() {
-    if (!this.started || this.flushScheduled || this.retryTimer) return;
+    if (!this.started || this.flushScheduled || this.retryTimer || this.offline || this.status.needsSignIn) return;
     this.flushScheduled = true;
     void Promise.resolve().then(() => {
       this.flushScheduled = false;
@@ -43,10 +46,17 @@ export class Sender {
     });
   }
 
+  /** Sends at once, without waiting for the backoff timer (the network came back, the app is in front again). */
+  wake() {
+    this.retryTimer = clearTimer(this.retryTimer);
+    this.status.nextRetryAt = null;
+    this.retryAttempt = 0;
+    this.scheduleFlush();
+  }
+
   stop() {
     this.started = false;
-    clearTimer(this.retryTimer);
-    this.retryTimer = undefined;
+    this.retryTimer = clearTimer(this.retryTimer);
     this.status.nextRetryAt = null;
   }
 
@@ -57,6 +67,7 @@ export class Sender {
       this.retryAttempt = 0;
       if (this.core.outbox.all().some((e) => e.state === 'acknowledged')) await this.feed.pull();
     } catch (error) {
+      if (this.status.needsSignIn) return;
       const delay = backoffDelay(this.retryAttempt++, this.core.random, this.core.policy, error instanceof ProblemError ? error.retryAfterMs : undefined);
       this.status.setNextRetry(this.core.now() + delay);
       this.retryTimer = setTimeout(() => {
@@ -159,7 +170,7 @@ export class Sender {
     for (const entry of entries) {
       const result = byId.get(entry.id)!;
       if (isRefusal(result)) await this.rejectEntry(entry, resultRefusal(result));
-      else await core.outbox.acknowledge(entry, core.generation, result.seq ?? (pushSeq >= 0 ? pushSeq : undefined));
+      else await this.acknowledge(entry, result.seq ?? (pushSeq >= 0 ? pushSeq : undefined));
     }
     // The live feed may have brought these changes before the answer came.
     core.emitChange(...await this.feed.settledTours());
@@ -178,7 +189,7 @@ export class Sender {
           acknowledgements: { ...action.acknowledgements, occurredAt: action.occurredAt },
         });
         if (answer?.delivery?.id !== action.deliveryId) throw new NetworkError('not an answer of the service: no completed delivery');
-        await core.outbox.acknowledge(entry, core.generation);
+        await this.acknowledge(entry);
         await this.forget(action.customerSignature, action.driverSignature);
       } else if (action.kind === 'noteImage') {
         await this.sendNoteImage(entry, action);
@@ -212,7 +223,7 @@ export class Sender {
       const { note } = answer;
       if (!note) {
         // A repeat of an upload whose note was deleted since (on another device, say): it is done.
-        await core.outbox.acknowledge(entry, core.generation);
+        await this.acknowledge(entry);
         await this.forget(action.image);
         return;
       }
@@ -233,7 +244,7 @@ export class Sender {
         return;
       }
     }
-    await core.outbox.acknowledge(entry, core.generation);
+    await this.acknowledge(entry);
   }
 
   private async attachment(id: string) {
@@ -246,9 +257,16 @@ export class Sender {
     for (const id of ids) await this.core.attachments.delete(id).catch(() => undefined);
   }
 
+  private async acknowledge(entry: OutboxEntry, seq?: number) {
+    await this.core.outbox.acknowledge(entry, this.core.generation, seq);
+    this.core.outcomes.settle(entry.id, { status: 'applied' });
+  }
+
   private async rejectEntry(entry: OutboxEntry, refusal: Refusal) {
     await this.core.outbox.reject(entry, refusal, this.core.now());
-    this.core.events.emit('rejected', toRejected(entry));
+    const rejection = toRejected(entry);
+    this.core.outcomes.settle(entry.id, { status: 'rejected', rejection });
+    this.core.events.emit('rejected', rejection);
     this.core.emitChange(this.core.tourOfAction(entry.action));
     this.core.emitStatus();
   }

@@ -29,6 +29,8 @@ export interface SyncStatus {
   lastSyncAt: number | null;
   lastError: { message: string; code?: string; status?: number; at: number } | null;
   nextRetryAt: number | null;
+  /** The service refused a freshly refreshed token: nothing is sent until the driver signs in again and the app calls `resume()`. */
+  needsSignIn: boolean;
 }
 
 /** What the app shows the driver about syncing: what waits, what was refused, whether the service answers. */
@@ -37,6 +39,7 @@ export class Status {
   lastSyncAt: number | null = null;
   lastError: SyncStatus['lastError'] = null;
   nextRetryAt: number | null = null;
+  needsSignIn = false;
 
   constructor(private readonly core: ClientCore, private readonly live: LiveChanges) {
     core.emitStatus = () => core.events.emit('status', this.current());
@@ -55,6 +58,7 @@ export class Status {
       lastSyncAt: this.lastSyncAt,
       lastError: this.lastError,
       nextRetryAt: this.nextRetryAt,
+      needsSignIn: this.needsSignIn,
     };
   }
 
@@ -70,6 +74,8 @@ export class Status {
 
   recordError(error: unknown) {
     if (isOutOfReach(error)) this.online = false;
+    // The transport already tried a fresh token: only the driver signing in again helps.
+    if (error instanceof ProblemError && error.status === 401) this.needsSignIn = true;
     this.lastError = {
       message: error instanceof Error ? error.message : String(error),
       code: error instanceof ProblemError ? error.code : error instanceof NetworkError ? 'network' : (error as { code?: string })?.code,

@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { DatabaseHealth, DatabaseUnavailable } from './availability.js';
 import { listenPostgres } from './listener.js';
 import { connectAtStart, connectionConfig, defaultTimeouts, PatientPool, takeMigrationLock, type DatabaseTimeouts } from './postgres.js';
+import { buildLateIndexes } from './lateIndexes.js';
 import * as schema from './schema.js';
 
 export type Schema = typeof schema;
@@ -89,6 +90,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       await takeMigrationLock(starter, MIGRATION_LOCK, options.logger);
       // On the start's own connection, which has no statement timeout.
       await migratePg(drizzlePg({ client: starter }), { migrationsFolder });
+      await buildLateIndexes((text, values) => starter.query(text, values), true);
     } finally {
       await starter.end().catch(() => undefined);
     }
@@ -117,6 +119,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const client = await PGlite.create(dataDir ? { dataDir } : {});
     const db = drizzlePglite({ client, schema, logger });
     await migratePglite(db, { migrationsFolder });
+    await buildLateIndexes((text, values) => client.query(text, values), false);
     database = {
       kind: 'pglite', db: db as unknown as Db, queries,
       listen: async (channel, onPayload) => {

@@ -139,6 +139,7 @@ export const deliveries = pgTable('deliveries', {
   index('deliveries_completed_idx').on(t.completedAt),
   // Who to tell of changed master data (tourSync's masterDataForOthers).
   index('deliveries_customer_idx').on(t.customerId),
+  // deliveries_mail_open_idx: built after the migrations (db/lateIndexes.ts).
 ]);
 
 export const itemStates = ['InProgress', 'Done', 'Removed', 'Held'] as const;
@@ -225,8 +226,7 @@ export const scanAudit = pgTable('scan_audit', {
   receivedAt: writtenAt('received_at'),
 }, (t) => [
   uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId), index('scan_audit_delivery_idx').on(t.deliveryId),
-  // The deliveries with a removal, of all deliveries ever imported: where the review looks first.
-  index('scan_audit_removal_idx').on(t.deliveryId).where(sql`${t.action} = 'remove'`),
+  // scan_audit_review_idx: built after the migrations (db/lateIndexes.ts).
 ]);
 
 /** Append-only log of money credit actions; the current credit is kept on the delivery. */
@@ -319,7 +319,10 @@ export const completions = pgTable('completions', {
   erpPushedAt: ts('erp_pushed_at'),
   erpPushError: text('erp_push_error'),
   erpNextAttemptAt: ts('erp_next_attempt_at'),
-}, (t) => [uniqueIndex('completions_client_event_uq').on(t.clientEventId)]);
+}, (t) => [
+  uniqueIndex('completions_client_event_uq').on(t.clientEventId),
+  // completions_follow_up_idx: built after the migrations (db/lateIndexes.ts).
+]);
 
 export const reviewResolutions = pgTable('review_resolutions', {
   id: id(),

@@ -9,7 +9,7 @@ import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js
 import type { DriverActor } from '../context.js';
 import { DomainError, validation } from '../errors.js';
 import type { PaymentRow } from '../shapes/rows.js';
-import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Rejection } from './operations.js';
+import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Outcome, type Rejection } from './operations.js';
 import { ConcurrentDuplicate, flushWorkingSets, loadWorkingSets, type WorkingSet } from './workingSet.js';
 
 /** One result per event; `reason` carries the specific rejection (scan codes such as `quantity_exceeded`). */
@@ -20,6 +20,8 @@ export interface ApplyOptions {
   clientId?: string;
   /** For an uploaded note image: the attachment to record with the `note.create` event. */
   attachment?: AttachmentInput;
+  /** The deduplication window's start (`eventWindowStart`): an event that occurred before it is refused. */
+  acceptedSince?: Date;
 }
 
 /** One event of one request, with whom it comes from and, once decided, its result. */
@@ -75,6 +77,18 @@ export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, o
   }
   return result.entity;
 }
+
+/**
+ * An event older than the deduplication window: its id may have been forgotten, so it could be a
+ * copy of an event applied long ago. Refused (and recorded as refused), never applied twice.
+ */
+const tooOld = (since: Date): Outcome => ({
+  ok: false,
+  rejection: {
+    code: 'validation', reason: 'event_too_old', message: 'The event is older than the service remembers event ids; it cannot be told from a copy',
+    errors: [{ path: 'occurredAt', message: `before ${since.toISOString()}, the start of the deduplication window` }],
+  },
+});
 
 interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
 
@@ -284,7 +298,9 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
         out.set(entry, reusedId(event));
         continue;
       }
-      const outcome = applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
+      const { acceptedSince } = entry.options;
+      const outcome = acceptedSince && new Date(event.occurredAt) < acceptedSince ? tooOld(acceptedSince)
+        : applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
       const result: EngineResult = outcome.ok ? { eventId: event.eventId, status: 'applied', entity: outcome.entity } : refusal(event, outcome.rejection);
       // A refusal is as final for the id as an application: a resend (after a lost answer, say)
       // must not apply it in a state that later events of its batch made.

@@ -5,6 +5,7 @@ import type { Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
 import { HORIZON_KEY } from '../engine/changeFeed.js';
 import { stableHead } from '../engine/changeLog.js';
+import { eventWindowStart, pruneProcessedEvents } from './eventRetention.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 /** How soon a job run that failed on the database is tried again. */
@@ -41,23 +42,25 @@ async function readHorizon(db: Db): Promise<number> {
 }
 
 /**
- * Prunes once shortly after start and then daily. Every instance may run it: pruning twice
- * deletes nothing more and the horizon only grows.
+ * Prunes the change log and the processed-event ids once shortly after start and then daily.
+ * Every instance may run it: pruning twice deletes nothing more and the horizon only grows.
  */
-export function startChangeRetention(options: { db: Db; retentionDays: number; logger: Logger; retryMs?: number }) {
+export function startChangeRetention(options: { db: Db; retentionDays: number; eventRetentionDays: number; logger: Logger; retryMs?: number }) {
   let retry: NodeJS.Timeout | undefined;
   const run = async () => {
     try {
       const { horizon, deleted } = await pruneChangeLog(options.db, new Date(Date.now() - options.retentionDays * DAY_MS));
       if (deleted > 0) options.logger.info({ deleted, horizon }, 'change log pruned');
+      const forgotten = await pruneProcessedEvents(options.db, eventWindowStart(options.eventRetentionDays));
+      if (forgotten > 0) options.logger.info({ deleted: forgotten }, 'processed event ids pruned');
     } catch (error) {
       if (!isDatabaseUnavailable(error)) {
-        options.logger.error({ err: error }, 'change log pruning failed');
+        options.logger.error({ err: error }, 'retention pruning failed');
         return;
       }
       // An outage must not cost a day: the run is tried again soon.
       const retryMs = options.retryMs ?? DATABASE_RETRY_MS;
-      options.logger.warn({ retryInMs: retryMs }, 'change log pruning failed: database unavailable');
+      options.logger.warn({ retryInMs: retryMs }, 'retention pruning failed: database unavailable');
       retry = setTimeout(tick, retryMs).unref();
     }
   };

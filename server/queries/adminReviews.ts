@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, or, sql } from 'drizzle-orm';
 import { deductedPieces, isPositionModified, reviewState, type ReviewPosition } from '../../shared/rules/review.js';
 import type { PendingReviewResponse, ReviewChange } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
@@ -169,12 +169,22 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
 }
 
 /**
- * The deliveries that ever had a removal, a piece credit or a money credit. Each leaves an audit
- * row, found by index, so the review weighs these few and not every delivery ever imported.
+ * The deliveries whose latest deviation-relevant change (a removal or its undoing, a money credit
+ * set or removed) is newer than their latest confirmation, or that were never confirmed. Each
+ * change leaves an audit row, read from an index that holds only these, and the times are
+ * compared once per delivery in a join. Four correlated subqueries per delivery that ever
+ * changed took 5 times as long at a month's history (docs/benchmarks.md), and that set only grows.
  */
-const everChanged = sql`${deliveries.id} IN (
-  SELECT ${scanAudit.deliveryId} FROM ${scanAudit} WHERE ${scanAudit.action} = 'remove'
-  UNION SELECT ${creditEvents.deliveryId} FROM ${creditEvents})`;
+const changedSinceConfirmed = sql`${deliveries.id} IN (
+  SELECT changed.delivery_id FROM (
+    SELECT delivery_id, max(received_at) AS at FROM (
+      SELECT ${scanAudit.deliveryId} AS delivery_id, ${scanAudit.receivedAt} AS received_at FROM ${scanAudit}
+        WHERE ${scanAudit.action} IN ('remove', 'unremove')
+      UNION ALL SELECT ${creditEvents.deliveryId}, ${creditEvents.receivedAt} FROM ${creditEvents}) AS change
+    GROUP BY delivery_id) AS changed
+  LEFT JOIN (SELECT ${reviewResolutions.deliveryId} AS delivery_id, max(${reviewResolutions.resolvedAt}) AS at FROM ${reviewResolutions}
+    GROUP BY ${reviewResolutions.deliveryId}) AS confirmed ON confirmed.delivery_id = changed.delivery_id
+  WHERE confirmed.at IS NULL OR changed.at > confirmed.at)`;
 
 /**
  * Deliveries waiting for the four-eyes review, oldest change first, in five queries whatever
@@ -192,7 +202,7 @@ export async function pendingReviews(db: Db): Promise<PendingReviewResponse[]> {
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
     .innerJoin(accounts, eq(accounts.personalnummer, tours.accountId))
     .innerJoin(customers, eq(customers.id, deliveries.customerId))
-    .where(and(everChanged, deliveryModifiedSql, or(isNull(lastResolvedAt), sql`${lastChangeAt} > ${lastResolvedAt}`)));
+    .where(and(changedSinceConfirmed, deliveryModifiedSql));
   if (candidates.length === 0) return [];
 
   const ids = candidates.map((c) => c.id);

@@ -7,3 +7,9 @@ import type { EventResult } from '../schemas/sync.js';
  */
 export const isRefusal = (result: Pick<EventResult, 'status' | 'code'>): boolean =>
   result.status === 'rejected' || (result.status === 'duplicate' && result.code !== undefined);
+
+/**
+ * The code a refused scan answers with, over /scans and /sync/push alike: the contract's scan
+ * rejection code (quantity_exceeded, delivery_not_active, ...), which is the rule that refused it.
+ */
+export const scanRejectionCode = (result: Pick<EventResult, 'reason'>): string | undefined => result.reason;

@@ -3,7 +3,8 @@ import type { CompletionWriteBack, ErpDocument, ErpGateway } from '../../server/
 
 export interface ErpSize { tours: number; deliveries: number; positions: number }
 
-const address = (n: number) => ({
+/** The address of ERP customer `n`, the same in every ERP day. */
+export const address = (n: number) => ({
   street: `Industriestraße ${n % 97}`, houseNumber: String(1 + (n % 180)), postalCode: String(10000 + (n * 37) % 89999),
   city: ['Berlin', 'Potsdam', 'Cottbus', 'Frankfurt (Oder)'][n % 4], country: 'Deutschland', addition: n % 5 === 0 ? 'Lieferrampe' : null,
 });

@@ -1,5 +1,6 @@
 /**
  * npm run bench [-- --only push,fanout] [--db postgres|pglite] [--tiny (sizes for checking the scenarios, not for figures)]
+ *   [--only history --size month|year (default year; history runs only when named, on PostgreSQL unless --db says pglite)]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
  */
@@ -8,13 +9,16 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { startPostgres, type PostgresCluster } from './postgres.js';
 import { fanout, fullSizes, tinySizes, importScenario, startup, tourRead, writeScenarios, type BenchContext, type Results } from './scenarios.js';
+import { history, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
 import { newTarget, type DatabaseKind } from './target.js';
 
-const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'fanout', 'import', 'startup', 'sdk'] as const;
+const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'fanout', 'import', 'startup', 'sdk', 'history'] as const;
 /** Scenarios that need no database; their figures are kept under `client`. */
 const clientScenarios = new Set<string>(['sdk']);
+// Loading a year takes many minutes: history runs only when named.
+const byDefault = scenarios.filter((s) => s !== 'history');
 type Scenario = (typeof scenarios)[number];
 
 /** The targets on PostgreSQL: [scenario, metric, bound, 'min' | 'max']. */
@@ -28,10 +32,23 @@ export const targets: [Scenario, string, number, 'min' | 'max'][] = [
   ['import', 'again_s', 15, 'max'],
   ['import', 'again_changes', 0, 'max'],
   ['startup', 'existing_ms', 2000, 'max'],
+  ...(['completed_day', 'delivered_day', 'belege', 'positions_modified'] as const).map((read): [Scenario, string, number, 'min' | 'max'] => ['history', `${read}_year_p50_ms`, 20, 'max']),
+  ['history', 'reviews_year_p50_ms', 50, 'max'],
+  ['history', 'writeback_poll_year_p50_ms', 5, 'max'],
+  ['history', 'completed_all_rss_growth_mb', 50, 'max'],
+  // Within 15 % of the database that holds only today.
+  ['history', 'push_year_ratio', 0.85, 'min'],
+  ['history', 'import_year_ratio', 1.15, 'max'],
+  ['history', 'me_tours_year_ratio', 1.15, 'max'],
+  ['history', 'tour_read_year_ratio', 1.15, 'max'],
 ];
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, db: { type: 'string' }, out: { type: 'string', default: 'bench-results.json' }, tiny: { type: 'boolean', default: false } } });
-const only = new Set((values.only ?? scenarios.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+const { values } = parseArgs({ options: {
+  only: { type: 'string' }, db: { type: 'string' }, out: { type: 'string', default: 'bench-results.json' }, tiny: { type: 'boolean', default: false },
+  size: { type: 'string', default: 'year' },
+} });
+const only = new Set((values.only ?? byDefault.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+if (values.size !== 'month' && values.size !== 'year') throw new Error(`unknown size ${values.size}; month or year`);
 for (const name of only) if (!scenarios.includes(name as Scenario)) throw new Error(`unknown scenario ${name}; one of ${scenarios.join(', ')}`);
 const kinds = (values.db ? values.db.split(',') : ['postgres', 'pglite']) as DatabaseKind[];
 for (const kind of kinds) if (kind !== 'postgres' && kind !== 'pglite') throw new Error(`unknown database ${kind}; postgres or pglite`);
@@ -79,6 +96,19 @@ try {
     if (only.has('fanout')) await step('fanout', async () => { results.fanout = await fanout(ctx); });
     if (only.has('import')) await step('import', async () => { results.import = await importScenario(ctx); });
     if (only.has('startup')) await step('startup', async () => { results.startup = await startup(ctx); });
+    if (only.has('history') && (kind === 'postgres' || values.db)) {
+      await step(`history (${values.size})`, async () => {
+        Object.assign(results, await history(ctx, values.size as HistorySizeName));
+        const h = results.history;
+        const ratio = (a: number | undefined, b: number | undefined) => (a && b ? round(a / b, 2) : undefined);
+        for (const [name, value] of Object.entries({
+          push_year_ratio: ratio(h.push_events_per_s_year, h.push_events_per_s_empty),
+          import_year_ratio: ratio(h.import_s_year, h.import_s_empty),
+          me_tours_year_ratio: ratio(h.me_tours_year_p50_ms, h.me_tours_empty_p50_ms),
+          tour_read_year_ratio: ratio(h.tour_read_year_p50_ms, h.tour_read_empty_p50_ms),
+        })) if (value !== undefined) h[name] = value;
+      });
+    }
     await cluster?.stop();
     cluster = undefined;
   }

@@ -7,6 +7,7 @@ import { notes } from '../../server/db/schema.js';
 import type { RunningServer } from '../../server/server.js';
 import { addContact, newTour } from '../helpers/factories.js';
 import { benchErp, type ErpSize } from './erpData.js';
+import type { HistorySizes } from './history.js';
 import { request, requestJson } from './http.js';
 import { runFloorWith, type BatchShape, type LoadJob, type Measured, type OnMark, type WindowMark } from './jobs.js';
 import { freePort } from '../helpers/embeddedPostgres.js';
@@ -24,6 +25,7 @@ export interface Sizes {
   tourRead: { deliveries: number; positions: number; iterations: number; warmup: number };
   fanout: { accounts: number; clientsPerAccount: number; commitsPerSecond: number; durationMs: number };
   import: ErpSize;
+  history: HistorySizes;
 }
 
 export const fullSizes: Sizes = {
@@ -33,6 +35,11 @@ export const fullSizes: Sizes = {
   tourRead: { deliveries: 40, positions: 20, iterations: 300, warmup: 30 },
   fanout: { accounts: 100, clientsPerAccount: 10, commitsPerSecond: 20, durationMs: 15_000 },
   import: { tours: 200, deliveries: 30, positions: 15 },
+  history: {
+    company: { drivers: 100, deliveries: 25, positions: 12 }, days: { month: 21, year: 250 }, iterations: 30, allIterations: 3,
+    push: { drivers: 20, deliveries: 20, positions: 4, deliveriesPerBatch: 10, eventsPerDelivery: 10, durationMs: 10_000, warmupMs: 2000 },
+    import: { tours: 100, deliveries: 25, positions: 12 },
+  },
 };
 
 /** Small enough for a test run: the scenarios' behaviour, not their speed. */
@@ -43,6 +50,11 @@ export const tinySizes: Sizes = {
   tourRead: { deliveries: 3, positions: 3, iterations: 5, warmup: 1 },
   fanout: { accounts: 3, clientsPerAccount: 2, commitsPerSecond: 10, durationMs: 1000 },
   import: { tours: 3, deliveries: 3, positions: 3 },
+  history: {
+    company: { drivers: 3, deliveries: 4, positions: 3 }, days: { month: 2, year: 4 }, iterations: 2, allIterations: 1,
+    push: { drivers: 2, deliveries: 2, positions: 2, deliveriesPerBatch: 1, eventsPerDelivery: 5, durationMs: 300, warmupMs: 0 },
+    import: { tours: 3, deliveries: 3, positions: 3 },
+  },
 };
 
 export interface BenchContext {
@@ -76,7 +88,7 @@ function reportErrors(ctx: BenchContext, scenario: string, measured: Measured) {
   for (const error of measured.errors) problem(ctx, `${scenario}: ${error}`);
 }
 
-function problem(ctx: BenchContext, message: string) {
+export function problem(ctx: BenchContext, message: string) {
   ctx.problems.push(message);
   ctx.log(`  ${message}`);
 }

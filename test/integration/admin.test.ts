@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { deliveries } from '../../server/db/schema.js';
+import { streamCompletedDeliveries } from '../../server/queries/adminDeliveries.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { addContact, completeAt, newTour, sampleAddress } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
@@ -284,6 +285,32 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       const flags = Object.fromEntries(all.deliveries.map((d) => [d.delivery_id, d.positions_modified]));
       expect(flags[changed.delivery.id]).toBe(true);
       expect(flags[untouched.delivery.id]).toBe(false);
+    });
+
+    it('streams the list from a cursor in pages: the same entries whatever the page size, the same bytes as the answer sent whole', async () => {
+      await completed(7305, [berlin('2027-03-01T08:00:00', '+01:00'), berlin('2027-03-01T09:00:00', '+01:00'), berlin('2027-03-01T10:00:00', '+01:00')]);
+      const read = async (pageSize: number) => {
+        const pages: unknown[][] = [];
+        let total = -1;
+        await streamCompletedDeliveries(api.db, { from: null, to: null }, {
+          count: async (n) => { total = n; },
+          page: async (entries) => { pages.push(entries); },
+        }, pageSize);
+        return { total, pages };
+      };
+      const whole = await read(1000);
+      const paged = await read(2);
+      expect(whole.pages).toHaveLength(1);
+      expect(paged.pages.length).toBe(Math.ceil(whole.total / 2));
+      expect(paged.pages.flat()).toEqual(whole.pages[0]);
+      expect(whole.total).toBe(whole.pages[0].length);
+
+      const response = await api.get('/admin/completed-deliveries?day=01-03-2027', admin);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(response.text).toBe(JSON.stringify({ count: 3, deliveries: response.body.deliveries, from: '2027-03-01', to: '2027-03-01' }));
+      const empty = await api.get('/admin/completed-deliveries?day=01-03-1999', admin);
+      expect(empty.text).toBe('{"count":0,"deliveries":[],"from":"1999-03-01","to":"1999-03-01"}');
     });
 
     it.each([

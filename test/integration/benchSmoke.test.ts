@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { history } from '../bench/history.js';
 import { fanout, importScenario, tinySizes, tourRead, writeScenarios, type BenchContext } from '../bench/scenarios.js';
 import { newTarget } from '../bench/target.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
@@ -41,4 +42,21 @@ describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
     expect(small.problems).toEqual([]);
     expect(b.queries).toBe(a.queries);
   }, 90_000);
+
+  it('loads a history and measures every read, the poll, push and import on it, at a month and at a year', async () => {
+    const ctx = context();
+    const { history: figures } = await history(ctx, 'year');
+    // Among them: every completed delivery answered once by the unparameterised list, no follow-up due, no push refused.
+    expect(ctx.problems).toEqual([]);
+    const reads = ['completed_day', 'completed_all', 'delivered_day', 'delivered_all', 'reviews', 'belege', 'positions_modified', 'writeback_poll', 'me_tours', 'tour_read'];
+    for (const size of ['month', 'year']) {
+      for (const read of reads) expect(figures[`${read}_${size}_p50_ms`], `${read} ${size}`).toBeGreaterThan(0);
+    }
+    for (const label of ['empty', 'year']) {
+      expect(figures[`push_events_per_s_${label}`]).toBeGreaterThan(0);
+      expect(figures[`import_s_${label}`]).toBeGreaterThan(0);
+    }
+    expect(figures.db_mb_year).toBeGreaterThan(figures.db_mb_month);
+    expect(figures.completed_all_rss_growth_mb).toBeGreaterThanOrEqual(0);
+  }, 180_000);
 });

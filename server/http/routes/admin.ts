@@ -7,8 +7,9 @@ import {
 import { Uuid } from '../../../shared/schemas/common.js';
 import { markMailSent, resolveReview } from '../../engine/backOffice.js';
 import { belegDetails, positionsModified } from '../../queries/adminBelege.js';
-import { completedDeliveries, deliveredBelegnummern } from '../../queries/adminDeliveries.js';
+import { deliveredBelegnummern, streamCompletedDeliveries } from '../../queries/adminDeliveries.js';
 import { pendingReviews } from '../../queries/adminReviews.js';
+import { jsonArrayStream } from '../jsonStream.js';
 import { route } from '../route.js';
 
 const tags = ['Back office'];
@@ -35,10 +36,15 @@ export const adminRoutes = [
     method: 'get', path: '/admin/completed-deliveries', auth: 'admin', tags,
     summary: 'Completed deliveries by Berlin day of completion (DD-MM-YYYY; day, or inclusive from/to), oldest completion first',
     query: CompletedDeliveriesQuery, response: CompletedDeliveriesResponse,
-    handler: async ({ ctx, query }) => {
+    // Streamed: without bounds it is every completion ever. The same bytes as `{ count, deliveries, from, to }` whole.
+    handler: async ({ ctx, query, res }) => {
       const range = query.day ? { from: query.day, to: query.day } : { from: query.from ?? null, to: query.to ?? null };
-      const list = await completedDeliveries(ctx.database.db, range);
-      return { count: list.length, deliveries: list, ...range };
+      const out = jsonArrayStream(res);
+      await streamCompletedDeliveries(ctx.database.db, range, {
+        count: (total) => out.open(`${JSON.stringify({ count: total }).slice(0, -1)},"deliveries":`),
+        page: (entries) => out.items(entries),
+      });
+      await out.close(`,${JSON.stringify(range).slice(1)}`);
     },
   }),
   route({

@@ -10,6 +10,8 @@ import {
 import type { SyncEvent } from '../../../shared/schemas/sync.js';
 import type { DriverActor, AppContext } from '../../context.js';
 import { applyEvent, applyEvents } from '../../engine/apply.js';
+import { scanRejectionCode } from '../../../shared/rules/eventResults.js';
+import { eventWindowStart } from '../../jobs/eventRetention.js';
 import { route } from '../route.js';
 
 const DeliveryParams = z.object({ delivery_id: Uuid });
@@ -34,13 +36,13 @@ export const deliveryRoutes = [
     body: ApplyScansRequest, response: ApplyScansResponse,
     handler: async ({ ctx, actor, body }) => {
       const events = body.scans.map(({ clientScanId, ...scan }): SyncEvent => ({ ...scan, type: 'scan', eventId: clientScanId }));
-      const results = await applyEvents(ctx.database.db, actor, events);
+      const results = await applyEvents(ctx.database.db, actor, events, { acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays) });
       return {
         results: results.map((r) => ({
           clientScanId: r.eventId,
           status: r.status,
           // Why it was refused, or that its id stands for another event.
-          ...(r.reason !== undefined && { code: r.reason, reason: r.message }),
+          ...(r.reason !== undefined && { code: scanRejectionCode(r), reason: r.message }),
           item: (r.entity as z.infer<typeof ApplyScansResponse>['results'][number]['item']) ?? null,
         })),
       };

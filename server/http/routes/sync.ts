@@ -1,10 +1,11 @@
 import {
   ChangesQuery, ChangesResponse, PushRequest, PushResponse, SyncCursorResponse, WsClientMessage, WsServerMessage,
 } from '../../../shared/schemas/sync.js';
-import { isRefusal } from '../../../shared/rules/eventResults.js';
+import { isRefusal, scanRejectionCode } from '../../../shared/rules/eventResults.js';
 import { applyEvents } from '../../engine/apply.js';
 import { currentCursor, pullChanges } from '../../engine/changeFeed.js';
 import { validation } from '../../errors.js';
+import { eventWindowStart } from '../../jobs/eventRetention.js';
 import { route } from '../route.js';
 import { SYNC_WS_PATH } from '../ws.js';
 
@@ -14,9 +15,11 @@ export const syncRoutes = [
     summary: 'Apply 1 to 500 outbox events in order; one result per event (applied, duplicate or rejected). A malformed event refuses the whole batch with 400.',
     body: PushRequest, response: PushResponse,
     handler: async ({ ctx, actor, body }) => {
-      const results = await applyEvents(ctx.database.db, actor, body.events, { clientId: body.clientId });
+      const results = await applyEvents(ctx.database.db, actor, body.events, {
+        clientId: body.clientId, acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
+      });
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
-      return { results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: r.reason } : r)) };
+      return { results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: scanRejectionCode(r) } : r)) };
     },
   }),
   route({

@@ -1,0 +1,1 @@
+DROP INDEX "scan_audit_removal_idx";

@@ -1,0 +1,224 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../../server/db/client.js';
+import type { ErpGateway } from '../../server/integrations/erp/gateway.js';
+import { runDueFollowUps } from '../../server/engine/completion/followUp.js';
+import type { RunningServer } from '../../server/server.js';
+import { addDays, berlinDate } from '../../shared/rules/calendar.js';
+import { largeErpDay, type ErpSize } from './erpData.js';
+import { FIRST_DRIVER, loadHistory, loadMasterData, loadToday, workingDaysBefore, type CompanySize } from './historyLoad.js';
+import { request, requestJson } from './http.js';
+import type { BatchShape } from './jobs.js';
+import { seedDrivers } from './seed.js';
+import { latencies, monotonicMs, round } from './stats.js';
+import { BENCH_ADMIN_KEY, startBenchServer } from './target.js';
+import { problem, runLoad, type BenchContext, type Metrics, type Results } from './scenarios.js';
+
+export type HistorySizeName = 'month' | 'year';
+
+export interface HistorySizes {
+  company: CompanySize;
+  /** Working days of history per size. */
+  days: Record<HistorySizeName, number>;
+  /** Samples per read (after one unmeasured), and of the unparameterised completed-deliveries list. */
+  iterations: number;
+  allIterations: number;
+  push: { drivers: number; deliveries: number; positions: number; durationMs: number; warmupMs: number } & BatchShape;
+  import: ErpSize;
+}
+
+const ddmmyyyy = (day: string) => day.split('-').reverse().join('-');
+
+/** The bench's ERP, which renames one article each day: the import then tells the other drivers (its fan-out). */
+export function renamingErp(size: ErpSize): ErpGateway {
+  return {
+    fetchTours: async (date) => {
+      const tours = largeErpDay(date, size);
+      const renamed = tours[0].deliveries[0].positions[0].article.articleNumber;
+      for (const position of tours.flatMap((t) => t.deliveries.flatMap((d) => d.positions))) {
+        if (position.article.articleNumber === renamed) position.article = { ...position.article, name: `${position.article.name} (${date})` };
+      }
+      return { tours, refused: [] };
+    },
+    pushCompletion: async () => undefined,
+  };
+}
+
+async function timeRuns(iterations: number, run: () => Promise<void>): Promise<number[]> {
+  await run();
+  const samples: number[] = [];
+  for (let i = 0; i < iterations; i++) {
+    const t0 = monotonicMs();
+    await run();
+    samples.push(monotonicMs() - t0);
+  }
+  return samples;
+}
+
+/**
+ * The unparameterised completed-deliveries list, read as a stream: how long, how many entries
+ * (counted, never held), and how much the process (service and this reader) grew meanwhile.
+ */
+async function readCompletedAll(url: string): Promise<{ ms: number; count: number; deliveries: number; rssGrowthMb: number }> {
+  const before = process.memoryUsage().rss;
+  let peak = before;
+  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 5);
+  const t0 = monotonicMs();
+  try {
+    const reply = await fetch(`${url}/admin/completed-deliveries`, { headers: { 'x-admin-api-key': BENCH_ADMIN_KEY } });
+    if (reply.status !== 200) throw new Error(`completed-deliveries: ${reply.status} ${(await reply.text()).slice(0, 200)}`);
+    const decoder = new TextDecoder();
+    let head = '';
+    let tail = '';
+    let deliveries = 0;
+    for await (const chunk of reply.body as unknown as AsyncIterable<Uint8Array>) {
+      const text = tail + decoder.decode(chunk, { stream: true });
+      if (head.length < 40) head += text.slice(0, 40);
+      deliveries += text.split('"delivery_id":').length - 1;
+      tail = text.slice(-14);
+      // A key cut at the chunk's end is counted with the next chunk.
+      if (tail.includes('"delivery_id":')) tail = tail.slice(tail.indexOf('"delivery_id":') + 1);
+    }
+    const count = Number(/^\{"count":(\d+)/.exec(head)?.[1] ?? NaN);
+    return { ms: monotonicMs() - t0, count, deliveries, rssGrowthMb: (peak - before) / 2 ** 20 };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+interface Reader { token: string; tourId: string }
+
+/** The driver's and the pushing drivers' figures: `me_tours`, `tour_read`, push throughput, import time. */
+export async function driverFigures(ctx: BenchContext, server: RunningServer, label: string, reader: Reader, pushers: Awaited<ReturnType<typeof seedDrivers>>, importDate: string): Promise<Metrics> {
+  const size = ctx.sizes.history;
+  const out: Metrics = {};
+  const get = (path: string) => async () => {
+    const reply = await request('GET', `${server.url}${path}`, { token: reader.token });
+    if (reply.status !== 200) throw new Error(`${path}: ${reply.status} ${reply.text.slice(0, 200)}`);
+  };
+  const put = (name: string, samples: number[]) => {
+    const { p50_ms, p99_ms } = latencies(samples);
+    Object.assign(out, { [`${name}_${label}_p50_ms`]: p50_ms, [`${name}_${label}_p99_ms`]: p99_ms });
+  };
+  put('me_tours', await timeRuns(size.iterations, get(`/me/tours?date=${berlinDate(new Date())}`)));
+  put('tour_read', await timeRuns(size.iterations, get(`/tours/${reader.tourId}`)));
+  await server.ctx.database.db.execute(sql`CHECKPOINT`);
+  const { deliveriesPerBatch, eventsPerDelivery, durationMs, warmupMs } = size.push;
+  const measured = await runLoad({ kind: 'push', url: server.url, drivers: pushers, thinkMs: 0, deliveriesPerBatch, eventsPerDelivery, durationMs, warmupMs });
+  for (const error of measured.errors) problem(ctx, `history push (${label}): ${error}`);
+  out[`push_events_per_s_${label}`] = Math.round(measured.count / (measured.elapsedMs / 1000));
+  const t0 = monotonicMs();
+  const summary = await requestJson('POST', `${server.url}/admin/import-erp?date=${importDate}`, { admin: BENCH_ADMIN_KEY });
+  out[`import_s_${label}`] = round((monotonicMs() - t0) / 1000, 2);
+  if (!summary.success) problem(ctx, `history import (${label}): ${JSON.stringify(summary).slice(0, 300)}`);
+  return out;
+}
+
+/** The back office's reads and the write-back poll at one size of history. */
+export async function backOfficeFigures(ctx: BenchContext, server: RunningServer, label: string, lastDay: string, expected: number): Promise<Metrics> {
+  const size = ctx.sizes.history;
+  const out: Metrics = {};
+  // fetch, not the bench's client: the completed-deliveries list comes chunked.
+  const admin = (path: string) => async () => {
+    const reply = await fetch(`${server.url}${path}`, { headers: { 'x-admin-api-key': BENCH_ADMIN_KEY } });
+    const text = await reply.text();
+    if (reply.status !== 200) throw new Error(`${path}: ${reply.status} ${text.slice(0, 200)}`);
+  };
+  const put = (name: string, samples: number[]) => {
+    const { p50_ms, p99_ms } = latencies(samples);
+    Object.assign(out, { [`${name}_${label}_p50_ms`]: p50_ms, [`${name}_${label}_p99_ms`]: p99_ms });
+  };
+  // A document from the middle of the history, one with a deviation where there is one.
+  const [{ belegnummer }] = (await server.ctx.database.db.execute<{ belegnummer: string }>(sql`
+    SELECT d.belegnummer FROM deliveries d WHERE d.state = 'completed' ORDER BY (d.credit_amount_cents IS NULL), d.completed_at LIMIT 1`)).rows;
+  const day = ddmmyyyy(lastDay);
+  put('completed_day', await timeRuns(size.iterations, admin(`/admin/completed-deliveries?day=${day}`)));
+  put('delivered_day', await timeRuns(size.iterations, admin(`/admin/delivered-belegnummern?day=${day}`)));
+  put('delivered_all', await timeRuns(size.iterations, admin('/admin/delivered-belegnummern')));
+  put('reviews', await timeRuns(size.iterations, admin('/admin/reviews')));
+  put('belege', await timeRuns(size.iterations, admin(`/admin/belege/${encodeURIComponent(belegnummer)}`)));
+  put('positions_modified', await timeRuns(size.iterations, admin(`/admin/belege/${encodeURIComponent(belegnummer)}/positions-modified`)));
+  put('writeback_poll', await timeRuns(size.iterations, async () => {
+    const ran = await runDueFollowUps(server.ctx);
+    if (ran > 0) problem(ctx, `write-back poll (${label}): ${ran} follow-ups were due`);
+  }));
+  const all: number[] = [];
+  let growth = 0;
+  for (let i = 0; i <= size.allIterations; i++) {
+    const read = await readCompletedAll(server.url);
+    if (read.count !== expected || read.deliveries !== expected) {
+      problem(ctx, `completed-deliveries (${label}): count ${read.count}, ${read.deliveries} entries, expected ${expected}`);
+    }
+    if (i > 0) all.push(read.ms);
+    growth = Math.max(growth, read.rssGrowthMb);
+  }
+  put('completed_all', all);
+  out[`completed_all_rss_growth_mb_${label}`] = round(growth);
+  return out;
+}
+
+async function databaseSizes(db: Db, label: string): Promise<{ total: Metrics; tables: Metrics }> {
+  const mb = (bytes: string) => round(Number(bytes) / 2 ** 20);
+  const [{ total }] = (await db.execute<{ total: string }>(sql`SELECT pg_database_size(current_database())::text AS total`)).rows;
+  const tables = (await db.execute<{ name: string; bytes: string }>(sql`
+    SELECT c.relname AS name, pg_total_relation_size(c.oid)::text AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind = 'r' AND n.nspname = 'public' ORDER BY pg_total_relation_size(c.oid) DESC`)).rows;
+  return {
+    total: { [`db_mb_${label}`]: mb(total) },
+    tables: Object.fromEntries(tables.filter((t) => Number(t.bytes) >= 2 ** 20).map((t) => [`${t.name}_mb_${label}`, mb(t.bytes)])),
+  };
+}
+
+/**
+ * A company's history, loaded with set-based SQL, at a month and (when `upTo` is year) at a
+ * year: the back office's reads, the write-back poll, a driver's reads, push throughput and
+ * the import, the last two also on the database that holds only today.
+ */
+export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise<Results> {
+  const size = ctx.sizes.history;
+  const target = await ctx.newTarget('history');
+  const server = await startBenchServer(target, { erp: renamingErp(size.import) });
+  try {
+    const db = server.ctx.database.db;
+    const today = berlinDate(new Date());
+    await loadMasterData(db, size.company);
+    await loadToday(db, size.company, today);
+    const pushers = await seedDrivers(server, { first: 50_001, count: size.push.drivers, deliveries: size.push.deliveries, positions: size.push.positions, tourDate: today });
+    const { accessToken: token } = await requestJson('POST', `${server.url}/dev/token`, { body: { personalnummer: FIRST_DRIVER } });
+    const [{ id: tourId }] = (await db.execute<{ id: string }>(sql`SELECT id FROM tours WHERE account_id = ${FIRST_DRIVER} AND tour_date = ${today}`)).rows;
+    const reader = { token, tourId };
+    await db.execute(sql`VACUUM ANALYZE`);
+
+    const figures: Metrics = {};
+    const tables: Metrics = {};
+    ctx.log('  empty');
+    Object.assign(figures, await driverFigures(ctx, server, 'empty', reader, pushers, addDays(today, 10)));
+    ctx.log(`  empty: ${JSON.stringify(figures)}`);
+    const days = workingDaysBefore(today, size.days[upTo]);
+    const labels: HistorySizeName[] = upTo === 'year' ? ['month', 'year'] : ['month'];
+    let loaded = 0;
+    for (const [index, label] of labels.entries()) {
+      const want = size.days[label];
+      const t0 = monotonicMs();
+      await loadHistory(db, size.company, {
+        dates: days.slice(days.length - want, days.length - loaded), lastDay: days.at(-1)!, changeLogFrom: addDays(today, -30),
+        onChunk: (done, total) => ctx.log(`  ${label}: ${done}/${total} days loaded, ${Math.round((monotonicMs() - t0) / 1000)} s`),
+      });
+      await db.execute(sql`VACUUM ANALYZE`);
+      figures[`load_s_${label}`] = round((monotonicMs() - t0) / 1000);
+      loaded = want;
+      ctx.log(`  ${label}: reads`);
+      Object.assign(figures, await backOfficeFigures(ctx, server, label, days.at(-1)!, want * size.company.drivers * size.company.deliveries));
+      Object.assign(figures, await driverFigures(ctx, server, label, reader, pushers, addDays(today, 11 + index)));
+      const sizes = await databaseSizes(db, label);
+      Object.assign(figures, sizes.total);
+      Object.assign(tables, sizes.tables);
+      // A year takes long to load: what is measured is shown at once.
+      ctx.log(`  ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).filter(([key]) => key.includes(label))))}`);
+    }
+    if (figures.completed_all_rss_growth_mb_year !== undefined) figures.completed_all_rss_growth_mb = figures.completed_all_rss_growth_mb_year;
+    return { history: figures, history_tables: tables };
+  } finally {
+    await server.close();
+    target.dispose();
+  }
+}
