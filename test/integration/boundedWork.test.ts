@@ -67,7 +67,7 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
     const built = build();
     const body = typeof built === 'string' ? built : JSON.stringify(built);
     expect(body.length).toBeLessThanOrEqual(BODY_LIMIT);
-    const headers: Record<string, string> = path.startsWith('/admin')
+    const headers: Record<string, string> = path.startsWith('/admin') || path.startsWith('/dev')
       ? { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY }
       : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
     // Warm up once (zod compiles its checks on first use), then measure.
