@@ -151,6 +151,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     await importJobs?.stop();
     if (!options.database) await database.close();
     await ctx.documents.close?.();
+    await ctx.previews.close();
   })();
 
   return { url, ctx, adminKey: admin.keys[0], server, importJobs, close };

@@ -1,6 +1,7 @@
 import { DomainError } from '../../errors.js';
 import { imageMetadata, loadSharp } from '../images.js';
 import type { PreviewRequest, StoredDocument } from '../documents/store.js';
+import type { PdfRasterizer } from './pdfRaster.js';
 
 export const previewContentTypes: Record<PreviewRequest['format'], string> = {
   png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', tiff: 'image/tiff',
@@ -16,34 +17,11 @@ const pageOutOfRange = (page: number, pages: number) => new DomainError('not_fou
 const isPdf = (document: StoredDocument) =>
   document.contentType === 'application/pdf' || document.bytes.subarray(0, 5).toString('latin1') === '%PDF-';
 
-/** Rasterizes one PDF page (1-based) with mupdf, no larger than needed for the requested box. */
-async function rasterizePdfPage(bytes: Buffer, request: PreviewRequest): Promise<{ png: Buffer; width: number; height: number }> {
-  // Loaded on first use: the WASM module takes a moment to instantiate.
-  const mupdf = await import('mupdf');
-  const document = mupdf.Document.openDocument(bytes, 'application/pdf');
-  try {
-    const pages = document.countPages();
-    if (request.page > pages) throw pageOutOfRange(request.page, pages);
-    const page = document.loadPage(request.page - 1);
-    try {
-      const [x0, y0, x1, y1] = page.getBounds();
-      const scale = Math.min(
-        PDF_MAX_DPI / 72,
-        request.width ? request.width / (x1 - x0) : Infinity,
-        request.height ? request.height / (y1 - y0) : Infinity,
-      );
-      const pixmap = page.toPixmap(mupdf.Matrix.scale(scale, scale), mupdf.ColorSpace.DeviceRGB, false);
-      try {
-        return { png: Buffer.from(pixmap.asPNG()), width: pixmap.getWidth(), height: pixmap.getHeight() };
-      } finally {
-        pixmap.destroy();
-      }
-    } finally {
-      page.destroy();
-    }
-  } finally {
-    document.destroy();
-  }
+/** Rasterizes one PDF page (1-based) on the worker thread, no larger than needed for the requested box. */
+async function rasterizePdfPage(rasterizer: PdfRasterizer, bytes: Buffer, request: PreviewRequest): Promise<{ png: Buffer; width: number; height: number }> {
+  const result = await rasterizer.rasterize({ bytes, page: request.page, width: request.width, height: request.height, maxDpi: PDF_MAX_DPI });
+  if ('pages' in result) throw pageOutOfRange(request.page, result.pages);
+  return { png: Buffer.from(result.png), width: result.width, height: result.height };
 }
 
 /** No preview is larger on a side, whatever the box: a screen's worth, above an A4 page at 200 dpi (2339), within every format's limit. */
@@ -66,12 +44,12 @@ export function previewSize(width: number, height: number, box: { width: number;
  * computed here, never left to sharp, so that no box (0, 2147483647) and no shape (1 x 16777216)
  * makes an encoder refuse it.
  */
-export async function renderPreview(document: StoredDocument, request: PreviewRequest): Promise<Buffer> {
+export async function renderPreview(document: StoredDocument, request: PreviewRequest, rasterizer: PdfRasterizer): Promise<Buffer> {
   let input: Buffer;
   let page = 0;
   let size: { width: number; height: number };
   if (isPdf(document)) {
-    const raster = await rasterizePdfPage(document.bytes, request);
+    const raster = await rasterizePdfPage(rasterizer, document.bytes, request);
     input = raster.png;
     size = raster;
   } else {

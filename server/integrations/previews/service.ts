@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { DocumentStore, PreviewRequest } from '../documents/store.js';
+import { createPdfRasterizer } from './pdfRaster.js';
 import { previewContentTypes, renderPreview } from './render.js';
 
 // Bump when rendering changes, so clients drop previews they cached under the old ETag.
-const RENDERER_VERSION = 1;
+const RENDERER_VERSION = 2;
 
 export interface Preview { bytes: Buffer; contentType: string; etag: string }
 
@@ -13,6 +14,8 @@ export interface PreviewService {
   render(attachment: { id: string; reference: string }, request: PreviewRequest): Promise<Preview>;
   /** How many previews were rendered (not served from the cache); tests read it. */
   readonly renders: number;
+  /** Stops the PDF worker thread. */
+  close(): Promise<void>;
 }
 
 /** A least-recently-used cache bounded by total bytes. */
@@ -51,6 +54,7 @@ function lruCache<V extends { bytes: Buffer }>(maxBytes: number) {
 export function createPreviewService(documents: DocumentStore, options: { cacheBytes: number } = { cacheBytes: 64 * 1024 * 1024 }): PreviewService {
   const cache = lruCache<Preview>(options.cacheBytes);
   const inFlight = new Map<string, Promise<Preview>>();
+  const rasterizer = createPdfRasterizer();
   let renders = 0;
 
   const etag = (attachmentId: string, r: PreviewRequest) => {
@@ -62,13 +66,14 @@ export function createPreviewService(documents: DocumentStore, options: { cacheB
     renders += 1;
     const contentType = previewContentTypes[request.format];
     const fromStore = await documents.preview?.(reference, request);
-    const bytes = fromStore?.bytes ?? await renderPreview(await documents.get(reference), request);
+    const bytes = fromStore?.bytes ?? await renderPreview(await documents.get(reference), request, rasterizer);
     return { bytes, contentType, etag: tag };
   }
 
   return {
     etag,
     get renders() { return renders; },
+    close: () => rasterizer.close(),
     async render(attachment, request) {
       const tag = etag(attachment.id, request);
       const cached = cache.get(tag);
