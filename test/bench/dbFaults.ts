@@ -97,7 +97,7 @@ async function main() {
     for (let i = 0; i < 12; i++) {
       const personalnummer = 9100 + i;
       const { deliveries: [{ delivery, items }] } = await newTour(db, { accountId: personalnummer, tourDate: '2026-06-01', positions: openLines(1) });
-      const response = await fetch(`${base}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ personalnummer }) });
+      const response = await fetch(`${base}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY }, body: JSON.stringify({ personalnummer }) });
       drivers.push({ personalnummer, token: ((await response.json()) as { accessToken: string }).accessToken, deliveryId: delivery.id, lineId: items[0].id });
     }
     const [d0, d1] = drivers;

@@ -183,7 +183,7 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
     await loadMasterData(db, size.company);
     await loadToday(db, size.company, today);
     const pushers = await seedDrivers(server, { first: 50_001, count: size.push.drivers, deliveries: size.push.deliveries, positions: size.push.positions, tourDate: today });
-    const { accessToken: token } = await requestJson('POST', `${server.url}/dev/token`, { body: { personalnummer: FIRST_DRIVER } });
+    const { accessToken: token } = await requestJson('POST', `${server.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer: FIRST_DRIVER } });
     const [{ id: tourId }] = (await db.execute<{ id: string }>(sql`SELECT id FROM tours WHERE account_id = ${FIRST_DRIVER} AND tour_date = ${today}`)).rows;
     const reader = { token, tourId };
     await db.execute(sql`VACUUM ANALYZE`);
