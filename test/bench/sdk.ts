@@ -5,25 +5,15 @@
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { TourlineClient } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
 import { fakeService, newTour } from '../sdk/fakes.js';
+import { retainedBytes } from '../helpers/memory.js';
 import { round } from './stats.js';
 
 export interface SdkSizes { actions: number; photos: number; photoBytes: number; pushEvents: number }
 export const fullSdkSizes: SdkSizes = { actions: 500, photos: 200, photoBytes: 2 * 2 ** 20, pushEvents: 500 };
 export const tinySdkSizes: SdkSizes = { actions: 20, photos: 5, photoBytes: 64 * 2 ** 10, pushEvents: 20 };
-
-v8.setFlagsFromString('--expose-gc');
-const gc = vm.runInNewContext('gc') as () => void;
-const retained = () => {
-  gc();
-  gc();
-  const m = process.memoryUsage();
-  return m.heapUsed + m.arrayBuffers;
-};
 
 async function directorySize(dir: string): Promise<number> {
   let total = 0;
@@ -60,13 +50,13 @@ export async function sdkScenario(sizes: SdkSizes): Promise<Record<string, numbe
 
     // Heap while photos wait: the app hands over each photo and lets go of it.
     const photos = await client(dirs);
-    const heapBefore = retained();
+    const heapBefore = retainedBytes();
     for (let i = 0; i < sizes.photos; i++) {
       const image = new Uint8Array(sizes.photoBytes);
       image[0] = i % 256;
       await photos.sdk.createImageNote(photos.tour.deliveries[0].id, { image });
     }
-    const heapGrowth = retained() - heapBefore;
+    const heapGrowth = retainedBytes() - heapBefore;
     await photos.sdk.close();
 
     // Settling a push answer: the events wait, then one sync pushes them and records the answer.

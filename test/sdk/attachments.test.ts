@@ -1,22 +1,11 @@
 import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TourlineClient } from '../../client-sdk/index.js';
 import { FileAttachmentStore, FileStore } from '../../client-sdk/node.js';
+import { retainedBytes } from '../helpers/memory.js';
 import { fakeService, newTour } from './fakes.js';
-
-v8.setFlagsFromString('--expose-gc');
-const gc = vm.runInNewContext('gc') as () => void;
-/** Memory the process holds after a full collection: the JS heap and the ArrayBuffers outside it. */
-const retained = () => {
-  gc();
-  gc();
-  const m = process.memoryUsage();
-  return m.heapUsed + m.arrayBuffers;
-};
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -42,12 +31,12 @@ describe('photos by reference', () => {
     await client.state.putTour(tour);
     const delivery = tour.deliveries[0].id;
 
-    const before = retained();
+    const before = retainedBytes();
     for (let i = 0; i < 200; i++) {
       const photo = new Uint8Array(2 * 2 ** 20).fill(i);
       await client.createImageNote(delivery, { image: photo, text: `Foto ${i}` });
     }
-    const growth = retained() - before;
+    const growth = retainedBytes() - before;
     expect(client.status().pendingCount).toBe(200);
     expect(growth).toBeLessThan(40 * 2 ** 20);
     // The outbox entries hold references: a few hundred bytes each, not megabytes.
