@@ -1,14 +1,25 @@
-// Prints a development token: npm run token -- <personalnummer>
+// Prints a development token: npm run token -- <personalnummer> [--role <name>]...
+// `--role tourline-sync` mints a token of the sync role (tours of any driver, any account).
 // The service mints tokens only for a caller holding the admin key: it is read from ADMIN_API_KEY
 // (its first key) or ADMIN_API_KEY_FILE, else from the data directory, where development keeps it.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { adminKeyFile } from '../auth/adminKey.js';
 
-const personalnummer = process.argv[2];
+const usage = 'usage: npm run token -- <personalnummer> [--role <name>]...';
+let args: { personalnummer?: string; roles?: string[] };
+try {
+  const { values, positionals } = parseArgs({ options: { role: { type: 'string', multiple: true } }, allowPositionals: true });
+  args = { personalnummer: positionals.length === 1 ? positionals[0] : undefined, roles: values.role };
+} catch (error) {
+  args = {};
+  console.error((error as Error).message);
+}
+const { personalnummer, roles } = args;
 const base = process.env.TOURLINE_URL ?? `http://localhost:${process.env.PORT ?? 3000}`;
 if (!personalnummer || !/^\d+$/.test(personalnummer)) {
-  console.error('usage: npm run token -- <personalnummer>');
+  console.error(usage);
   process.exit(2);
 }
 
@@ -27,7 +38,7 @@ try {
   const response = await fetch(`${base}/dev/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-admin-api-key': key },
-    body: JSON.stringify({ personalnummer: Number(personalnummer) }),
+    body: JSON.stringify({ personalnummer: Number(personalnummer), roles }),
   });
   const body = await response.json();
   if (!response.ok) {

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
 import { ifNoneMatch } from './etag.js';
-import { containerBudget } from './jsonBudget.js';
+import { densityBudget } from './jsonBudget.js';
 import { parseInput } from './problem.js';
 import type { AnyRoute, Versioned } from './route.js';
 
@@ -28,7 +28,7 @@ const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
 /** Binds route definitions to express: authenticate, read the body, parse params, query and body apart, call, answer. */
 export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppContext) {
-  const jsonParser = express.json({ limit: ctx.config.bodyLimitBytes, verify: containerBudget(ctx.config.bodyLimitBytes) });
+  const jsonParser = express.json({ limit: ctx.config.bodyLimitBytes, verify: densityBudget(ctx.config.bodyLimitBytes) });
   const readJson = (req: Request, res: Response) => new Promise<void>((resolve, reject) => {
     jsonParser(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
   });
