@@ -45,7 +45,11 @@ async function readHorizon(db: Db): Promise<number> {
  * Prunes the change log and the processed-event ids once shortly after start and then daily.
  * Every instance may run it: pruning twice deletes nothing more and the horizon only grows.
  */
-export function startChangeRetention(options: { db: Db; retentionDays: number; eventRetentionDays: number; logger: Logger; retryMs?: number }) {
+export function startChangeRetention(options: {
+  db: Db; retentionDays: number; eventRetentionDays: number; logger: Logger;
+  /** How soon a run that failed on the database is tried again, and the first run after start (tests shorten them). */
+  retryMs?: number; firstRunMs?: number;
+}) {
   let retry: NodeJS.Timeout | undefined;
   const run = async () => {
     try {
@@ -66,7 +70,7 @@ export function startChangeRetention(options: { db: Db; retentionDays: number; e
   };
   let running: Promise<void> | undefined;
   const tick = () => { running ??= run().finally(() => { running = undefined; }); };
-  const first = setTimeout(tick, 60_000);
+  const first = setTimeout(tick, options.firstRunMs ?? 60_000);
   const daily = setInterval(tick, DAY_MS);
   first.unref();
   daily.unref();

@@ -77,7 +77,9 @@ export async function controlPostgres(adminUrl: string) {
       process.kill(pid, 'SIGINT');
       while (alive(pid)) await sleep(20);
     },
+    /** Starts the server unless it runs: a second postmaster would fail on the lock file and leave `pid` pointing at it. */
     async start() {
+      if (alive(pid)) return;
       const child = spawn(executable, command.slice(1), { cwd, uid, gid, stdio: 'ignore', detached: false, env: { ...process.env, LC_ALL: 'C' } });
       child.unref();
       pid = child.pid!;

@@ -5,6 +5,9 @@ import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.js';
+import { startChangeRetention } from '../../server/jobs/changeRetention.js';
+import { hasSuccessfulImport, importTargetDate } from '../../server/jobs/erpImport.js';
+import { startImportJobs } from '../../server/jobs/scheduler.js';
 import { startServer } from '../../server/server.js';
 import { startEmbeddedPostgres } from '../helpers/embeddedPostgres.js';
 import { newTour } from '../helpers/factories.js';
@@ -303,6 +306,57 @@ describe('database faults', () => {
         await holder.end();
       }
       servers.push(new TestServer(await starting));
+    });
+  });
+  // Last: pruning the whole change log would expire the cursors of the tests above.
+  describe('jobs', () => {
+    /** Waits for a log line from `from` on that contains `text`. */
+    async function logged(from: number, text: string, withinMs = 10_000) {
+      const started = Date.now();
+      while (!lines.slice(from).some((l) => l.includes(text))) {
+        if (Date.now() - started > withinMs) throw new Error(`no log line "${text}" within ${withinMs} ms:\n${lines.slice(from).join("\n")}`);
+        await sleep(50);
+      }
+    }
+
+    it('retries a retention run that failed on the database soon, not the next day', async () => {
+      const server = await instance();
+      // Pruning walks from the oldest entry: the whole log is made old, so that it all goes.
+      await server.db.execute(sql`INSERT INTO change_log (entity, op, entity_id)
+        SELECT 'delivery', 'upsert', gen_random_uuid()::text FROM generate_series(1, 5)`);
+      await server.db.execute(sql`UPDATE change_log SET created_at = now() - interval '30 days'`);
+      await control.stop();
+      const from = lines.length;
+      const retention = startChangeRetention({ db: server.db, retentionDays: 7, eventRetentionDays: 3650, logger, retryMs: 500, firstRunMs: 0 });
+      try {
+        await logged(from, 'retention pruning failed: database unavailable');
+        await control.start();
+        await logged(from, 'change log pruned', RECOVER_MS + 5000);
+        const { rows: [{ old }] } = await server.db.execute<{ old: number }>(sql`
+          SELECT count(*)::int AS old FROM change_log WHERE created_at < now() - interval '7 days'`);
+        expect(old).toBe(0);
+      } finally {
+        await control.start();
+        await retention.stop();
+      }
+    });
+
+    it('retries an ERP import that failed on the database soon, and imports the day once it is back', async () => {
+      const server = await instance();
+      const date = '2031-03-04';
+      const now = () => new Date(`${date}T05:00:00Z`);
+      await control.stop();
+      const from = lines.length;
+      const jobs = startImportJobs({ ...server.ctx, logger }, { now, retryMs: 500 });
+      try {
+        await logged(from, 'failed: database unavailable');
+        await control.start();
+        await jobs.catchUp;
+        expect(await hasSuccessfulImport(server.db, importTargetDate(server.ctx, now()))).toBe(true);
+      } finally {
+        await control.start();
+        await jobs.stop();
+      }
     });
   });
 });
