@@ -1,5 +1,7 @@
 export { TourlineClient } from './client.js';
 export type { TourlineClientOptions, SyncStatus, RejectedEvent, EventInput } from './client.js';
+export type { Outcome } from './client/outcomes.js';
+export type { Queued } from './client/actions.js';
 export { TourlineApi, AdminApi, Transport } from './api.js';
 export type { GetToken, FetchLike, TransportOptions, Binary, CompletionUpload, NoteImageUpload } from './api.js';
 export { ProblemError, NetworkError, parseRetryAfter, isTransient } from './problem.js';
@@ -17,6 +19,8 @@ export { Outbox } from './outbox.js';
 export type { OutboxEntry, OutboxAction, EntryState } from './outbox.js';
 export { LocalState, applyOptimistic, LOCAL_IMAGE_PREFIX } from './state.js';
 export { LiveChanges, detectWebSocket } from './live.js';
+export { WebLocksTabs, detectTabs } from './tabs.js';
+export type { TabCoordinator } from './tabs.js';
 export type { WebSocketLike, WebSocketFactory } from './live.js';
 export type { DeliveryDetails, TourDetails, Delivery, Note, CompleteDeliveryAcknowledgements } from '../shared/schemas/deliveries.js';
 export type { Change, EventResult, SyncEvent } from '../shared/schemas/sync.js';

@@ -76,10 +76,17 @@ export function orderKeyOf(action: OutboxAction): string {
   return 'global';
 }
 
+/** What another tab (or process) on the same storage changed in the outbox, as `reload` found it. */
+export interface Reloaded { added: OutboxEntry[]; changed: OutboxEntry[]; removed: OutboxEntry[] }
+
 /** The durable queue of driver actions. One storage key per entry: every change of an entry is one write. */
 export class Outbox {
   private readonly entries: OutboxEntry[] = [];
   private nextSeq = 1;
+  /** Called after every write, so that other tabs on the same storage can look again. */
+  onWrite: () => void = () => undefined;
+  /** Ids this outbox removed while a reload was reading: a stale read must not bring them back. */
+  private removedDuringReload: Set<string> | undefined;
 
   private constructor(private readonly store: JsonStore) {}
 
@@ -97,8 +104,53 @@ export class Outbox {
   async add(id: string, action: OutboxAction, now: number, orderKey = orderKeyOf(action)): Promise<OutboxEntry> {
     const entry: OutboxEntry = { id, seq: this.nextSeq++, orderKey, createdAt: now, state: 'pending', attempts: 0, action };
     await this.persist(entry);
+    // A reload may have found it in storage while it was being written.
+    const loaded = this.get(id);
+    if (loaded) return loaded;
     this.entries.push(entry);
     return entry;
+  }
+
+  /**
+   * Reads the outbox again from storage and takes over what other tabs on the same storage
+   * wrote: their new entries, the answers the sending tab recorded, the entries it let go.
+   */
+  async reload(): Promise<Reloaded> {
+    const before = new Set(this.entries);
+    const removedMeanwhile = new Set<string>();
+    this.removedDuringReload = removedMeanwhile;
+    let stored: [string, OutboxEntry][];
+    try {
+      stored = await this.store.entries<OutboxEntry>(PREFIX);
+    } finally {
+      this.removedDuringReload = undefined;
+    }
+    const result: Reloaded = { added: [], changed: [], removed: [] };
+    const seen = new Set<string>();
+    for (const [key, entry] of stored) {
+      seen.add(entry.id);
+      if (removedMeanwhile.has(entry.id)) continue;
+      this.nextSeq = Math.max(this.nextSeq, entry.seq + 1);
+      const known = this.get(entry.id);
+      if (!known) {
+        const added = { ...entry, key, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined };
+        this.entries.push(added);
+        result.added.push(added);
+      } else if (known.state !== entry.state || JSON.stringify(known.action) !== JSON.stringify(entry.action)) {
+        const { state, action, rejection, ackSeq } = entry;
+        Object.assign(known, { state, action, rejection, ackSeq, ackGeneration: state === 'acknowledged' ? known.ackGeneration ?? 0 : undefined });
+        result.changed.push(known);
+      }
+    }
+    // Only entries that were here when the read began: one added since is not in the read.
+    for (const entry of before) {
+      if (!seen.has(entry.id) && this.entries.includes(entry)) {
+        this.entries.splice(this.entries.indexOf(entry), 1);
+        result.removed.push(entry);
+      }
+    }
+    if (result.added.length) this.entries.sort((a, b) => a.seq - b.seq || a.createdAt - b.createdAt);
+    return result;
   }
 
   all(): readonly OutboxEntry[] { return this.entries; }
@@ -143,8 +195,10 @@ export class Outbox {
 
   async remove(entry: OutboxEntry) {
     await this.store.delete(keyOf(entry));
+    this.removedDuringReload?.add(entry.id);
     const index = this.entries.indexOf(entry);
     if (index >= 0) this.entries.splice(index, 1);
+    this.onWrite();
   }
 
   /** After the service gave a note another id than the local one, later events follow the note. */
@@ -163,8 +217,9 @@ export class Outbox {
     }
   }
 
-  private persist(entry: OutboxEntry) {
+  private async persist(entry: OutboxEntry) {
     const { ackGeneration: _memoryOnly, key: _key, lastError: _error, ...stored } = entry;
-    return this.store.set(keyOf(entry), stored);
+    await this.store.set(keyOf(entry), stored);
+    this.onWrite();
   }
 }

@@ -7,6 +7,7 @@ import type { WebSocketFactory } from '../live.js';
 import type { MultipartBuilder } from '../multipart.js';
 import type { Outbox, OutboxAction } from '../outbox.js';
 import type { LocalState } from '../state.js';
+import type { TabCoordinator } from '../tabs.js';
 import type { JsonStore, KeyValueStore } from '../storage/keyValue.js';
 import { Outcomes } from './outcomes.js';
 import type { RejectedEvent, SyncStatus } from './status.js';
@@ -36,6 +37,11 @@ export interface TourlineClientOptions {
   heartbeatMs?: number;
   maxBatch?: number;
   requestTimeoutMs?: number;
+  /**
+   * How tabs sharing the storage agree which one sends. Default: Web Locks and BroadcastChannel
+   * when the storage is shared by name (IndexedDB) and the platform has them; null: this client always sends.
+   */
+  tabs?: TabCoordinator | null;
 }
 
 export interface ClientEvents extends Record<string, unknown> {

@@ -1,22 +1,24 @@
 import { KeyValueAttachmentStore } from '../attachments.js';
 import { Outbox } from '../outbox.js';
 import { LocalState } from '../state.js';
-import { JsonStore, MemoryStore } from '../storage/keyValue.js';
+import { JsonStore, MemoryStore, type KeyValueStore } from '../storage/keyValue.js';
 import { Actions } from './actions.js';
 import { ClientCore, defaultRandomId, type TourlineClientOptions } from './core.js';
 import { Feed } from './feed.js';
 import { Reads } from './reads.js';
 import { Sender } from './sender.js';
 import { Status } from './status.js';
+import { detectTabs } from '../tabs.js';
+import { Tabs } from './tabs.js';
 
 const CLIENT_ID_KEY = 'clientId';
 
 /** The parts of a client, wired together; the facade hands its calls to them. */
-export interface Parts { core: ClientCore; feed: Feed; status: Status; sender: Sender; reads: Reads; actions: Actions }
+export interface Parts { core: ClientCore; feed: Feed; status: Status; sender: Sender; reads: Reads; actions: Actions; tabs?: Tabs }
 
 /** Loads the outbox, the local tours and the cursor from storage, and wires the parts. */
 export async function openParts(options: TourlineClientOptions): Promise<Parts> {
-  const kv = options.storage ?? new MemoryStore();
+  const kv: KeyValueStore = options.storage ?? new MemoryStore();
   const store = new JsonStore(kv);
   const outbox = await Outbox.load(store);
   const state = await LocalState.load(store);
@@ -33,7 +35,10 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
   const sender = new Sender(core, feed, status);
   const reads = new Reads(core, feed);
   const actions = new Actions(core, reads, () => sender.scheduleFlush());
-  return { core, feed, status, sender, reads, actions };
+  // Storage other tabs open too: only one of them sends at a time.
+  const coordinator = options.tabs === undefined ? (kv.shared === undefined ? undefined : detectTabs(kv.shared)) : options.tabs ?? undefined;
+  const tabs = coordinator && new Tabs(core, sender, status, coordinator);
+  return { core, feed, status, sender, reads, actions, tabs };
 }
 
 /** Starting, stopping and closing: what runs in the background. */
@@ -46,11 +51,13 @@ export class Lifecycle {
     const { sender, feed } = this.parts;
     if (sender.started || this.closed) return;
     sender.started = true;
+    this.parts.tabs?.lead();
     if (options.live ?? true) feed.live.start();
     sender.scheduleFlush();
   }
 
   stop() {
+    this.parts.tabs?.resign();
     this.parts.sender.stop();
     this.parts.feed.live.stop();
   }
@@ -62,6 +69,7 @@ export class Lifecycle {
     await this.parts.actions.idle();
     await this.parts.sender.serial.idle();
     await this.parts.feed.serial.idle();
+    this.parts.tabs?.close();
     await this.parts.core.store.kv.close?.();
   }
 }

@@ -23,6 +23,8 @@ class AttachmentMissing extends Error {
 export class Sender {
   readonly serial = new Serial();
   started = false;
+  /** Only one of the tabs sharing a storage sends (see Tabs); alone, a client always leads. */
+  leading = true;
   private flushScheduled = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private retryAttempt = 0;
@@ -38,7 +40,7 @@ export class Sender {
   offline = false;
 
   scheduleFlush() {
-    if (!this.started || this.flushScheduled || this.retryTimer || this.offline || this.status.needsSignIn) return;
+    if (!this.started || !this.leading || this.flushScheduled || this.retryTimer || this.offline || this.status.needsSignIn) return;
     this.flushScheduled = true;
     void Promise.resolve().then(() => {
       this.flushScheduled = false;
@@ -84,6 +86,7 @@ export class Sender {
    * nothing before it. Later entries of a delivery wait behind its multipart entry.
    */
   private async flushRound(): Promise<boolean> {
+    if (!this.leading) return false;
     const batch: OutboxEntry[] = [];
     const multipart: OutboxEntry[] = [];
     const blocked = new Set<string>();

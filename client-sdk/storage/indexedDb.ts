@@ -32,10 +32,13 @@ function write(db: IDBDatabase, store: string, operation: (store: IDBObjectStore
 
 /** The browser's IndexedDB as a KeyValueStore; a write resolves when its transaction commits. */
 export class IndexedDbStore implements KeyValueStore {
-  private constructor(private readonly db: IDBDatabase) {}
+  /** Every tab of the origin opens the same database: the client coordinates with the others under this name. */
+  readonly shared: string;
+
+  private constructor(private readonly db: IDBDatabase, name: string) { this.shared = name; }
 
   static async open(name = 'tourline', factory: IDBFactory | undefined = globalThis.indexedDB): Promise<IndexedDbStore> {
-    return new IndexedDbStore(await openDb(name, factory, STORE));
+    return new IndexedDbStore(await openDb(name, factory, STORE), name);
   }
 
   async get(key: string) {

@@ -11,6 +11,8 @@ export interface KeyValueStore {
   /** Keys starting with `prefix`, in ascending order. */
   keys(prefix?: string): Promise<string[]>;
   close?(): Promise<void>;
+  /** Set by storage that other tabs of the app open too (IndexedDB): the name they coordinate under. */
+  readonly shared?: string;
 }
 
 /** Keeps everything in memory: for tests, and for apps that accept losing the outbox on restart. */
