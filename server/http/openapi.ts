@@ -151,7 +151,8 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
         ? Object.fromEntries(route.produces.map((type) => [type, { schema: type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } }]))
         : { 'application/json': { schema: responseSchemas.get(route) } };
       const etag = route.conditional ? { ETag: { description: 'The version of the answer; send it back in If-None-Match.', schema: { type: 'string' } } } : {};
-      responses['200'] = { description: 'OK', headers: { 'X-Request-Id': requestId, ...etag }, content };
+      const link = route.paged ? { Link: { description: 'On a page that is not the last: `<url>; rel="next"`, the next page\'s URL with its cursor.', schema: { type: 'string' } } } : {};
+      responses['200'] = { description: 'OK', headers: { 'X-Request-Id': requestId, ...etag, ...link }, content };
       if (route.conditional) responses['304'] = { description: 'Not Modified: unchanged since the ETag named in If-None-Match', headers: { 'X-Request-Id': requestId } };
     }
     for (const status of errorStatuses(route)) {

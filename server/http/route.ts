@@ -52,6 +52,8 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
    * bytes itself (`produces`) sets the ETag and answers the 304 on its own.
    */
   conditional?: boolean;
+  /** A list answered a page at a time on request, the next page named in the `Link` header (http/paging.ts). */
+  paged?: boolean;
   errors?: number[];
   /**
    * A WebSocket endpoint: documented as its handshake (101) and the messages each side sends.

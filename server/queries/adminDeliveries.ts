@@ -3,6 +3,7 @@ import type { CompletedDeliveryItem } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
 import { customers, deliveries, tours } from '../db/schema.js';
 import { berlinDay, deliveryModifiedSql } from './adminShapes.js';
+import { cutPage, type Page, type PageRequest } from './page.js';
 
 /** Inclusive bounds on the Berlin calendar day of the completion; null is open. */
 export interface DayRange { from: string | null; to: string | null }
@@ -27,18 +28,32 @@ function completedWithin(range: DayRange): SQL[] {
 /** An instant as milliseconds since the epoch, cut as a JavaScript Date cuts it (both drivers answer it alike). */
 const epochMs = (instant: AnyColumn) => sql`floor(extract(epoch from ${instant}) * 1000)::bigint::text`;
 
+/** A completed delivery's place in the list: completion time (ISO, to the microsecond), number, kind. */
+export type CompletedKey = [completedAt: string, belegnummer: string, belegartId: number];
+
+/** Exact to the microsecond, whatever the session's time zone, and read back as the same instant. */
+const isoMicros = (instant: AnyColumn | SQL) => sql<string>`to_char(${instant} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/** After a key in the list's order; the bound on `completed_at` alone lets its index serve. */
+function afterKey([at, belegnummer, belegartId]: CompletedKey): SQL {
+  const instant = sql`${at}::timestamptz`;
+  return sql`${deliveries.completedAt} >= ${instant} AND (${deliveries.completedAt} > ${instant}
+    OR (${deliveries.belegnummer}, ${deliveries.belegartId}) > (${belegnummer}::text, ${belegartId}::int))`;
+}
+
 type CompletedRow = {
   belegnummer: string; positions_modified: boolean; delivery_id: string; belegart_id: number; completed_ms: string;
   completed_day: string; tour_date: string; driver_personalnummer: string; customer_name: string; mail_sent_ms: string | null;
 };
 
-const completedList = (range: DayRange) => sql`SELECT ${deliveries.belegnummer} AS belegnummer, ${deliveryModifiedSql} AS positions_modified,
+const completedList = (range: DayRange, page?: PageRequest<CompletedKey>) => sql`SELECT ${deliveries.belegnummer} AS belegnummer, ${deliveryModifiedSql} AS positions_modified,
     ${deliveries.id}::text AS delivery_id, ${deliveries.belegartId} AS belegart_id, ${epochMs(deliveries.completedAt)} AS completed_ms,
     to_char(${completedDay}, 'YYYY-MM-DD') AS completed_day, ${tours.tourDate}::text AS tour_date,
     ${tours.accountId}::text AS driver_personalnummer, ${customers.name} AS customer_name, ${epochMs(deliveries.mailSentAt)} AS mail_sent_ms
+    ${page ? sql`, ${isoMicros(deliveries.completedAt)} AS completed_key` : sql``}
   FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId} JOIN ${customers} ON ${customers.id} = ${deliveries.customerId}
-  WHERE ${and(...completedWithin(range))}
-  ORDER BY ${deliveries.completedAt}, ${deliveries.belegnummer}, ${deliveries.belegartId}`;
+  WHERE ${and(...completedWithin(range), ...(page?.after ? [afterKey(page.after)] : []))}
+  ORDER BY ${deliveries.completedAt}, ${deliveries.belegnummer}, ${deliveries.belegartId}${page ? sql` LIMIT ${page.limit + 1}` : sql``}`;
 
 const toItem = (r: CompletedRow): CompletedDeliveryItem => ({
   belegnummer: r.belegnummer,
@@ -79,11 +94,34 @@ export async function streamCompletedDeliveries(db: Db, range: DayRange, sink: C
   }, { isolationLevel: 'repeatable read', accessMode: 'read only' });
 }
 
+/** One page of the list `streamCompletedDeliveries` sends whole. */
+export async function completedDeliveriesPage(db: Db, range: DayRange, page: PageRequest<CompletedKey>): Promise<Page<CompletedDeliveryItem, CompletedKey>> {
+  const { rows } = await db.execute<CompletedRow & { completed_key: string }>(completedList(range, page));
+  return cutPage(rows, page.limit, (r): CompletedKey => [r.completed_key, r.belegnummer, r.belegart_id], toItem);
+}
+
+/** A number's place in the list of open mails: its earliest completion (ISO, to the microsecond) and the number. */
+export type DeliveredKey = [firstCompletedAt: string, belegnummer: string];
+
+const firstCompleted = sql`min(${deliveries.completedAt})`;
+
 /** Numbers of completed deliveries whose mail is still open, each once, by earliest completion. */
 export async function deliveredBelegnummern(db: Db, day: string | null): Promise<string[]> {
-  const rows = await db.select({ belegnummer: deliveries.belegnummer }).from(deliveries)
+  const rows = await openMails(db, day);
+  return rows.map((r) => r.belegnummer);
+}
+
+/** One page of `deliveredBelegnummern`. */
+export async function deliveredBelegnummernPage(db: Db, day: string | null, page: PageRequest<DeliveredKey>): Promise<Page<string, DeliveredKey>> {
+  const rows = await openMails(db, day, page);
+  return cutPage(rows, page.limit, (r): DeliveredKey => [r.first!, r.belegnummer], (r) => r.belegnummer);
+}
+
+function openMails(db: Db, day: string | null, page?: PageRequest<DeliveredKey>) {
+  const query = db.select({ belegnummer: deliveries.belegnummer, ...(page ? { first: isoMicros(firstCompleted) } : {}) }).from(deliveries)
     .where(and(...completedWithin({ from: day, to: day }), isNull(deliveries.mailSentAt)))
     .groupBy(deliveries.belegnummer)
-    .orderBy(sql`min(${deliveries.completedAt})`, asc(deliveries.belegnummer));
-  return rows.map((r) => r.belegnummer);
+    .having(page?.after ? sql`(${firstCompleted}, ${deliveries.belegnummer}) > (${page.after[0]}::timestamptz, ${page.after[1]}::text)` : undefined)
+    .orderBy(firstCompleted, asc(deliveries.belegnummer));
+  return page ? query.limit(page.limit + 1) : query;
 }

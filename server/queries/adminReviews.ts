@@ -6,6 +6,7 @@ import {
   accounts, articles, cars, creditEvents, customers, deliveries, deliveryItems, notes, reviewResolutions, scanAudit, tours,
 } from '../db/schema.js';
 import { deliveryModifiedSql, iso, isoOrNull, micros, outerDeliveryId } from './adminShapes.js';
+import { cutPage, type Page, type PageRequest } from './page.js';
 
 // Correlated on the outer `deliveries` row: the latest deviation-relevant change and confirmation.
 const lastChangeAt = sql`GREATEST(
@@ -186,31 +187,62 @@ const changedSinceConfirmed = sql`${deliveries.id} IN (
     GROUP BY ${reviewResolutions.deliveryId}) AS confirmed ON confirmed.delivery_id = changed.delivery_id
   WHERE confirmed.at IS NULL OR changed.at > confirmed.at)`;
 
+type Candidate = Awaited<ReturnType<typeof reviewCandidates>>[number];
+
+const reviewCandidates = (db: Db) => db.select({
+  id: deliveries.id, belegnummer: deliveries.belegnummer, belegartId: deliveries.belegartId, state: deliveries.state,
+  completedAt: deliveries.completedAt, creditAmountCents: deliveries.creditAmountCents,
+  tourId: tours.id, tourDate: tours.tourDate, driverPersonalnummer: accounts.personalnummer, driverName: accounts.name,
+  customerId: customers.id, erpCustomerId: customers.erpCustomerId, customerName: customers.name,
+  ...reviewTimes,
+}).from(deliveries)
+  .innerJoin(tours, eq(tours.id, deliveries.tourId))
+  .innerJoin(accounts, eq(accounts.personalnummer, tours.accountId))
+  .innerJoin(customers, eq(customers.id, deliveries.customerId))
+  .where(and(changedSinceConfirmed, deliveryModifiedSql));
+
+/** A review's place in the list: its latest change (microseconds since the epoch), then the delivery id. */
+export type ReviewKey = [lastChangeUs: number, deliveryId: string];
+
+const compareKeys = (a: ReviewKey, b: ReviewKey) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+
+type Keyed = { key: ReviewKey; review: PendingReviewResponse };
+
 /**
  * Deliveries waiting for the four-eyes review, oldest change first, in five queries whatever
  * their number. The database narrows to deliveries that deviate now and changed after their
  * latest confirmation; the pure rule then decides on the exact times and positions.
  */
 export async function pendingReviews(db: Db): Promise<PendingReviewResponse[]> {
-  const candidates = await db.select({
-    id: deliveries.id, belegnummer: deliveries.belegnummer, belegartId: deliveries.belegartId, state: deliveries.state,
-    completedAt: deliveries.completedAt, creditAmountCents: deliveries.creditAmountCents,
-    tourId: tours.id, tourDate: tours.tourDate, driverPersonalnummer: accounts.personalnummer, driverName: accounts.name,
-    customerId: customers.id, erpCustomerId: customers.erpCustomerId, customerName: customers.name,
-    ...reviewTimes,
-  }).from(deliveries)
-    .innerJoin(tours, eq(tours.id, deliveries.tourId))
-    .innerJoin(accounts, eq(accounts.personalnummer, tours.accountId))
-    .innerJoin(customers, eq(customers.id, deliveries.customerId))
-    .where(and(changedSinceConfirmed, deliveryModifiedSql));
-  if (candidates.length === 0) return [];
+  const reviews = await describeReviews(db, await reviewCandidates(db));
+  return reviews.sort((a, b) => compareKeys(a.key, b.key)).map((r) => r.review);
+}
 
+/**
+ * One page of `pendingReviews`: the candidates after the cursor, in the list's order, are
+ * described a page at a time until the page is full (the rule may still drop a candidate).
+ */
+export async function pendingReviewsPage(db: Db, page: PageRequest<ReviewKey>): Promise<Page<PendingReviewResponse, ReviewKey>> {
+  const keyOf = (c: Candidate): ReviewKey => [c.lastChangeUs ?? 0, c.id];
+  const candidates = (await reviewCandidates(db))
+    .filter((c) => page.after === null || compareKeys(keyOf(c), page.after) > 0)
+    .sort((a, b) => compareKeys(keyOf(a), keyOf(b)));
+  const found: Keyed[] = [];
+  for (let start = 0; start < candidates.length && found.length <= page.limit; start += page.limit + 1) {
+    found.push(...await describeReviews(db, candidates.slice(start, start + page.limit + 1)));
+  }
+  return cutPage(found.sort((a, b) => compareKeys(a.key, b.key)), page.limit, (r) => r.key, (r) => r.review);
+}
+
+/** The candidates that are pending by the rule, with the changes from the audit. */
+async function describeReviews(db: Db, candidates: Candidate[]): Promise<Keyed[]> {
+  if (candidates.length === 0) return [];
   const ids = candidates.map((c) => c.id);
   const [positions, scans, credits, reasonNotes] = await Promise.all([
     loadPositions(db, ids), loadScanChanges(db, ids), loadCreditChanges(db, ids), loadReasonNotes(db, ids),
   ]).then(([p, s, c, n]) => [groupBy(p), groupBy(s), groupBy(c), groupBy(n)] as const);
 
-  const reviews: (PendingReviewResponse & { lastChangeUs: number })[] = [];
+  const reviews: Keyed[] = [];
   for (const d of candidates) {
     const scanRows = scans(d.id);
     const creditRows = credits(d.id);
@@ -221,8 +253,7 @@ export async function pendingReviews(db: Db): Promise<PendingReviewResponse[]> {
       resolvedAt: d.lastResolvedUs,
     });
     if (!state.pending || !state.deviation) continue;
-    reviews.push({
-      lastChangeUs: state.lastChangeAt ?? 0,
+    reviews.push({ key: [state.lastChangeAt ?? 0, d.id], review: {
       delivery_id: d.id,
       belegnummer: d.belegnummer,
       belegart_id: d.belegartId,
@@ -247,7 +278,7 @@ export async function pendingReviews(db: Db): Promise<PendingReviewResponse[]> {
       last_change_at: fromMicros(state.lastChangeAt),
       last_resolution: resolutionOf(d),
       changes: describeChanges(scanRows, creditRows, reasonNotes(d.id), d.lastResolvedUs),
-    });
+    } });
   }
-  return reviews.sort((a, b) => a.lastChangeUs - b.lastChangeUs).map(({ lastChangeUs: _l, ...review }) => review);
+  return reviews;
 }

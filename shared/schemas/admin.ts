@@ -14,17 +14,35 @@ export const AdminDay = z.string()
   .refine((day) => isRealDate(dayToIso(day)), 'not a calendar date')
   .transform(dayToIso);
 
+/** The most entries one page of an admin list holds, and how many it holds when only a cursor is sent. */
+export const PAGE_LIMIT_MAX = 1000;
+export const PAGE_LIMIT_DEFAULT = 100;
+
+/**
+ * Optional paging of an admin list. Without either parameter the list is answered whole, as
+ * the spec has it; with one, a page, and the `Link` header (rel="next") names the next.
+ */
+const PageFields = {
+  limit: z.string().regex(/^[0-9]{1,9}$/, 'expected a whole number')
+    .transform(Number).pipe(z.number().int().min(1).max(PAGE_LIMIT_MAX)).optional()
+    .meta({ description: `Answer one page of at most this many entries (1–${PAGE_LIMIT_MAX}; ${PAGE_LIMIT_DEFAULT} when only cursor is sent)` }),
+  cursor: z.string().min(1).max(1000).optional()
+    .meta({ description: 'Opaque: where the next page starts, as the Link header (rel="next") of the page before names it' }),
+};
+
 export const CompletedDeliveriesQuery = z.object({
   day: AdminDay.optional(),
   from: AdminDay.optional(),
   to: AdminDay.optional(),
+  ...PageFields,
 }).superRefine((query, ctx) => {
   if (query.day !== undefined && (query.from !== undefined || query.to !== undefined)) {
     ctx.addIssue({ code: 'custom', path: ['day'], message: 'day cannot be combined with from or to' });
   }
 });
 
-export const DeliveredBelegnummernQuery = z.object({ day: AdminDay.optional() });
+export const DeliveredBelegnummernQuery = z.object({ day: AdminDay.optional(), ...PageFields });
+export const PendingReviewsQuery = z.object(PageFields);
 
 // ---------- value objects ----------
 

@@ -1,20 +1,31 @@
 import { z } from 'zod';
 import {
   CompletedDeliveriesQuery, CompletedDeliveriesResponse, DeliveredBelegnummernQuery, DeliveredBelegnummernResponse,
-  DeliveryDetailsResponse, MarkMailSentRequest, MarkMailSentResponse, PendingReviewList, PositionsModifiedResponse,
+  DeliveryDetailsResponse, MarkMailSentRequest, MarkMailSentResponse, PendingReviewList, PendingReviewsQuery, PositionsModifiedResponse,
   ResolveReviewRequest,
 } from '../../../shared/schemas/admin.js';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { markMailSent, resolveReview } from '../../engine/backOffice.js';
 import { belegDetails, positionsModified } from '../../queries/adminBelege.js';
-import { deliveredBelegnummern, streamCompletedDeliveries } from '../../queries/adminDeliveries.js';
-import { pendingReviews } from '../../queries/adminReviews.js';
+import {
+  completedDeliveriesPage, deliveredBelegnummern, deliveredBelegnummernPage, streamCompletedDeliveries,
+} from '../../queries/adminDeliveries.js';
+import { pendingReviews, pendingReviewsPage } from '../../queries/adminReviews.js';
 import { jsonArrayStream } from '../jsonStream.js';
+import { linkNext, pageCursor } from '../paging.js';
 import { route } from '../route.js';
 
 const tags = ['Back office'];
 // Any number that is not stored is simply unknown (404), however it looks.
 const BelegParam = z.object({ belegnummer: z.string().min(1) });
+
+// A cursor holds the sort key of a page's last entry (adminDeliveries.ts, adminReviews.ts).
+const instant = z.iso.datetime();
+const completedCursor = pageCursor('completed-deliveries', z.tuple([instant, z.string(), z.number().int()]));
+const deliveredCursor = pageCursor('delivered-belegnummern', z.tuple([instant, z.string()]));
+const reviewsCursor = pageCursor('reviews', z.tuple([z.number().int(), z.uuid()]));
+const paging = (count = '') => `With \`limit\` or \`cursor\`, one page${count}; the \`Link\` header (rel="next") names the next page `
+  + 'and is absent on the last. Without either, the whole list (docs/back-office.md, "Paging").';
 
 export const adminRoutes = [
   route({
@@ -37,8 +48,16 @@ export const adminRoutes = [
     summary: 'Completed deliveries by Berlin day of completion (DD-MM-YYYY; day, or inclusive from/to), oldest completion first',
     query: CompletedDeliveriesQuery, response: CompletedDeliveriesResponse,
     // Streamed: without bounds it is every completion ever. The same bytes as `{ count, deliveries, from, to }` whole.
-    handler: async ({ ctx, query, res }) => {
+    description: paging(' (`count` is its length)'), paged: true,
+    handler: async ({ ctx, query, req, res }) => {
       const range = query.day ? { from: query.day, to: query.day } : { from: query.from ?? null, to: query.to ?? null };
+      const filter = `${range.from}..${range.to}`;
+      const page = completedCursor.request(query, filter);
+      if (page) {
+        const { entries, next } = await completedDeliveriesPage(ctx.database.db, range, page);
+        linkNext(req, res, page.limit, next && completedCursor.write(filter, next));
+        return { count: entries.length, deliveries: entries, ...range };
+      }
       const out = jsonArrayStream(res);
       await streamCompletedDeliveries(ctx.database.db, range, {
         count: (total) => out.open(`${JSON.stringify({ count: total }).slice(0, -1)},"deliveries":`),
@@ -51,9 +70,17 @@ export const adminRoutes = [
     method: 'get', path: '/admin/delivered-belegnummern', auth: 'admin', tags,
     summary: 'Numbers of completed deliveries whose mail is not sent yet, optionally of one Berlin day (DD-MM-YYYY)',
     query: DeliveredBelegnummernQuery, response: DeliveredBelegnummernResponse,
-    handler: async ({ ctx, query }) => {
-      const belegnummern = await deliveredBelegnummern(ctx.database.db, query.day ?? null);
-      return { belegnummern, count: belegnummern.length, day: query.day ?? null };
+    description: paging(' (`count` is its length)'), paged: true,
+    handler: async ({ ctx, query, req, res }) => {
+      const day = query.day ?? null;
+      const page = deliveredCursor.request(query, String(day));
+      if (!page) {
+        const belegnummern = await deliveredBelegnummern(ctx.database.db, day);
+        return { belegnummern, count: belegnummern.length, day };
+      }
+      const { entries, next } = await deliveredBelegnummernPage(ctx.database.db, day, page);
+      linkNext(req, res, page.limit, next && deliveredCursor.write(String(day), next));
+      return { belegnummern: entries, count: entries.length, day };
     },
   }),
   route({
@@ -65,8 +92,14 @@ export const adminRoutes = [
   route({
     method: 'get', path: '/admin/reviews', auth: 'admin', tags,
     summary: 'Changed delivery notes waiting for the four-eyes confirmation, with the changes from the audit',
-    response: PendingReviewList,
-    handler: ({ ctx }) => pendingReviews(ctx.database.db),
+    query: PendingReviewsQuery, response: PendingReviewList, description: paging(), paged: true,
+    handler: async ({ ctx, query, req, res }) => {
+      const page = reviewsCursor.request(query, '');
+      if (!page) return pendingReviews(ctx.database.db);
+      const { entries, next } = await pendingReviewsPage(ctx.database.db, page);
+      linkNext(req, res, page.limit, next && reviewsCursor.write('', next));
+      return entries;
+    },
   }),
   route({
     method: 'post', path: '/admin/reviews/{delivery_id}/resolve', auth: 'admin', tags,
