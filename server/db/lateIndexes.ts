@@ -13,6 +13,9 @@ const lateIndexes = [
   { name: 'deliveries_mail_open_idx', on: `deliveries (completed_at) WHERE state = 'completed' AND mail_sent_at IS NULL` },
   // The removals and their undoing among every scan ever: the review's changes, read from the index alone.
   { name: 'scan_audit_review_idx', on: `scan_audit (delivery_id, received_at) WHERE action IN ('remove', 'unremove')` },
+  // The few lines removed or reduced among every line ever: the modified flag of the lists (adminShapes.ts), which
+  // otherwise hashed a scan of all positions for a day's completed deliveries (docs/benchmarks.md).
+  { name: 'delivery_items_modified_idx', on: `delivery_items (delivery_id) WHERE state = 'Removed' OR credited_quantity > 0` },
   // The retention's oldest events first (jobs/eventRetention.ts).
   { name: 'processed_events_received_idx', on: 'processed_events (received_at)' },
 ];
