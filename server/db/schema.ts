@@ -376,6 +376,8 @@ export const changeLog = pgTable('change_log', {
   // Owner of the change; null for data every account sees (payment methods, services).
   accountId: personalnummer('account_id'),
   data: jsonb('data'),
+  // The client events whose effects are complete once this change is applied (see Change.eventIds).
+  eventIds: uuid('event_ids').array(),
   createdAt: createdAt(),
 }, (t) => [index('change_log_account_seq_idx').on(t.accountId, t.seq)]);
 

@@ -46,7 +46,7 @@ export interface ChangePage {
 type FeedRow = {
   horizon: string;
   head: string | null;
-  changes: Array<{ seq: number; entity: string; op: 'upsert' | 'delete'; id: string; tourId: string | null; data: unknown }>;
+  changes: Array<{ seq: number; entity: string; op: 'upsert' | 'delete'; id: string; tourId: string | null; data: unknown; eventIds: string[] | null }>;
 };
 
 /**
@@ -64,7 +64,7 @@ export async function readChanges(db: Db, personalnummer: number, sinceSeq: numb
     SELECT h.horizon::text AS horizon,
       ${stable}::text AS head,
       (SELECT coalesce(json_agg(json_build_object(
-          'seq', p.seq, 'entity', p.entity, 'op', p.op, 'id', p.entity_id, 'tourId', p.tour_id, 'data', p.data) ORDER BY p.seq), '[]'::json)
+          'seq', p.seq, 'entity', p.entity, 'op', p.op, 'id', p.entity_id, 'tourId', p.tour_id, 'data', p.data, 'eventIds', p.event_ids) ORDER BY p.seq), '[]'::json)
         FROM (SELECT * FROM change_log
               WHERE seq > greatest(${since}::bigint, h.horizon) AND seq <= ${stable}::bigint
                 AND (account_id = ${personalnummer} OR account_id IS NULL)
@@ -93,6 +93,7 @@ function toChange(row: FeedRow['changes'][number]): Change {
     seq: Number(row.seq), entity: row.entity, op: row.op, id: row.id,
     ...(row.tourId ? { tourId: row.tourId } : {}),
     ...(row.data !== null && row.data !== undefined ? { data: row.data } : {}),
+    ...(row.eventIds ? { eventIds: row.eventIds } : {}),
   };
 }
 

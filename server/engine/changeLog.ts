@@ -14,6 +14,11 @@ export interface ChangeRecord {
   /** The account that may see the change; null for data every account sees. */
   accountId?: number | null;
   data?: unknown;
+  /**
+   * On the last record a write makes for an account: the ids of that account's events it
+   * applied. A client that has applied the changes up to this one holds their effects.
+   */
+  eventIds?: string[];
 }
 
 /**
@@ -27,8 +32,9 @@ export const changeLogAppend = {
   parts: [
     sql`change_lock AS (SELECT pg_advisory_xact_lock_shared(${sql.raw(String(CHANGE_LOG_LOCK))}))`,
     sql`change_rows AS (
-      INSERT INTO change_log (entity, op, entity_id, tour_id, account_id, data)
-      SELECT e.v->>'entity', e.v->>'op', e.v->>'entity_id', (e.v->>'tour_id')::uuid, (e.v->>'account_id')::bigint, NULLIF(e.v->'data', 'null'::jsonb)
+      INSERT INTO change_log (entity, op, entity_id, tour_id, account_id, data, event_ids)
+      SELECT e.v->>'entity', e.v->>'op', e.v->>'entity_id', (e.v->>'tour_id')::uuid, (e.v->>'account_id')::bigint, NULLIF(e.v->'data', 'null'::jsonb),
+        CASE WHEN e.v ? 'event_ids' THEN ARRAY(SELECT jsonb_array_elements_text(e.v->'event_ids'))::uuid[] END
       FROM change_lock, jsonb_array_elements(${sql.placeholder('changes')}::jsonb) WITH ORDINALITY AS e(v, n)
       ORDER BY e.n
       RETURNING seq, account_id)`,
@@ -46,6 +52,7 @@ export function changeLogValues(changes: ChangeRecord[]): { changes: string; aud
   return {
     changes: JSON.stringify(changes.map((c) => ({
       entity: c.entity, op: c.op, entity_id: c.id, tour_id: c.tourId ?? null, account_id: c.accountId ?? null, data: c.data ?? null,
+      ...(c.eventIds?.length ? { event_ids: c.eventIds } : {}),
     }))),
     audience: owners.has(null) ? '*' : [...owners].join(','),
   };

@@ -258,9 +258,12 @@ function changesOf(ws: WorkingSet): ChangeRecord[] {
   for (const payment of ws.inserts.payments) {
     changes.push({ entity: 'payment', op: 'upsert', id: payment.id!, ...owner, data: toPayment(payment as Parameters<typeof toPayment>[0]) });
   }
-  // Scans and credits change the open amount, so the delivery is republished whenever anything changed.
-  if (ws.deliveryDirty || changes.length > 0) {
+  const applied = ws.inserts.processed.filter((p) => !p.rejection).map((p) => p.eventId);
+  // Scans and credits change the open amount, so the delivery is republished whenever anything
+  // changed, and whenever an event was applied: the feed names every applied event.
+  if (ws.deliveryDirty || changes.length > 0 || applied.length > 0) {
     changes.unshift({ entity: 'delivery', op: 'upsert', id: ws.delivery.id, ...owner, data: currentDelivery(ws) });
   }
+  if (applied.length > 0) changes[changes.length - 1].eventIds = applied;
   return changes;
 }

@@ -60,6 +60,9 @@ export const Change = z.object({
   id: z.string(),
   tourId: Uuid.optional(),
   data: z.unknown().optional(),
+  eventIds: z.array(Uuid).optional().meta({
+    description: 'On the last change a write made for the account: the ids of the account\'s events (push events, a completion\'s clientEventId) that the write applied. A client that has applied the changes up to this one holds their effects, so it settles its own entries with these ids and stops adding them on top, even when the push answer was lost. Absent on every other change; clients that ignore it keep working.',
+  }),
 }).meta({ id: 'Change' });
 export type Change = z.infer<typeof Change>;
 

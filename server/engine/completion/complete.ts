@@ -86,7 +86,10 @@ async function commit(db: Db, actor: DriverActor, request: CompletionRequest): P
       await recordChanges(tx, [
         { entity: 'delivery', op: 'upsert', id: delivery.id, ...scope, data: delivery },
         ...signatureRows.map((row): ChangeRecord => ({ entity: 'attachment', op: 'upsert', id: row.id, ...scope, data: toAttachment(row) })),
-        { entity: 'completion', op: 'upsert', id: completion.deliveryId, ...scope, data: toCompletion(completion) },
+        {
+          entity: 'completion', op: 'upsert', id: completion.deliveryId, ...scope, data: toCompletion(completion),
+          ...(ack.clientEventId ? { eventIds: [ack.clientEventId] } : {}),
+        },
       ]);
       return { delivery, replayed: false };
     });
