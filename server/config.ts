@@ -7,12 +7,13 @@ const optionalText = z.string().trim().min(1).optional();
 // Symmetric algorithms (HS256) would let anyone holding the shared secret mint tokens; `none` is no signature.
 export const asymmetricAlgorithms = new Set(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']);
 
-const Env = z.object({
+const Variables = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
   DATA_DIR: z.string().default('./data'),
   DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_DIRECT_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
   DATABASE_POOL_WAIT_MS: z.coerce.number().int().min(0).default(3000),
@@ -20,6 +21,7 @@ const Env = z.object({
   DATABASE_LOCK_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   DATABASE_START_TIMEOUT_MS: z.coerce.number().int().min(0).default(0),
+  DATABASE_MIGRATION_LOCK_TIMEOUT_MS: z.coerce.number().int().min(0).default(600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 * 1024),
   UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
@@ -74,7 +76,15 @@ const Env = z.object({
   PROCESSED_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
   WS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
-}).superRefine((env, ctx) => {
+});
+
+// The direct connection sits beside a pooled one; alone it would leave the service on PGlite.
+const directNeedsPooled = (env: { DATABASE_URL?: string; DATABASE_DIRECT_URL?: string }, ctx: z.RefinementCtx) => {
+  if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DATABASE_DIRECT_URL'], message: 'needs DATABASE_URL' });
+};
+
+const Env = Variables.superRefine((env, ctx) => {
+  directNeedsPooled(env, ctx);
   if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL) ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
   if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL) ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
   if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when DOCUMENT_STORE=s3' });
@@ -87,10 +97,10 @@ const Env = z.object({
 });
 
 /** Secrets that may instead come from a file named by `<NAME>_FILE` (Docker and Kubernetes secrets). */
-const secretVariables = ['DATABASE_URL', 'ADMIN_API_KEY', 'DOCUMENT_STORE_TOKEN', 'AWS_SECRET_ACCESS_KEY'] as const;
+const secretVariables = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'ADMIN_API_KEY', 'DOCUMENT_STORE_TOKEN', 'AWS_SECRET_ACCESS_KEY'] as const;
 
 /** The names of every environment variable the service reads (the README documents each). */
-export const configVariables = [...Object.keys(Env.shape), ...secretVariables.map((name) => `${name}_FILE`)];
+export const configVariables = [...Object.keys(Variables.shape), ...secretVariables.map((name) => `${name}_FILE`)];
 
 export type Config = ReturnType<typeof loadConfig>;
 
@@ -98,13 +108,7 @@ export class ConfigError extends Error {}
 
 /** Reads the environment once; a bad value stops the start with the variable's name. */
 export function loadConfig(env: Record<string, string | undefined> = process.env) {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = Env.safeParse(withSecretFiles(cleaned));
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
-  }
-  const e = parsed.data;
+  const e = parse(Env, env);
   const authMode = e.AUTH_MODE ?? (e.OIDC_ISSUER ? 'oidc' : 'dev');
   return {
     env: e.NODE_ENV,
@@ -112,16 +116,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     trustProxyHops: e.TRUST_PROXY_HOPS,
     dataDir: path.resolve(e.DATA_DIR),
-    databaseUrl: e.DATABASE_URL,
-    databasePoolSize: e.DATABASE_POOL_SIZE,
-    databaseTimeouts: {
-      connectMs: e.DATABASE_CONNECT_TIMEOUT_MS,
-      poolWaitMs: e.DATABASE_POOL_WAIT_MS,
-      statementMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
-      lockMs: e.DATABASE_LOCK_TIMEOUT_MS,
-      idleInTransactionMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
-      startMs: e.DATABASE_START_TIMEOUT_MS,
-    },
+    ...databaseSettings(e),
     logLevel: e.LOG_LEVEL,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     uploadLimitBytes: e.UPLOAD_LIMIT_BYTES,
@@ -168,6 +163,47 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
   };
+}
+
+function parse<T extends z.ZodType>(schema: T, env: Record<string, string | undefined>): z.infer<T> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(withSecretFiles(cleaned));
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** The database settings; LISTEN, migrations and session locks go to the direct URL (DATABASE_URL may be a pooler). */
+function databaseSettings(e: Pick<z.infer<typeof Variables>, DatabaseVariable>) {
+  return {
+    databaseUrl: e.DATABASE_URL,
+    databaseDirectUrl: e.DATABASE_DIRECT_URL ?? e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
+    databaseTimeouts: {
+      connectMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+      poolWaitMs: e.DATABASE_POOL_WAIT_MS,
+      statementMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+      lockMs: e.DATABASE_LOCK_TIMEOUT_MS,
+      idleInTransactionMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+      startMs: e.DATABASE_START_TIMEOUT_MS,
+      migrationLockMs: e.DATABASE_MIGRATION_LOCK_TIMEOUT_MS,
+    },
+  };
+}
+
+const databaseVariables = {
+  DATA_DIR: true, LOG_LEVEL: true, DATABASE_URL: true, DATABASE_DIRECT_URL: true, DATABASE_POOL_SIZE: true, DATABASE_CONNECT_TIMEOUT_MS: true,
+  DATABASE_POOL_WAIT_MS: true, DATABASE_STATEMENT_TIMEOUT_MS: true, DATABASE_LOCK_TIMEOUT_MS: true,
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: true, DATABASE_START_TIMEOUT_MS: true, DATABASE_MIGRATION_LOCK_TIMEOUT_MS: true,
+} as const;
+type DatabaseVariable = keyof typeof databaseVariables;
+
+/** Only the database settings, for `npm run migrate`: a migration job needs none of the service's other settings. */
+export function loadDatabaseConfig(env: Record<string, string | undefined> = process.env) {
+  const e = parse(Variables.pick(databaseVariables).superRefine(directNeedsPooled), env);
+  return { dataDir: path.resolve(e.DATA_DIR), logLevel: e.LOG_LEVEL, ...databaseSettings(e) };
 }
 
 /** Fills each secret from its `_FILE`; naming both, or a file that cannot be read, stops the start. */

@@ -55,7 +55,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const logger = options.logger ?? pino({ level: config.logLevel });
   const dataDir = options.ephemeral ? undefined : config.dataDir;
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const database = options.database ?? await openDatabase({ url: config.databaseUrl, dataDir, poolSize: config.databasePoolSize, timeouts: config.databaseTimeouts, logger });
+  const database = options.database ?? await openDatabase({ url: config.databaseUrl, directUrl: config.databaseDirectUrl, dataDir, poolSize: config.databasePoolSize, timeouts: config.databaseTimeouts, logger });
 
   const admin = resolveAdminKeys(config.auth.adminApiKeys, dataDir);
   if (admin.generated) logger.warn(`No ADMIN_API_KEY configured; generated one for this data directory: ${admin.keys[0]}`);

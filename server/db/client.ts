@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { is, Placeholder, sql, type Query, type SQL } from 'drizzle-orm';
 import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
-import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { DatabaseHealth, DatabaseUnavailable } from './availability.js';
 import { listenPostgres } from './listener.js';
-import { connectAtStart, connectionConfig, defaultTimeouts, PatientPool, takeMigrationLock, type DatabaseTimeouts } from './postgres.js';
+import { connectionConfig, defaultTimeouts, PatientPool, type DatabaseTimeouts } from './postgres.js';
 import { buildLateIndexes } from './lateIndexes.js';
+import { migratePostgres, migrationsFolder } from './migrate.js';
 import * as schema from './schema.js';
 
 export type Schema = typeof schema;
@@ -46,10 +45,7 @@ export async function executePrepared<T>(db: Db, name: string, build: () => SQL,
   return result.rows;
 }
 
-export const migrationsFolder = fileURLToPath(new URL('../../migrations', import.meta.url));
-
-// Taken around migrations so that instances starting together on one database migrate once.
-const MIGRATION_LOCK = 7_230_001;
+export { migrationsFolder };
 
 export interface Database {
   kind: 'pglite' | 'postgres';
@@ -68,6 +64,8 @@ export interface Database {
 
 export interface DatabaseOptions {
   url?: string;
+  /** A connection straight to PostgreSQL (not a transaction pooler) for migrations and LISTEN; `url` without one. */
+  directUrl?: string;
   dataDir?: string;
   poolSize?: number;
   timeouts?: DatabaseTimeouts;
@@ -85,15 +83,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const url = options.url;
     const timeouts = options.timeouts ?? defaultTimeouts;
     checkTimeoutMs = timeouts.connectMs;
-    const starter = await connectAtStart(url, timeouts, options.logger);
-    try {
-      await takeMigrationLock(starter, MIGRATION_LOCK, options.logger);
-      // On the start's own connection, which has no statement timeout.
-      await migratePg(drizzlePg({ client: starter }), { migrationsFolder });
-      await buildLateIndexes((text, values) => starter.query(text, values), true);
-    } finally {
-      await starter.end().catch(() => undefined);
-    }
+    const directUrl = options.directUrl ?? url;
+    await migratePostgres(directUrl, timeouts, options.logger);
     const pool = new PatientPool({ ...connectionConfig(url, timeouts), max: options.poolSize ?? 10 }, timeouts.poolWaitMs, health);
     pool.on('error', () => { /* an idle client lost its connection; the pool replaces it */ });
     // A connection lost while checked out (mid-transaction) emits 'error' on its client, which
@@ -103,7 +94,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const db = drizzlePg({ client: pool as pg.Pool, schema, logger });
     database = {
       kind: 'postgres', db: db as unknown as Db, queries,
-      listen: (channel, onPayload) => listenPostgres({ url, timeouts, health }, channel, onPayload),
+      listen: (channel, onPayload) => listenPostgres({ url: directUrl, timeouts, health }, channel, onPayload),
       close: () => pool.end(),
     };
   } else {

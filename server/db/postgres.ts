@@ -12,9 +12,11 @@ export interface DatabaseTimeouts {
   idleInTransactionMs: number;
   /** How long the start keeps trying to reach the database; 0: for ever. */
   startMs: number;
+  /** How long migrating waits for another session's migration lock; 0: for ever. */
+  migrationLockMs: number;
 }
 
-export const defaultTimeouts: DatabaseTimeouts = { connectMs: 3000, poolWaitMs: 3000, statementMs: 5000, lockMs: 3000, idleInTransactionMs: 10_000, startMs: 0 };
+export const defaultTimeouts: DatabaseTimeouts = { connectMs: 3000, poolWaitMs: 3000, statementMs: 5000, lockMs: 3000, idleInTransactionMs: 10_000, startMs: 0, migrationLockMs: 600_000 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // Keepalive probes notice a connection dropped silently (NAT, failover).
@@ -115,24 +117,34 @@ export async function connectAtStart(url: string, timeouts: DatabaseTimeouts, lo
   }
 }
 
+/** The migration lock stayed with another session for longer than `DATABASE_MIGRATION_LOCK_TIMEOUT_MS`. */
+export class MigrationLockTimeout extends Error {}
+
 /**
  * Takes the advisory lock that lets one of several instances starting together migrate. While
- * another session holds it, says every 10 s who that is.
+ * another session holds it, says every 10 s who that is; gives up after `timeoutMs` (0: never).
  */
-export async function takeMigrationLock(client: pg.Client, key: number, logger?: Logger) {
+export async function takeMigrationLock(client: pg.Client, key: number, timeoutMs: number, logger?: Logger) {
+  const started = Date.now();
   let logged = 0;
+  let holderText = 'another session';
   for (;;) {
     const { rows: [{ taken }] } = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1) AS taken', [key]);
     if (taken) return;
-    if (Date.now() - logged >= 10_000) {
+    const waited = Date.now() - started;
+    if (timeoutMs > 0 && waited >= timeoutMs) {
+      throw new MigrationLockTimeout(`the migration lock is still held by ${holderText} after ${Math.round(waited / 1000)} s (DATABASE_MIGRATION_LOCK_TIMEOUT_MS)`);
+    }
+    if (Date.now() - logged >= 10_000 || (timeoutMs > 0 && waited + 250 >= timeoutMs)) {
       logged = Date.now();
       const { rows } = await client.query<{ pid: number; application_name: string; client_addr: string | null; backend_start: Date; state: string }>(
         `SELECT a.pid, a.application_name, a.client_addr::text, a.backend_start, a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
           WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1`, [key]);
       const holder = rows[0];
+      holderText = holder ? `pid ${holder.pid} (${holder.application_name || 'no application name'}, ${holder.client_addr ?? 'local'})` : 'another session';
       logger?.warn(holder
         ? { holder: { pid: holder.pid, application: holder.application_name, address: holder.client_addr, since: holder.backend_start, state: holder.state } }
-        : {}, `waiting for the migration lock, held by ${holder ? `pid ${holder.pid} (${holder.application_name || 'no application name'}, ${holder.client_addr ?? 'local'})` : 'another session'}`);
+        : {}, `waiting for the migration lock, held by ${holderText}`);
     }
     await sleep(250);
   }

@@ -51,8 +51,8 @@ async function withImportLock<T>(ctx: ImportContext, date: string, work: () => P
   running.add(date);
   let client: pg.Client | undefined;
   try {
-    if (ctx.database.kind === 'postgres' && ctx.config.databaseUrl) {
-      client = new pg.Client({ connectionString: ctx.config.databaseUrl });
+    if (ctx.database.kind === 'postgres' && ctx.config.databaseDirectUrl) {
+      client = new pg.Client({ connectionString: ctx.config.databaseDirectUrl, application_name: 'tourline import lock' });
       client.on('error', () => { /* the session ends; its lock goes with it */ });
       await client.connect();
       const key = Number(date.replaceAll('-', ''));
