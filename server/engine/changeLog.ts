@@ -44,17 +44,24 @@ export const changeLogAppend = {
   accountSeqs: sql`(SELECT jsonb_object_agg(account_id, seq) FROM (SELECT account_id, max(seq) AS seq FROM change_rows WHERE account_id IS NOT NULL GROUP BY account_id) s)`,
 };
 
+// A NOTIFY payload must stay below 8000 bytes (PostgreSQL refuses the commit otherwise); with
+// the seq in front, the list of accounts gets this much. About 1,000 accounts fit.
+export const MAX_AUDIENCE_CHARS = 7900;
+
 /** The values of `changeLogAppend` for these change records. */
 export function changeLogValues(changes: ChangeRecord[]): { changes: string; audience: string } {
   // The payload names whom the commit concerns ("<max seq>:<account>,..." or "<max seq>:*" when
   // every account sees something), so an instance wakes only the sockets that have something to read.
+  // A change for more accounts than fit is announced as "*": every instance wakes its own sockets,
+  // and each reads only what its account may see.
   const owners = new Set(changes.map((c) => c.accountId ?? null));
+  const named = owners.has(null) ? '*' : [...owners].join(',');
   return {
     changes: JSON.stringify(changes.map((c) => ({
       entity: c.entity, op: c.op, entity_id: c.id, tour_id: c.tourId ?? null, account_id: c.accountId ?? null, data: c.data ?? null,
       ...(c.eventIds?.length ? { event_ids: c.eventIds } : {}),
     }))),
-    audience: owners.has(null) ? '*' : [...owners].join(','),
+    audience: named.length > MAX_AUDIENCE_CHARS ? '*' : named,
   };
 }
 

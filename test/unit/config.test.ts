@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, configVariables, loadConfig } from '../../server/config.js';
+import { ConfigError, configVariables, loadConfig, loadDatabaseConfig } from '../../server/config.js';
 import { errorCatalogue } from '../../server/errors.js';
 
 const issuer = 'https://idp.example.test';
@@ -65,6 +65,9 @@ describe('loadConfig', () => {
     [{ DOCUMENT_STORE: 'http' }, 'DOCUMENT_STORE_URL'],
     [{ OIDC_JWKS_COOLDOWN_MS: '-1' }, 'OIDC_JWKS_COOLDOWN_MS'],
     [{ TOUR_CACHE_MB: '-1' }, 'TOUR_CACHE_MB'],
+    [{ DATABASE_DIRECT_URL: 'postgres://db/tourline' }, 'DATABASE_DIRECT_URL'],
+    [{ DATABASE_URL: 'postgres://pooler/tourline', DATABASE_DIRECT_URL: 'mysql://db' }, 'DATABASE_DIRECT_URL'],
+    [{ DATABASE_MIGRATION_LOCK_TIMEOUT_MS: '-1' }, 'DATABASE_MIGRATION_LOCK_TIMEOUT_MS'],
   ])('refuses %j with a message naming %s', (env, variable) => {
     expect(refusal(env)).toContain(variable);
   });
@@ -83,6 +86,20 @@ describe('loadConfig', () => {
 
   it('refuses production without an admin key', () => {
     expect(refusal({ NODE_ENV: 'production', OIDC_ISSUER: issuer })).toContain('ADMIN_API_KEY');
+  });
+
+  it('takes LISTEN, migrations and session locks to DATABASE_DIRECT_URL, else to DATABASE_URL', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://pooler/t' })).toMatchObject({ databaseUrl: 'postgres://pooler/t', databaseDirectUrl: 'postgres://pooler/t' });
+    expect(loadConfig({ DATABASE_URL: 'postgres://pooler/t', DATABASE_DIRECT_URL: 'postgres://db/t' }))
+      .toMatchObject({ databaseUrl: 'postgres://pooler/t', databaseDirectUrl: 'postgres://db/t', databaseTimeouts: { migrationLockMs: 600_000 } });
+    expect(loadConfig({}).databaseDirectUrl).toBeUndefined();
+  });
+
+  it('reads the database settings alone for a migration job, without the service\'s production settings', () => {
+    const env = { NODE_ENV: 'production', DATABASE_URL: 'postgres://pooler/t', DATABASE_MIGRATION_LOCK_TIMEOUT_MS: '5000' };
+    expect(refusal(env)).toContain('OIDC_ISSUER');
+    expect(loadDatabaseConfig(env)).toMatchObject({ databaseDirectUrl: 'postgres://pooler/t', databaseTimeouts: { migrationLockMs: 5000 } });
+    expect(() => loadDatabaseConfig({ DATABASE_DIRECT_URL: 'postgres://db/t' })).toThrow(/DATABASE_DIRECT_URL: needs DATABASE_URL/);
   });
 
   it('reads several comma-separated admin keys, for rotation', () => {
