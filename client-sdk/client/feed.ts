@@ -63,6 +63,27 @@ export class Feed {
     return await this.core.outbox.settle({ lastSeq: this.core.state.lastSeq, generation }) ? this.core.tourIds() : [];
   }
 
+  /**
+   * Lets go of this client's entries that the changes name as applied (`Change.eventIds`): the
+   * copy holds their effect now, also when the answer to their push was lost. A photo's entry
+   * stays: it may still owe its text, which the sender adds after the upload.
+   */
+  private async settleNamed(changes: Change[]): Promise<boolean> {
+    const { outbox, outcomes, attachments } = this.core;
+    let settled = false;
+    for (const id of changes.flatMap((c) => c.eventIds ?? [])) {
+      const entry = outbox.get(id);
+      if (!entry || entry.state === 'rejected' || entry.action.kind === 'noteImage') continue;
+      await outbox.remove(entry);
+      outcomes.settle(id, { status: 'applied' });
+      if (entry.action.kind === 'completion') {
+        for (const image of [entry.action.customerSignature, entry.action.driverSignature]) await attachments.delete(image).catch(() => undefined);
+      }
+      settled = true;
+    }
+    return settled;
+  }
+
   async refetchTour(tourId: string) {
     try {
       await this.core.state.putTour(await this.core.api.tour(tourId));
@@ -90,7 +111,8 @@ export class Feed {
     const outcome = await this.core.state.applyChanges(changes, cursor);
     for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.status.recordError(error));
     // Before telling anyone: an entry the server's state now holds must not count twice in the view.
-    const touched = [...outcome.changedTours, ...outcome.refetch, ...await this.settledTours()];
+    const named = await this.settleNamed(changes);
+    const touched = [...outcome.changedTours, ...outcome.refetch, ...await this.settledTours(), ...(named ? this.core.tourIds() : [])];
     if (touched.length) this.core.emitChange(...touched);
   }
 

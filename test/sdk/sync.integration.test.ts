@@ -3,85 +3,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { inArray } from 'drizzle-orm';
 import sharp from 'sharp';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/index.js';
+import { describe, expect, it, vi } from 'vitest';
+import { TourlineClient } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
 import type { Db } from '../../server/db/client.js';
 import { completions, creditEvents, deliveries, paymentProtocol, processedEvents, scanAudit } from '../../server/db/schema.js';
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import { databaseKinds, type DatabaseKind } from '../helpers/databases.js';
-import { newTour } from '../helpers/factories.js';
-import { startTestServer, TEST_ADMIN_KEY, type TestServer } from '../helpers/server.js';
-import { FaultInjector, SDK_BASE_URL, on } from './faults.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+import { FaultInjector, on } from './faults.js';
+import { cleanups, driverWithTour, expectViewEqualsServer, openClient, sdkOptions, syncUntilSettled } from './service.js';
 
 const signature = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
 const png = new Uint8Array(signature);
-
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => undefined);
-});
-
-let nextPnr = 70_000 + Math.floor(Math.random() * 10_000) * 10;
-
-/** A driver with a tour: delivery 1 has a line of 3 pieces to scan and a service line; delivery 2 has 50 EUR open. */
-async function driverWithTour(server: TestServer) {
-  const pnr = nextPnr++;
-  await server.seedAccount(pnr);
-  const seeded = await newTour(server.db, {
-    accountId: pnr, deliveries: 2, openAmountCents: 0,
-    positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress', unitPriceCents: 1000 }, { scannable: false, quantity: 1 }],
-  });
-  return { pnr, seeded, tourId: seeded.tour.id };
-}
-
-function sdkOptions(server: () => TestServer, pnr: number, faults: FaultInjector, extra: Partial<TourlineClientOptions> = {}): TourlineClientOptions {
-  return {
-    baseUrl: SDK_BASE_URL,
-    // A fresh token from the development identity provider of whichever server runs now.
-    getToken: async () => { const r = await fetch(`${server().url}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY }, body: JSON.stringify({ personalnummer: pnr }) }); return (await r.json()).accessToken; },
-    fetch: faults.fetch,
-    webSocket: null,
-    backoff: { baseMs: 20, capMs: 200 },
-    pollIntervalMs: 100,
-    ...extra,
-  };
-}
-
-async function openClient(options: TourlineClientOptions) {
-  const client = await TourlineClient.open(options);
-  cleanups.push(() => client.close());
-  return client;
-}
-
-/** Calls sync() until nothing waits; failures in between are the injected faults. */
-async function syncUntilSettled(client: TourlineClient, attempts = 40) {
-  for (let i = 0; i < attempts; i++) {
-    try { await client.sync(); } catch { /* retried */ }
-    if (client.outbox.all().every((e) => e.state === 'rejected')) return;
-  }
-  throw new Error(`outbox not settled: ${JSON.stringify(client.status())}`);
-}
-
-/** Arrays in the tour read follow server orderings (creation time); compare them as sets. */
-function normalize(tour: TourDetails | undefined) {
-  const sort = <T>(list: T[], key: (x: T) => string) => [...list].sort((a, b) => key(a).localeCompare(key(b)));
-  const id = (x: { id: string }) => x.id;
-  return tour && {
-    ...tour,
-    customers: sort(tour.customers, id), articles: sort(tour.articles, id), warehouses: sort(tour.warehouses, id),
-    deliveries: sort(tour.deliveries, id).map((d) => ({
-      ...d, positions: sort(d.positions, id), contacts: sort(d.contacts, id), notes: sort(d.notes, id), attachments: sort(d.attachments, id),
-      serviceValues: sort(d.serviceValues, (v) => v.serviceId),
-    })),
-  };
-}
-
-async function expectViewEqualsServer(client: TourlineClient, server: TestServer, pnr: number, tourId: string) {
-  const read = await server.get<TourDetails>(`/tours/${tourId}`, { token: await server.token(pnr) });
-  expect(read.status).toBe(200);
-  expect(normalize(client.view(tourId))).toEqual(normalize(read.body));
-}
 
 const countWhere = async (db: Db, table: typeof processedEvents | typeof scanAudit, ids: string[]) => {
   const column = table === processedEvents ? processedEvents.eventId : scanAudit.clientScanId;
