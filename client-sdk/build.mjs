@@ -9,7 +9,7 @@ import { build } from 'esbuild';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.join(here, 'dist');
-export const entryPoints = { index: 'index.ts', indexeddb: 'storage/indexedDb.ts', node: 'node.ts' };
+export const entryPoints = { index: 'index.ts', indexeddb: 'storage/indexedDb.ts', sqlite: 'storage/sqlite.ts', contract: 'storage/contract.ts', node: 'node.ts' };
 
 await rm(dist, { recursive: true, force: true });
 await build({

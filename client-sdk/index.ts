@@ -8,7 +8,9 @@ export { ProblemError, NetworkError, parseRetryAfter, isTransient } from './prob
 export { backoffDelay, defaultBackoff } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { MemoryStore, JsonStore } from './storage/keyValue.js';
-export type { KeyValueStore } from './storage/keyValue.js';
+export type { KeyValueStore, KeyValueWrite, SetAside } from './storage/keyValue.js';
+export { SqliteStore } from './storage/sqlite.js';
+export type { SqlDatabase, SqlValue } from './storage/sqlite.js';
 export { IndexedDbStore, IndexedDbAttachmentStore } from './storage/indexedDb.js';
 export { MemoryAttachmentStore, KeyValueAttachmentStore } from './attachments.js';
 export type { AttachmentStore } from './attachments.js';

@@ -3,7 +3,7 @@ import { openAsBlob, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { AttachmentStore } from './attachments.js';
 import type { FileData } from './multipart.js';
-import type { KeyValueStore } from './storage/keyValue.js';
+import type { KeyValueStore, KeyValueWrite } from './storage/keyValue.js';
 
 const SUFFIX = '.json';
 const TEMP = '.tmp';
@@ -47,6 +47,18 @@ export class FileStore implements KeyValueStore {
     });
   }
 
+  /**
+   * Every file written durably, in parallel, and the directory synced once at the end. Not one
+   * transaction: a crash in the middle keeps some of the writes, each of them whole.
+   */
+  async batch(writes: KeyValueWrite[]) {
+    const last = new Map(writes.map((w) => [w.key, w]));
+    await Promise.all([...last.values()].map(({ key, value }) => this.serial(key, () => (value === undefined
+      ? fs.rm(this.file(key), { force: true })
+      : writeDurably(this.file(key), value, { syncDir: false })))));
+    await syncDir(this.dir);
+  }
+
   async keys(prefix = '') {
     const names = await fs.readdir(this.dir);
     return names.filter((n) => n.endsWith(SUFFIX))
@@ -74,7 +86,7 @@ export class FileStore implements KeyValueStore {
 }
 
 /** Writes `data` to `target` durably: a temp file, fsync, rename, fsync of the directory. */
-async function writeDurably(target: string, data: string | Uint8Array) {
+async function writeDurably(target: string, data: string | Uint8Array, { syncDir: sync = true } = {}) {
   const temp = `${target}.${randomBytes(6).toString('hex')}${TEMP}`;
   const handle = await fs.open(temp, 'w');
   try {
@@ -84,7 +96,7 @@ async function writeDurably(target: string, data: string | Uint8Array) {
     await handle.close();
   }
   await fs.rename(temp, target);
-  await syncDir(path.dirname(target));
+  if (sync) await syncDir(path.dirname(target));
 }
 
 async function syncDir(dir: string) {
@@ -122,12 +134,14 @@ export class FileAttachmentStore implements AttachmentStore {
   }
 
   async get(id: string): Promise<FileData | undefined> {
+    // openAsBlob reports a missing file without an error code: ask first.
     try {
-      return await openAsBlob(this.file(id));
+      await fs.access(this.file(id));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw error;
     }
+    return openAsBlob(this.file(id));
   }
 
   async delete(id: string) {

@@ -56,8 +56,6 @@ export interface OutboxEntry {
   ackGeneration?: number;
   /** The change-feed seq that carries the acknowledged event, when the service named it. */
   ackSeq?: number;
-  /** In-memory only: the storage key the entry was loaded from. */
-  key?: string;
 }
 
 const PREFIX = 'outbox/';
@@ -65,7 +63,7 @@ const PREFIX = 'outbox/';
  * The seq orders the key; the id makes it unique, so two tabs (or processes) on one storage,
  * each counting seqs on its own, never write over each other's entries.
  */
-const keyOf = (entry: OutboxEntry) => entry.key ?? `${PREFIX}${String(entry.seq).padStart(12, '0')}-${entry.id}`;
+const keyOf = (entry: OutboxEntry) => `${PREFIX}${String(entry.seq).padStart(12, '0')}-${entry.id}`;
 
 export function orderKeyOf(action: OutboxAction): string {
   if (action.kind !== 'event') return `delivery:${action.deliveryId}`;
@@ -79,9 +77,33 @@ export function orderKeyOf(action: OutboxAction): string {
 /** What another tab (or process) on the same storage changed in the outbox, as `reload` found it. */
 export interface Reloaded { added: OutboxEntry[]; changed: OutboxEntry[]; removed: OutboxEntry[] }
 
-/** The durable queue of driver actions. One storage key per entry: every change of an entry is one write. */
+/** The service's answer for one entry: applied (with the change-feed seq that carries it, when known), or refused. */
+export type Answer = { entry: OutboxEntry; seq?: number; refusal?: undefined } | { entry: OutboxEntry; refusal: Refusal };
+
+const STATES: EntryState[] = ['pending', 'acknowledged', 'rejected'];
+/** What an entry must at least look like to be loaded; anything else is set aside. */
+function isEntry(value: unknown): boolean {
+  const v = value as Partial<OutboxEntry> | null;
+  return typeof v === 'object' && v !== null && typeof v.id === 'string' && typeof v.seq === 'number' && typeof v.orderKey === 'string'
+    && STATES.includes(v.state as EntryState) && typeof v.action === 'object' && v.action !== null && typeof v.action.kind === 'string';
+}
+
+/** The stored form of an entry: without what only lives in memory. */
+const stored = ({ ackGeneration: _generation, lastError: _error, ...entry }: OutboxEntry) => entry;
+const bySeq = (a: OutboxEntry, b: OutboxEntry) => a.seq - b.seq || a.createdAt - b.createdAt;
+
+/**
+ * The durable queue of driver actions. One storage key per entry, so a change of one entry is
+ * one write, and the answers of a push are one batch. Acknowledged entries are also indexed on
+ * their own, so recording an answer and letting entries go cost the same however long the queue.
+ */
 export class Outbox {
-  private readonly entries: OutboxEntry[] = [];
+  /** In seq order. */
+  private entries = new Map<string, OutboxEntry>();
+  /** Acknowledged entries, waiting for the local copy to hold their changes. */
+  private readonly acknowledgedEntries = new Set<OutboxEntry>();
+  /** Acknowledged entries whose change-feed seq the service did not name (a photo, a completion). */
+  private readonly unsequenced = new Set<OutboxEntry>();
   private nextSeq = 1;
   /** Called after every write, so that other tabs on the same storage can look again. */
   onWrite: () => void = () => undefined;
@@ -90,13 +112,20 @@ export class Outbox {
 
   private constructor(private readonly store: JsonStore) {}
 
+  /**
+   * Loads the entries; one that cannot be read is set aside (see JsonStore) and the rest loads.
+   * Entries stored under the older key form (`outbox/<seq>`, without the id) move to the current one.
+   */
   static async load(store: JsonStore): Promise<Outbox> {
     const outbox = new Outbox(store);
-    for (const [key, entry] of await store.entries<OutboxEntry>(PREFIX)) {
-      outbox.entries.push({ ...entry, key, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined });
-      outbox.nextSeq = Math.max(outbox.nextSeq, entry.seq + 1);
+    const moves: [string, unknown][] = [];
+    const loaded = await store.entries<OutboxEntry>(PREFIX, isEntry);
+    for (const [key, entry] of loaded) {
+      if (key !== keyOf(entry)) moves.push([keyOf(entry), entry], [key, undefined]);
+      outbox.insert({ ...entry, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined });
     }
-    outbox.entries.sort((a, b) => a.seq - b.seq || a.createdAt - b.createdAt);
+    if (moves.length) await store.batch(moves);
+    outbox.sort();
     return outbox;
   }
 
@@ -105,10 +134,7 @@ export class Outbox {
     const entry: OutboxEntry = { id, seq: this.nextSeq++, orderKey, createdAt: now, state: 'pending', attempts: 0, action };
     await this.persist(entry);
     // A reload may have found it in storage while it was being written.
-    const loaded = this.get(id);
-    if (loaded) return loaded;
-    this.entries.push(entry);
-    return entry;
+    return this.entries.get(id) ?? this.insert(entry);
   }
 
   /**
@@ -116,88 +142,99 @@ export class Outbox {
    * wrote: their new entries, the answers the sending tab recorded, the entries it let go.
    */
   async reload(): Promise<Reloaded> {
-    const before = new Set(this.entries);
+    const before = new Set(this.entries.values());
     const removedMeanwhile = new Set<string>();
     this.removedDuringReload = removedMeanwhile;
-    let stored: [string, OutboxEntry][];
+    let read: [string, OutboxEntry][];
     try {
-      stored = await this.store.entries<OutboxEntry>(PREFIX);
+      read = await this.store.entries<OutboxEntry>(PREFIX, isEntry);
     } finally {
       this.removedDuringReload = undefined;
     }
     const result: Reloaded = { added: [], changed: [], removed: [] };
     const seen = new Set<string>();
-    for (const [key, entry] of stored) {
+    for (const [, entry] of read) {
       seen.add(entry.id);
       if (removedMeanwhile.has(entry.id)) continue;
-      this.nextSeq = Math.max(this.nextSeq, entry.seq + 1);
-      const known = this.get(entry.id);
+      const known = this.entries.get(entry.id);
       if (!known) {
-        const added = { ...entry, key, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined };
-        this.entries.push(added);
-        result.added.push(added);
+        result.added.push(this.insert({ ...entry, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined }));
       } else if (known.state !== entry.state || JSON.stringify(known.action) !== JSON.stringify(entry.action)) {
         const { state, action, rejection, ackSeq } = entry;
-        Object.assign(known, { state, action, rejection, ackSeq, ackGeneration: state === 'acknowledged' ? known.ackGeneration ?? 0 : undefined });
+        this.apply(known, { state, action, rejection, ackSeq, ackGeneration: state === 'acknowledged' ? known.ackGeneration ?? 0 : undefined });
         result.changed.push(known);
       }
     }
     // Only entries that were here when the read began: one added since is not in the read.
     for (const entry of before) {
-      if (!seen.has(entry.id) && this.entries.includes(entry)) {
-        this.entries.splice(this.entries.indexOf(entry), 1);
+      if (!seen.has(entry.id) && this.entries.get(entry.id) === entry) {
+        this.forget(entry);
         result.removed.push(entry);
       }
     }
-    if (result.added.length) this.entries.sort((a, b) => a.seq - b.seq || a.createdAt - b.createdAt);
+    if (result.added.length) this.sort();
     return result;
   }
 
-  all(): readonly OutboxEntry[] { return this.entries; }
-  pending() { return this.entries.filter((e) => e.state === 'pending'); }
-  rejected() { return this.entries.filter((e) => e.state === 'rejected'); }
+  all(): OutboxEntry[] { return [...this.entries.values()]; }
+  pending() { return this.all().filter((e) => e.state === 'pending'); }
+  rejected() { return this.all().filter((e) => e.state === 'rejected'); }
   /** What the optimistic view adds on top of the server's state. */
-  unsettled() { return this.entries.filter((e) => e.state !== 'rejected'); }
-  get(id: string) { return this.entries.find((e) => e.id === id); }
+  unsettled() { return this.all().filter((e) => e.state !== 'rejected'); }
+  get(id: string) { return this.entries.get(id); }
+  get size() { return this.entries.size; }
 
   async update(entry: OutboxEntry, patch: Partial<OutboxEntry>) {
-    const next = { ...entry, ...patch };
-    await this.persist(next);
-    Object.assign(entry, patch);
+    await this.persist({ ...entry, ...patch });
+    this.apply(entry, patch);
   }
 
-  async acknowledge(entry: OutboxEntry, generation: number, seq?: number) {
-    await this.update(entry, { state: 'acknowledged', ackGeneration: generation, ackSeq: seq, lastError: undefined });
-    if (seq === undefined) return;
-    // Entries acknowledged before without a seq (a photo, a completion) committed before this one
-    // was sent: once the copy holds its changes it holds theirs, and a later undo (the photo's
-    // note deleted) must not bring them back.
-    for (const earlier of this.entries) {
-      if (earlier.state === 'acknowledged' && earlier.ackSeq === undefined) await this.update(earlier, { ackSeq: seq });
+  acknowledge(entry: OutboxEntry, generation: number, seq?: number) { return this.record([{ entry, seq }], generation, 0); }
+  reject(entry: OutboxEntry, refusal: Refusal, now: number) { return this.record([{ entry, refusal }], 0, now); }
+
+  /**
+   * The service's answers for several entries, in one batched write. An entry acknowledged with a
+   * seq also gives it to the entries acknowledged before without one (a photo, a completion):
+   * they committed before it was sent, so once the copy holds its changes it holds theirs, and a
+   * later undo (the photo's note deleted) must not bring them back.
+   */
+  async record(answers: Answer[], generation: number, now: number) {
+    const patches = new Map<OutboxEntry, Partial<OutboxEntry>>();
+    const waiting = new Set(this.unsequenced);
+    for (const answer of answers) {
+      if (answer.refusal) {
+        const { code, message, reason, errors } = answer.refusal;
+        patches.set(answer.entry, { state: 'rejected', rejection: { code, message, at: now, ...(reason ? { reason } : {}), ...(errors ? { errors } : {}) } });
+        continue;
+      }
+      const { entry, seq } = answer;
+      patches.set(entry, { state: 'acknowledged', ackGeneration: generation, ackSeq: seq, lastError: undefined });
+      if (seq === undefined) { waiting.add(entry); continue; }
+      for (const earlier of waiting) if (earlier !== entry) patches.set(earlier, { ...patches.get(earlier), ackSeq: seq });
+      waiting.clear();
     }
-  }
-
-  reject(entry: OutboxEntry, { code, message, reason, errors }: Refusal, now: number) {
-    return this.update(entry, { state: 'rejected', rejection: { code, message, at: now, ...(reason ? { reason } : {}), ...(errors ? { errors } : {}) } });
+    await this.store.batch([...patches].map(([entry, patch]) => [keyOf(entry), stored({ ...entry, ...patch })]));
+    for (const [entry, patch] of patches) this.apply(entry, patch);
+    this.onWrite();
   }
 
   /**
-   * Drops acknowledged entries that the local copy of the server's state already contains: the
-   * changes up to their seq are applied (`lastSeq`), or a pull that started after their
-   * acknowledgement has caught up (acknowledged before `generation`).
+   * Lets go, in one batched write, of acknowledged entries that the local copy of the server's
+   * state already contains: the changes up to their seq are applied (`lastSeq`), or a pull that
+   * started after their acknowledgement has caught up (acknowledged before `generation`).
    */
   async settle({ lastSeq, generation = 0 }: { lastSeq: number; generation?: number }): Promise<number> {
-    const settled = this.entries.filter((e) => e.state === 'acknowledged'
-      && ((e.ackSeq !== undefined && e.ackSeq <= lastSeq) || (e.ackGeneration ?? 0) < generation));
-    for (const entry of settled) await this.remove(entry);
+    const settled = [...this.acknowledgedEntries].filter((e) => (e.ackSeq !== undefined && e.ackSeq <= lastSeq) || (e.ackGeneration ?? 0) < generation);
+    if (!settled.length) return 0;
+    await this.store.batch(settled.map((e) => [keyOf(e), undefined]));
+    for (const entry of settled) this.removed(entry);
+    this.onWrite();
     return settled.length;
   }
 
   async remove(entry: OutboxEntry) {
     await this.store.delete(keyOf(entry));
-    this.removedDuringReload?.add(entry.id);
-    const index = this.entries.indexOf(entry);
-    if (index >= 0) this.entries.splice(index, 1);
+    this.removed(entry);
     this.onWrite();
   }
 
@@ -218,8 +255,41 @@ export class Outbox {
   }
 
   private async persist(entry: OutboxEntry) {
-    const { ackGeneration: _memoryOnly, key: _key, lastError: _error, ...stored } = entry;
-    await this.store.set(keyOf(entry), stored);
+    await this.store.set(keyOf(entry), stored(entry));
     this.onWrite();
   }
+
+  private insert(entry: OutboxEntry): OutboxEntry {
+    this.entries.set(entry.id, entry);
+    this.nextSeq = Math.max(this.nextSeq, entry.seq + 1);
+    this.index(entry);
+    return entry;
+  }
+
+  private apply(entry: OutboxEntry, patch: Partial<OutboxEntry>) {
+    Object.assign(entry, patch);
+    this.index(entry);
+  }
+
+  /** Keeps the indexes of acknowledged entries current after a change of `entry`. */
+  private index(entry: OutboxEntry) {
+    const acknowledged = entry.state === 'acknowledged';
+    if (acknowledged) this.acknowledgedEntries.add(entry);
+    else this.acknowledgedEntries.delete(entry);
+    if (acknowledged && entry.ackSeq === undefined) this.unsequenced.add(entry);
+    else this.unsequenced.delete(entry);
+  }
+
+  private removed(entry: OutboxEntry) {
+    this.removedDuringReload?.add(entry.id);
+    this.forget(entry);
+  }
+
+  private forget(entry: OutboxEntry) {
+    if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
+    this.acknowledgedEntries.delete(entry);
+    this.unsequenced.delete(entry);
+  }
+
+  private sort() { this.entries = new Map([...this.entries.values()].sort(bySeq).map((e) => [e.id, e])); }
 }

@@ -38,6 +38,11 @@ const byId = <T extends { id: string }>(list: T[], value: T) => {
 };
 const without = <T extends { id: string }>(list: T[], id: string) => list.filter((x) => x.id !== id);
 
+const isObject = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null;
+const isTour = (v: unknown) => isObject(v) && isObject(v.tour) && typeof v.tour.id === 'string' && Array.isArray(v.deliveries);
+const isMaster = (v: unknown) => isObject(v) && isObject(v.cars) && isObject(v.paymentMethods) && isObject(v.services);
+const isCursor = (v: unknown) => isObject(v) && (v.cursor === null || typeof v.cursor === 'string') && typeof v.lastSeq === 'number';
+
 /**
  * The server's truth as far as this device knows it: the driver's tours from the tour reads,
  * kept current by applying change records, plus master data and the feed cursor. Persisted
@@ -55,9 +60,10 @@ export class LocalState {
 
   static async load(store: JsonStore): Promise<LocalState> {
     const state = new LocalState(store);
-    for (const [, tour] of await store.entries<TourDetails>(TOUR_PREFIX)) state.tours.set(tour.tour.id, tour);
-    state.master = (await store.get<MasterData>(MASTER_KEY)) ?? state.master;
-    const cursor = await store.get<{ cursor: string | null; lastSeq: number }>(CURSOR_KEY);
+    // What cannot be read is set aside (JsonStore): a tour is read again, a lost cursor means a fresh read.
+    for (const [, tour] of await store.entries<TourDetails>(TOUR_PREFIX, isTour)) state.tours.set(tour.tour.id, tour);
+    state.master = (await store.get<MasterData>(MASTER_KEY, isMaster)) ?? state.master;
+    const cursor = await store.get<{ cursor: string | null; lastSeq: number }>(CURSOR_KEY, isCursor);
     if (cursor) Object.assign(state, cursor);
     return state;
   }

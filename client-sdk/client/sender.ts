@@ -1,7 +1,7 @@
 import { isRefusal } from '../../shared/rules/eventResults.js';
 import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
 import { backoffDelay } from '../backoff.js';
-import type { NoteImageAction, OutboxEntry, Refusal } from '../outbox.js';
+import type { Answer, NoteImageAction, OutboxEntry, Refusal } from '../outbox.js';
 import { NetworkError, ProblemError } from '../problem.js';
 import { clearTimer } from '../timers.js';
 import { Serial, type ClientCore } from './core.js';
@@ -170,10 +170,15 @@ export class Sender {
     }
     // A copy answered `duplicate` was committed before this push: the push's seq covers it too.
     const pushSeq = Math.max(...results.map((r) => r.seq ?? -1));
-    for (const entry of entries) {
+    const answers = entries.map((entry): Answer => {
       const result = byId.get(entry.id)!;
-      if (isRefusal(result)) await this.rejectEntry(entry, resultRefusal(result));
-      else await this.acknowledge(entry, result.seq ?? (pushSeq >= 0 ? pushSeq : undefined));
+      return isRefusal(result) ? { entry, refusal: resultRefusal(result) } : { entry, seq: result.seq ?? (pushSeq >= 0 ? pushSeq : undefined) };
+    });
+    // The whole answer in one batched write, then the handles.
+    await core.outbox.record(answers, core.generation, core.now());
+    for (const answer of answers) {
+      if (answer.refusal) this.reportRejection(answer.entry);
+      else core.outcomes.settle(answer.entry.id, { status: 'applied' });
     }
     // The live feed may have brought these changes before the answer came.
     core.emitChange(...await this.feed.settledTours());
@@ -267,6 +272,10 @@ export class Sender {
 
   private async rejectEntry(entry: OutboxEntry, refusal: Refusal) {
     await this.core.outbox.reject(entry, refusal, this.core.now());
+    this.reportRejection(entry);
+  }
+
+  private reportRejection(entry: OutboxEntry) {
     const rejection = toRejected(entry);
     this.core.outcomes.settle(entry.id, { status: 'rejected', rejection });
     this.core.events.emit('rejected', rejection);

@@ -1,5 +1,6 @@
 import type { LiveChanges } from '../live.js';
 import type { OutboxAction, OutboxEntry, Refusal } from '../outbox.js';
+import type { SetAside } from '../storage/keyValue.js';
 import { NetworkError, ProblemError } from '../problem.js';
 import type { ClientCore } from './core.js';
 import { isOutOfReach } from './verdicts.js';
@@ -29,6 +30,8 @@ export interface SyncStatus {
   lastSyncAt: number | null;
   lastError: { message: string; code?: string; status?: number; at: number } | null;
   nextRetryAt: number | null;
+  /** Stored values that could not be read when the client opened, moved to `corrupt/<key>` (see README). */
+  setAside: SetAside[];
   /** The service refused a freshly refreshed token: nothing is sent until the driver signs in again and the app calls `resume()`. */
   needsSignIn: boolean;
 }
@@ -59,6 +62,7 @@ export class Status {
       lastError: this.lastError,
       nextRetryAt: this.nextRetryAt,
       needsSignIn: this.needsSignIn,
+      setAside: this.core.store.setAside,
     };
   }
 

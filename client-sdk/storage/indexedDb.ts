@@ -1,6 +1,6 @@
 import type { AttachmentStore } from '../attachments.js';
 import type { FileData } from '../multipart.js';
-import type { KeyValueStore } from './keyValue.js';
+import type { KeyValueStore, KeyValueWrite } from './keyValue.js';
 
 const STORE = 'kv';
 const ATTACHMENTS = 'attachments';
@@ -48,6 +48,16 @@ export class IndexedDbStore implements KeyValueStore {
 
   set(key: string, value: string) { return write(this.db, STORE, (store) => store.put(value, key)); }
   delete(key: string) { return write(this.db, STORE, (store) => store.delete(key)); }
+
+  /** One transaction: all the writes commit together, or none. */
+  batch(writes: KeyValueWrite[]) {
+    return write(this.db, STORE, (store) => {
+      for (const { key, value } of writes) {
+        if (value === undefined) store.delete(key);
+        else store.put(value, key);
+      }
+    });
+  }
 
   async keys(prefix = '') {
     // Filtered here rather than with IDBKeyRange, which an injected factory may not put on globalThis.

@@ -77,6 +77,17 @@ type App = Record<string, (...args: any[]) => Promise<any>>;
 const call = <T = any>(page: Page, name: string, ...args: unknown[]) =>
   page.evaluate((n, a) => ((globalThis as unknown as { app: App }).app[n](...a)), name, args) as Promise<T>;
 
+describe('storage adapters in real Chromium', () => {
+  it('IndexedDB passes the adapter contract', async () => {
+    const origin = new Origin(bundle, () => 'http://127.0.0.1:9');
+    const context = await browser.createBrowserContext();
+    cleanups.push(() => origin.close(), () => context.close());
+    const page = await context.newPage();
+    await page.goto(await origin.listen());
+    expect(await call(page, 'contract')).toEqual([]);
+  });
+});
+
 describe.each(databaseKinds)('the SDK in real Chromium against the service on %s', { timeout: 60_000 }, (kind: DatabaseKind) => {
   const server: TestServer = useTestServer(kind);
   let pnr = 81_000 + Math.floor(Math.random() * 1000) * 10;

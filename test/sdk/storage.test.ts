@@ -3,9 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { IDBFactory } from 'fake-indexeddb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FileStore } from '../../client-sdk/node.js';
-import { IndexedDbStore } from '../../client-sdk/storage/indexedDb.js';
+import { KeyValueAttachmentStore, MemoryAttachmentStore, type AttachmentStore } from '../../client-sdk/attachments.js';
+import { FileAttachmentStore, FileStore } from '../../client-sdk/node.js';
+import { attachmentStoreContract, keyValueStoreContract, type Opened } from '../../client-sdk/storage/contract.js';
+import { IndexedDbAttachmentStore, IndexedDbStore } from '../../client-sdk/storage/indexedDb.js';
 import { MemoryStore, type KeyValueStore } from '../../client-sdk/storage/keyValue.js';
+import { SqliteStore } from '../../client-sdk/storage/sqlite.js';
+import { openSqlJs, sqlJsDatabase } from './sqlJs.js';
 
 const dirs: string[] = [];
 async function tempDir() {
@@ -17,13 +21,8 @@ afterEach(async () => {
   while (dirs.length) await rm(dirs.pop()!, { recursive: true, force: true });
 });
 
-interface Adapter {
-  name: string;
-  /** Opens a store; `reopen` gives a second handle on the same data (an app restart), where that means anything. */
-  open(): Promise<{ store: KeyValueStore; reopen?: () => Promise<KeyValueStore> }>;
-}
-
-const adapters: Adapter[] = [
+/** Every key-value store the package ships, each opened fresh; `reopen` reads the same data again. */
+const stores: { name: string; open: () => Promise<Opened<KeyValueStore>> }[] = [
   { name: 'memory', open: async () => ({ store: new MemoryStore() }) },
   {
     name: 'IndexedDB (fake-indexeddb)',
@@ -39,43 +38,73 @@ const adapters: Adapter[] = [
       return { store: await FileStore.open(dir), reopen: () => FileStore.open(dir) };
     },
   },
+  {
+    name: 'SQLite (sql.js)',
+    open: async () => {
+      const db = await openSqlJs();
+      // Reopening the database file's bytes, as an app restart opens the file.
+      return { store: await SqliteStore.open(sqlJsDatabase(db)), reopen: async () => SqliteStore.open(sqlJsDatabase(await openSqlJs(db.export()))) };
+    },
+  },
+  {
+    name: 'a store without batches (the SDK writes key by key)',
+    open: async () => {
+      const { get, set, delete: remove, keys } = bind(new MemoryStore());
+      return { store: { get, set, delete: remove, keys } };
+    },
+  },
 ];
 
-describe.each(adapters)('$name key-value store', (adapter) => {
-  it('returns what was set, undefined for what was not, and nothing after delete', async () => {
-    const { store } = await adapter.open();
-    expect(await store.get('a')).toBeUndefined();
-    await store.set('a', 'one');
-    await store.set('a', 'two');
-    expect(await store.get('a')).toBe('two');
-    await store.delete('a');
-    expect(await store.get('a')).toBeUndefined();
-    await store.delete('never-there');
+function bind(store: MemoryStore): KeyValueStore {
+  return { get: (k) => store.get(k), set: (k, v) => store.set(k, v), delete: (k) => store.delete(k), keys: (p) => store.keys(p), batch: (w) => store.batch(w) };
+}
+
+describe.each(stores)('the key-value store contract: $name', ({ open }) => {
+  it.each(keyValueStoreContract)('$name', (check) => check.run(open));
+});
+
+const attachmentStores: { name: string; open: () => Promise<Opened<AttachmentStore>> }[] = [
+  { name: 'memory', open: async () => ({ store: new MemoryAttachmentStore() }) },
+  {
+    name: 'in the key-value store',
+    open: async () => {
+      const kv = new MemoryStore();
+      return { store: new KeyValueAttachmentStore(kv), reopen: async () => new KeyValueAttachmentStore(kv) };
+    },
+  },
+  {
+    name: 'files',
+    open: async () => {
+      const dir = await tempDir();
+      return { store: await FileAttachmentStore.open(dir), reopen: () => FileAttachmentStore.open(dir) };
+    },
+  },
+  {
+    name: 'IndexedDB (fake-indexeddb)',
+    open: async () => {
+      const factory = new IDBFactory();
+      return { store: await IndexedDbAttachmentStore.open('tourline-test', factory), reopen: () => IndexedDbAttachmentStore.open('tourline-test', factory) };
+    },
+  },
+];
+
+describe.each(attachmentStores)('the attachment store contract: $name', ({ open }) => {
+  it.each(attachmentStoreContract)('$name', (check) => check.run(open));
+});
+
+describe('the contract', () => {
+  it('fails a store that loses a key of a batch', async () => {
+    const store = new MemoryStore();
+    const lossy: KeyValueStore = { ...bind(store), batch: (writes) => store.batch(writes.filter((_, i) => i % 2 === 0)) };
+    const check = keyValueStoreContract.find((c) => c.name.includes('batch'))!;
+    await expect(check.run(async () => ({ store: lossy }))).rejects.toThrow(/keys written by the batch/);
   });
 
-  it('lists keys by prefix in ascending order, with slashes, dots and unicode in keys', async () => {
-    const { store } = await adapter.open();
-    for (const key of ['outbox/000000000002', 'outbox/000000000001', 'tour/ä.b', 'cursor']) await store.set(key, key);
-    expect(await store.keys('outbox/')).toEqual(['outbox/000000000001', 'outbox/000000000002']);
-    expect(await store.keys('tour/')).toEqual(['tour/ä.b']);
-    expect(await store.get('tour/ä.b')).toBe('tour/ä.b');
-    expect(await store.keys()).toHaveLength(4);
-  });
-
-  it('keeps the value of the last of many concurrent writes to one key', async () => {
-    const { store } = await adapter.open();
-    await Promise.all(Array.from({ length: 20 }, (_, i) => store.set('k', String(i))));
-    expect(await store.get('k')).toBe('19');
-  });
-
-  it('keeps everything across a reopen (an app restart)', async () => {
-    const { store, reopen } = await adapter.open();
-    if (!reopen) return expect(adapter.name).toBe('memory');
-    await store.set('outbox/1', JSON.stringify({ id: 'x' }));
-    await store.close?.();
-    const again = await reopen();
-    expect(await again.get('outbox/1')).toBe(JSON.stringify({ id: 'x' }));
-    await again.close?.();
+  it('fails a store that lists keys in the wrong order or matches a prefix as a pattern', async () => {
+    const store = new MemoryStore();
+    const unsorted: KeyValueStore = { ...bind(store), keys: async (prefix = '') => (await store.keys()).filter((k) => k.replace(/[%_]/g, '/').startsWith(prefix)).reverse() };
+    const check = keyValueStoreContract.find((c) => c.name.includes('prefix'))!;
+    await expect(check.run(async () => ({ store: unsorted }))).rejects.toThrow(/keys under outbox\//);
   });
 });
 
@@ -93,11 +122,24 @@ describe('file store crash safety', () => {
     expect((await readdir(dir)).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   });
 
-  it('never leaves a temp file behind after successful writes', async () => {
+  it('never leaves a temp file behind after successful writes and batches', async () => {
     const dir = await tempDir();
     const store = await FileStore.open(dir);
     await Promise.all(Array.from({ length: 10 }, (_, i) => store.set(`k${i % 3}`, 'x'.repeat(i * 1000))));
+    await store.batch(Array.from({ length: 10 }, (_, i) => ({ key: `b${i % 4}`, value: String(i) })));
     await store.close();
     expect((await readdir(dir)).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+    expect(await store.get('b1')).toBe('9');
+  });
+});
+
+describe('SQLite store', () => {
+  it('writes a batch in one transaction: a failing statement leaves nothing of it', async () => {
+    const db = await openSqlJs();
+    const store = await SqliteStore.open(sqlJsDatabase(db));
+    await store.set('kept', 'before');
+    db.run('CREATE TRIGGER refuse BEFORE INSERT ON tourline_kv WHEN NEW.key = \'poison\' BEGIN SELECT RAISE(ABORT, \'refused\'); END');
+    await expect(store.batch([{ key: 'kept', value: 'after' }, { key: 'new', value: 'x' }, { key: 'poison', value: 'x' }])).rejects.toThrow(/refused/);
+    expect([await store.get('kept'), await store.get('new')]).toEqual(['before', undefined]);
   });
 });

@@ -4,6 +4,7 @@
  * `online`/`offline` events. The test drives it through `globalThis.app`.
  */
 import { TourlineClient, type Outcome } from '../../../client-sdk/index.js';
+import { attachmentStoreContract, keyValueStoreContract } from '../../../client-sdk/storage/contract.js';
 import { IndexedDbAttachmentStore, IndexedDbStore } from '../../../client-sdk/storage/indexedDb.js';
 
 declare const tourlineToken: () => Promise<string>;
@@ -42,6 +43,21 @@ async function stored(): Promise<{ databases: string[]; outboxKeys: string[]; at
   return { databases, outboxKeys, attachments };
 }
 
+/** The adapter contract on the browser's own IndexedDB: the names of the checks that failed, with why. */
+async function contract(): Promise<string[]> {
+  const failed: string[] = [];
+  let n = 0;
+  const run = async <S>(checks: { name: string; run: (open: () => Promise<{ store: S; reopen?: () => Promise<S> }>) => Promise<void> }[], open: (name: string) => Promise<S>) => {
+    for (const check of checks) {
+      const name = `contract-${n++}`;
+      await check.run(async () => ({ store: await open(name), reopen: () => open(name) })).catch((e: Error) => failed.push(`${check.name}: ${e.message}`));
+    }
+  };
+  await run(keyValueStoreContract, (name) => IndexedDbStore.open(name));
+  await run(attachmentStoreContract, (name) => IndexedDbAttachmentStore.open(name));
+  return failed;
+}
+
 Object.assign(globalThis, {
   app: {
     async open() {
@@ -65,5 +81,6 @@ Object.assign(globalThis, {
     settled: (ms: number) => the().settled(ms),
     outcomes: () => outcomes,
     stored,
+    contract,
   },
 });
