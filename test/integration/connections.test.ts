@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runImport } from '../../server/jobs/erpImport.js';
 import { startServer } from '../../server/server.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
+import { gatedErp } from '../helpers/gatedErp.js';
 import { TestServer, testConfig } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
@@ -34,6 +36,7 @@ describe('PostgreSQL connections', () => {
     const role = `pooled_${randomUUID().slice(0, 8)}`;
     let directUrl: string;
     let api: TestServer;
+    const erp = gatedErp();
 
     beforeAll(async () => {
       directUrl = await createPostgresDatabase();
@@ -46,7 +49,7 @@ describe('PostgreSQL connections', () => {
       const pooledUrl = new URL(directUrl);
       pooledUrl.username = role;
       pooledUrl.password = 'pooled-secret';
-      api = new TestServer(await startServer(await testConfig('postgres', { DATABASE_URL: pooledUrl.toString(), DATABASE_DIRECT_URL: directUrl }), { ephemeral: true }));
+      api = new TestServer(await startServer(await testConfig('postgres', { DATABASE_URL: pooledUrl.toString(), DATABASE_DIRECT_URL: directUrl }), { ephemeral: true, erp: erp.erp }));
     });
     afterAll(async () => {
       await api?.close();
@@ -64,6 +67,16 @@ describe('PostgreSQL connections', () => {
       const pooled = sessions.filter((s) => s.application_name === 'tourline');
       expect(pooled.length).toBeGreaterThan(0);
       expect(new Set(pooled.map((s) => s.usename))).toEqual(new Set([role]));
+    });
+
+    it('holds the ERP import lock of a date on the direct connection', async () => {
+      const running = runImport(api.ctx, '2026-06-01', 'manual');
+      await erp.reading;
+      const holders = await query<{ application_name: string; usename: string }>(directUrl, `SELECT a.application_name, a.usename
+        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 20260601`);
+      expect(holders.map((h) => [h.application_name, h.usename])).toEqual([['tourline import lock', decodeURIComponent(new URL(directUrl).username)]]);
+      erp.open();
+      expect(await running).toMatchObject({ success: true, skipped: false });
     });
   });
 

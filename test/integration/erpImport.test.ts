@@ -5,12 +5,12 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { changeLog, deliveries, erpImportRuns, paymentMethods, tours } from '../../server/db/schema.js';
 import { generateDemoTours } from '../../server/integrations/erp/demoData.js';
-import type { ErpGateway } from '../../server/integrations/erp/gateway.js';
 import { IMPORT_LOCK, runImport } from '../../server/jobs/erpImport.js';
 import { startImportJobs } from '../../server/jobs/scheduler.js';
 import type { StartOptions } from '../../server/server.js';
 import { berlinDate } from '../../shared/rules/calendar.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { gatedErp } from '../helpers/gatedErp.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { tourPayload } from '../helpers/tourPayloads.js';
 
@@ -23,22 +23,6 @@ afterAll(() => msw.close());
 const httpErp = { ERP_MODE: 'http', ERP_BASE_URL: ERP, ERP_RETRIES: '0', ERP_TIMEOUT_MS: '2000' };
 
 /** An ERP whose tour read waits until the test lets it answer. */
-function gatedErp() {
-  let open!: () => void;
-  let started!: () => void;
-  const gate = new Promise<void>((resolve) => { open = resolve; });
-  const reading = new Promise<void>((resolve) => { started = resolve; });
-  const erp: ErpGateway = {
-    async fetchTours(date) {
-      started();
-      await gate;
-      return { tours: generateDemoTours(date), refused: [] };
-    },
-    async pushCompletion() {},
-  };
-  return { erp, open, reading };
-}
-
 describe.each(databaseKinds)('ERP import on %s', (kind) => {
   const api = useTestServer(kind);
 
