@@ -69,7 +69,7 @@ describe('the build', () => {
     expect([...imported]).toEqual(expect.arrayContaining(['drizzle-orm', 'pg', 'swagger-ui-dist', 'dejavu-fonts-ttf', 'pdfjs-dist']));
   });
 
-  it('renders PDF previews on its worker thread from the build', async () => {
+  it('renders PDF previews on its worker thread and finds the report fonts from the build', async () => {
     const pdf = await new Promise<Buffer>((resolve) => {
       const doc = new PDFDocument({ size: 'A4' });
       const chunks: Buffer[] = [];
@@ -84,11 +84,13 @@ describe('the build', () => {
       import { createPdfRasterizer } from './dist/server/integrations/previews/pdfRaster.js';
       const rasterizer = createPdfRasterizer();
       const result = await rasterizer.rasterize({ bytes: readFileSync('page.pdf'), page: 1, width: 200, height: 200, maxDpi: 72 });
-      console.log(JSON.stringify({ width: result.width, png: Buffer.from(result.png).subarray(1, 4).toString() }));
+      // The report's fonts are found when its module loads.
+      const report = await import('./dist/server/integrations/report/deliveryReport.js');
+      console.log(JSON.stringify({ width: result.width, png: Buffer.from(result.png).subarray(1, 4).toString(), report: typeof report.renderDeliveryReport }));
       await rasterizer.close();`;
     writeFileSync(path.join(app, 'preview.mjs'), script);
     const { stdout } = await run(process.execPath, ['preview.mjs'], { cwd: app });
-    expect(JSON.parse(stdout)).toEqual({ width: expect.any(Number), png: 'PNG' });
+    expect(JSON.parse(stdout)).toEqual({ width: expect.any(Number), png: 'PNG', report: 'function' });
   });
 });
 
