@@ -8,7 +8,7 @@ import type { Db } from '../db/client.js';
 import { erpImportRuns, paymentMethods } from '../db/schema.js';
 import { recordChanges } from '../engine/changeLog.js';
 import { toPaymentMethod } from '../shapes/masterData.js';
-import { syncTour } from '../engine/tourSync.js';
+import { syncTour } from '../engine/tourSync/syncTour.js';
 import { DomainError } from '../errors.js';
 import { consistentDay } from '../integrations/erp/consistentDay.js';
 import { demoPaymentMethods } from '../integrations/erp/demoData.js';

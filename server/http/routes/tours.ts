@@ -6,7 +6,7 @@ import {
   SetDeliveryOrderRequest, SetDeliveryOrderResponse, SyncTourRequest, SyncTourResponse, TourSummaryList,
 } from '../../../shared/schemas/tours.js';
 import { setDeliveryOrder } from '../../engine/deliveryOrder.js';
-import { syncTour } from '../../engine/tourSync.js';
+import { syncTour } from '../../engine/tourSync/syncTour.js';
 import { listTourSummaries } from '../../queries/tourSummaries.js';
 import { route } from '../route.js';
 

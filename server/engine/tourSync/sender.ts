@@ -1,8 +1,8 @@
 import { eq } from 'drizzle-orm';
-import { deliveryKey, type SyncTourRequest } from '../../shared/schemas/tours.js';
-import type { Db } from '../db/client.js';
-import { accounts } from '../db/schema.js';
-import { forbidden } from '../errors.js';
+import { deliveryKey, type SyncTourRequest } from '../../../shared/schemas/tours.js';
+import type { Db } from '../../db/client.js';
+import { accounts } from '../../db/schema.js';
+import { forbidden } from '../../errors.js';
 
 /**
  * Who sends a tour: `any` (the sync role, the admin key, the ERP import) may send every driver's
