@@ -36,7 +36,7 @@ interface Entry {
  * A refusal; or, given the current state, the answer to a copy of a refused event: a `duplicate`
  * (an id seen before) that still tells its sender why (see `isRefusal`).
  */
-const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: unknown }): EngineResult =>
+const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: EngineResult['entity'] }): EngineResult =>
   ({ eventId: event.eventId, status: copy ? 'duplicate' : 'rejected', code, reason, message, ...(errors && { errors }), ...copy });
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
 const reusedId = (event: SyncEvent): EngineResult =>

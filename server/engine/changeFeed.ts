@@ -89,12 +89,13 @@ export async function readChanges(db: Db, personalnummer: number, sinceSeq: numb
 }
 
 function toChange(row: FeedRow['changes'][number]): Change {
+  // The row was written from a ChangeRecord, whose data is its entity's shape.
   return {
     seq: Number(row.seq), entity: row.entity, op: row.op, id: row.id,
     ...(row.tourId ? { tourId: row.tourId } : {}),
     ...(row.data !== null && row.data !== undefined ? { data: row.data } : {}),
     ...(row.eventIds ? { eventIds: row.eventIds } : {}),
-  };
+  } as Change;
 }
 
 /** A page for a client: decodes its opaque cursor and answers with the next one. */

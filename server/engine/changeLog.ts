@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import type { ChangeData, ChangeEntity } from '../../shared/schemas/sync.js';
 import { executePrepared, type Db } from '../db/client.js';
 
 export const CHANGES_CHANNEL = 'tourline_changes';
@@ -6,20 +7,23 @@ export const CHANGES_CHANNEL = 'tourline_changes';
 // that takes it exclusively waits until every writer holding a number has committed or aborted.
 const CHANGE_LOG_LOCK = 7_230_002;
 
-export interface ChangeRecord {
-  entity: string;
-  op: 'upsert' | 'delete';
-  id: string;
-  tourId?: string | null;
-  /** The account that may see the change; null for data every account sees. */
-  accountId?: number | null;
-  data?: unknown;
-  /**
-   * On the last record a write makes for an account: the ids of that account's events it
-   * applied. A client that has applied the changes up to this one holds their effects.
-   */
-  eventIds?: string[];
-}
+/** One change to record; `data` is the entity's public shape (shared/schemas/sync.ts). */
+export type ChangeRecord = {
+  [E in ChangeEntity]: {
+    entity: E;
+    op: 'upsert' | 'delete';
+    id: string;
+    tourId?: string | null;
+    /** The account that may see the change; null for data every account sees. */
+    accountId?: number | null;
+    data?: ChangeData[E];
+    /**
+     * On the last record a write makes for an account: the ids of that account's events it
+     * applied. A client that has applied the changes up to this one holds their effects.
+     */
+    eventIds?: string[];
+  };
+}[ChangeEntity];
 
 /**
  * The change-log append as parts of a WITH, so that it can share a statement with other writes

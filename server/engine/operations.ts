@@ -6,7 +6,7 @@ import { goesWithUnremove, noteHasContent, noteImageReference, noteText } from '
 import { serviceValueProblem } from '../../shared/rules/services.js';
 import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { ErrorCode } from '../../shared/schemas/common.js';
-import type { SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
+import type { EventEntity, SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
 import type { cars, paymentMethods, services, RecordedRejection } from '../db/schema.js';
 import type { FieldProblem } from '../errors.js';
 import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../shapes/rows.js';
@@ -14,7 +14,7 @@ import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
 
 /** `errors` names the fields of the event (the same as the REST request's) that broke the rule. */
 export interface Rejection extends RecordedRejection { code: ErrorCode }
-export type Outcome = { ok: true; entity: unknown } | { ok: false; rejection: Rejection };
+export type Outcome = { ok: true; entity: EventEntity | null } | { ok: false; rejection: Rejection };
 
 /** What an operation may look up besides its delivery; loaded once per batch. */
 export interface Lookups {
@@ -52,7 +52,7 @@ const openAmount = (ws: WorkingSet) => openAmountCents({
 });
 
 /** The state of what the event touches, as its result (also for duplicates). */
-export function entityOf(ws: WorkingSet, event: SyncEvent, payment?: PaymentRow): unknown {
+export function entityOf(ws: WorkingSet, event: SyncEvent, payment?: PaymentRow): EventEntity | null {
   switch (event.type) {
     case 'scan': {
       const item = ws.items.get(event.deliveryItemId);

@@ -1,9 +1,10 @@
+import type { Completion } from '../../shared/schemas/deliveries.js';
 import type { completions } from '../db/schema.js';
 
 export type CompletionRow = typeof completions.$inferSelect;
 
 /** The completion as clients see it in the change feed. */
-export function toCompletion(row: CompletionRow) {
+export function toCompletion(row: CompletionRow): Completion {
   return {
     deliveryId: row.deliveryId,
     completedAt: row.completedAt.toISOString(),

@@ -111,6 +111,25 @@ export const Attachment = z.object({
   contentType: z.string(),
   createdAt: Timestamp,
 }).meta({ id: 'Attachment' });
+export type Attachment = z.infer<typeof Attachment>;
+
+/** A delivery's completion as the change feed carries it. */
+export const Completion = z.object({
+  deliveryId: Uuid,
+  completedAt: Timestamp,
+  authorCarId: Uuid.nullable(),
+  paymentMethodId: Uuid.nullable(),
+  paymentId: Uuid.nullable(),
+  paymentCollected: z.boolean(),
+  collectedAmountCents: z.number().int(),
+  notesAcknowledged: z.boolean(),
+  acknowledgedNoteIds: z.array(Uuid),
+  internalNote: z.string().nullable(),
+  customerSignatureId: Uuid,
+  driverSignatureId: Uuid,
+  reportAttachmentId: Uuid.nullable(),
+}).meta({ id: 'Completion' });
+export type Completion = z.infer<typeof Completion>;
 
 // ---------- requests ----------
 

@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import { Problem, queryInt, Timestamp, Uuid } from './common.js';
 import {
-  AssignCarRequest, CancelDeliveryRequest, CreateDeliveryNoteRequest, DeliveryCreditEventRequest, HoldDeliveryRequest,
-  RecordDeliveryPaymentRequest, ScanEvent, SetDeliveryServiceRequest, UpdateDeliveryNoteRequest,
+  AssignCarRequest, Attachment, CancelDeliveryRequest, Completion, CreateDeliveryNoteRequest, Delivery, DeliveryCreditEventRequest, DeliveryCreditResponse,
+  DeliveryItem, DeliveryPaymentResponse, HoldDeliveryRequest, Note, Payment, RecordDeliveryPaymentRequest, ScanEvent, ServiceValue, SetDeliveryServiceRequest,
+  UpdateDeliveryNoteRequest,
 } from './deliveries.js';
+import { Car, PaymentMethod, Service } from './masterData.js';
+import { Article, ContactSource, Customer, Tour, Warehouse } from './tours.js';
 
 const base = { eventId: Uuid, occurredAt: Timestamp };
 const onDelivery = { ...base, deliveryId: Uuid };
@@ -39,13 +42,20 @@ export const EventResult = z.object({
   }),
   message: z.string().optional(),
   errors: Problem.shape.errors.meta({ description: 'With a rejection for a field of the event, and with the duplicate of such a refused event: which field, and why' }),
-  entity: z.unknown().optional(),
+  entity: z.union([DeliveryItem, DeliveryCreditResponse, DeliveryPaymentResponse, Note, ServiceValue, Delivery]).nullable().optional().meta({
+    description: 'With an applied or duplicate event: what the event touched, as it is now, by the event\'s type: scan → DeliveryItem; '
+      + 'credit → DeliveryCreditResponse; payment → DeliveryPaymentResponse; note.create, note.update, note.delete → Note (null once '
+      + 'deleted); service.set, service.clear → ServiceValue (null once cleared); delivery.hold, delivery.resume, delivery.cancel, '
+      + 'delivery.assignCar → Delivery',
+  }),
   seq: z.number().int().optional().meta({
     format: 'int64',
     description: 'With an applied event: the change-feed seq up to which the sender\'s feed carries it. A client that has received the changes up to this seq holds a state that contains the event, so it stops adding the event on top of it.',
   }),
 }).meta({ id: 'EventResult' });
 export type EventResult = z.infer<typeof EventResult>;
+/** What an applied event touched, as its result's `entity`. */
+export type EventEntity = NonNullable<EventResult['entity']>;
 
 export const PushRequest = z.object({
   clientId: z.string().trim().min(1).max(200),
@@ -53,17 +63,47 @@ export const PushRequest = z.object({
 }).meta({ id: 'PushRequest' });
 export const PushResponse = z.object({ results: z.array(EventResult) }).meta({ id: 'PushResponse' });
 
-export const Change = z.object({
-  seq: z.number().int().meta({ format: 'int64' }),
-  entity: z.string(),
-  op: z.enum(['upsert', 'delete']),
-  id: z.string(),
-  tourId: Uuid.optional(),
-  data: z.unknown().optional(),
-  eventIds: z.array(Uuid).optional().meta({
-    description: 'On the last change a write made for the account: the ids of the account\'s events (push events, a completion\'s clientEventId) that the write applied. A client that has applied the changes up to this one holds their effects, so it settles its own entries with these ids and stops adding them on top, even when the push answer was lost. Absent on every other change; clients that ignore it keep working.',
-  }),
-}).meta({ id: 'Change' });
+/** Every kind of record the change feed carries; `Change.data` is the record's public shape. */
+export const ChangeEntity = z.enum([
+  'tour', 'warehouse', 'article', 'customer', 'delivery', 'position', 'contact', 'note', 'serviceValue', 'attachment', 'payment',
+  'completion', 'car', 'paymentMethod', 'service',
+]).meta({ id: 'ChangeEntity' });
+export type ChangeEntity = z.infer<typeof ChangeEntity>;
+
+/** The public shape of each entity, as `data` of its upserts. */
+export const changeData = {
+  tour: Tour, warehouse: Warehouse, article: Article, customer: Customer, delivery: Delivery, position: DeliveryItem,
+  contact: ContactSource, note: Note, serviceValue: ServiceValue, attachment: Attachment, payment: Payment, completion: Completion,
+  car: Car, paymentMethod: PaymentMethod, service: Service,
+} satisfies Record<ChangeEntity, z.ZodType>;
+export type ChangeData = { [E in ChangeEntity]: z.infer<(typeof changeData)[E]> };
+
+const ChangeEventIds = z.array(Uuid).optional().meta({
+  description: 'On the last change a write made for the account: the ids of the account\'s events (push events, a completion\'s clientEventId) that the write applied. A client that has applied the changes up to this one holds their effects, so it settles its own entries with these ids and stops adding them on top, even when the push answer was lost. Absent on every other change; clients that ignore it keep working.',
+});
+
+const changeName = (entity: ChangeEntity) => `${entity[0].toUpperCase()}${entity.slice(1)}Change`;
+
+function changeOf<E extends ChangeEntity>(entity: E) {
+  return z.object({
+    seq: z.number().int().meta({ format: 'int64' }),
+    entity: z.literal(entity),
+    op: z.enum(['upsert', 'delete']),
+    id: z.string(),
+    tourId: Uuid.optional(),
+    data: changeData[entity].optional().meta({ description: 'With an upsert: the record as it is now; absent with a delete' }),
+    eventIds: ChangeEventIds,
+  }).meta({ id: changeName(entity) });
+}
+
+export const Change = z.discriminatedUnion('entity', [
+  changeOf('tour'), changeOf('warehouse'), changeOf('article'), changeOf('customer'), changeOf('delivery'), changeOf('position'),
+  changeOf('contact'), changeOf('note'), changeOf('serviceValue'), changeOf('attachment'), changeOf('payment'), changeOf('completion'),
+  changeOf('car'), changeOf('paymentMethod'), changeOf('service'),
+]).meta({
+  id: 'Change',
+  discriminator: { propertyName: 'entity', mapping: Object.fromEntries(ChangeEntity.options.map((e) => [e, `#/components/schemas/${changeName(e)}`])) },
+});
 export type Change = z.infer<typeof Change>;
 
 export const ChangesQuery = z.object({

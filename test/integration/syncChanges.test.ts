@@ -36,7 +36,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
 
   /** A tour change as the tour import writes it: visible to the tour's driver only. */
   const tourChange = (accountId: number, tourId = randomUUID()) =>
-    recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: tourId, tourId, accountId, data: { id: tourId, name: 'Tour Nord' } }]);
+    recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: tourId, tourId, accountId, data: { id: tourId, accountId, tourDate: '2026-03-11', name: 'Tour Nord' } }]);
 
   it('shows a driver their own tours and cars and everyone\'s payment methods and services, never another driver\'s', async () => {
     const a = await driver();
@@ -214,7 +214,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
     it('prunes the old entries up to the first one to keep; an old entry behind it waits for a later run', async () => {
       const accountId = (await driver()).personalnummer;
       const seqs: number[] = [];
-      for (const n of [1, 2, 3]) seqs.push((await recordChanges(api.db, [{ entity: 'proof', op: 'upsert', id: `p${n}`, accountId }]))!);
+      for (const n of [1, 2, 3]) seqs.push((await recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: `p${n}`, accountId }]))!);
       // A transaction that started long ago may take a seq after a younger one's.
       const day = (days: number) => new Date(Date.now() - days * 86_400_000).toISOString();
       await api.db.execute(sql`UPDATE change_log SET created_at = CASE seq WHEN ${seqs[0]} THEN ${day(40)}::timestamptz
@@ -231,12 +231,12 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
 
     it('raises the horizon to the last entry deleted, not over a seq that never committed', async () => {
       const a = await driver();
-      const old = (await recordChanges(api.db, [{ entity: 'proof', op: 'upsert', id: 'old', accountId: a.personalnummer }]))!;
+      const old = (await recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: 'old', accountId: a.personalnummer }]))!;
       await api.db.transaction(async (tx) => {
-        await recordChanges(tx, [{ entity: 'proof', op: 'upsert', id: 'rolled back', accountId: a.personalnummer }]);
+        await recordChanges(tx, [{ entity: 'tour', op: 'upsert', id: 'rolled back', accountId: a.personalnummer }]);
         tx.rollback();
       }).catch(() => undefined);
-      await recordChanges(api.db, [{ entity: 'proof', op: 'upsert', id: 'new', accountId: a.personalnummer }]);
+      await recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: 'new', accountId: a.personalnummer }]);
       await api.db.execute(sql`UPDATE change_log SET created_at = now() - interval '40 days' WHERE seq <= ${old}`);
 
       expect(await pruneChangeLog(api.db, new Date(Date.now() - 30 * 86_400_000))).toMatchObject({ horizon: old });
@@ -274,7 +274,7 @@ describe.each(databaseKinds)('the change log cursor under concurrent writers on 
         try {
           const seq = await db.transaction(async (tx) => {
             await sleep(Math.random() * 4);
-            const seq = await recordChanges(tx, [{ entity: 'proof', op: 'upsert', id: `${w}-${t}`, accountId: reader }]);
+            const seq = await recordChanges(tx, [{ entity: 'tour', op: 'upsert', id: `${w}-${t}`, accountId: reader }]);
             // Holding the transaction open after numbering is where a later seq could commit first.
             await sleep(Math.random() * 3);
             if (rollback) throw new Error('rolled back on purpose');
@@ -293,7 +293,7 @@ describe.each(databaseKinds)('the change log cursor under concurrent writers on 
     const poll = async () => {
       polls += 1;
       const page = await readChanges(db, reader, cursor, 1 + Math.floor(Math.random() * 15));
-      seen.push(...page.changes.filter((c) => c.entity === 'proof').map((c) => c.seq));
+      seen.push(...page.changes.filter((c) => c.entity === 'tour').map((c) => c.seq));
       cursor = page.seq;
       return page.hasMore;
     };

@@ -161,7 +161,7 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       const { personalnummer, token, cursor } = await driver();
       const writes = [...Array(30).keys()].map(async (i) => {
         await sleep(i * 3);
-        return recordChanges(api.db, [{ entity: 'car', op: 'upsert', id: `race-${i}`, accountId: personalnummer, data: { i } }]);
+        return recordChanges(api.db, [{ entity: 'car', op: 'upsert', id: `race-${i}`, accountId: personalnummer, data: { id: `race-${i}`, accountId: personalnummer, plate: `R-${i}`, active: true } }]);
       });
       await sleep(20);
       const socket = await SyncSocket.open(api.url, { token });
@@ -298,8 +298,12 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
         await socket.next((m) => m.type === 'changes');
         socket.ws.pause();
         const big = 'x'.repeat(200_000);
+        const note = (id: string) => ({
+          id, deliveryId: id, text: big, imageAttachment: null, imageAttachmentId: null, authorCarId: null, creditDeliveryItemId: null,
+          isAmountCreditNote: false, createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(),
+        });
         for (let i = 0; i < 8; i++) {
-          await recordChanges(small.db, [...Array(5).keys()].map((j) => ({ entity: 'note', op: 'upsert' as const, id: `n-${i}-${j}`, accountId: personalnummer, data: { big } })));
+          await recordChanges(small.db, [...Array(5).keys()].map((j) => ({ entity: 'note', op: 'upsert' as const, id: `n-${i}-${j}`, accountId: personalnummer, data: note(`n-${i}-${j}`) })));
         }
         await sleep(6500);
         socket.ws.resume();

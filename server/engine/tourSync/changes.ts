@@ -1,5 +1,6 @@
 import { and, eq, inArray, or } from 'drizzle-orm';
 import { serviceValueChangeId } from '../../../shared/rules/services.js';
+import type { ChangeData } from '../../../shared/schemas/sync.js';
 import { deliveryKey } from '../../../shared/schemas/tours.js';
 import type { Db } from '../../db/client.js';
 import { articles, deliveries, deliveryItems, tours } from '../../db/schema.js';
@@ -48,8 +49,8 @@ async function masterDataForOthers(tx: Db, accountId: number, changed: {
 
   const records = new Map<string, ChangeRecord>();
   const add = (record: ChangeRecord) => records.set(`${record.entity}/${record.id}/${record.accountId}`, record);
-  const forOther = (reader: { accountId: number; tourId: string }, entity: string, id: string, data: unknown) => {
-    if (reader.accountId !== accountId) add({ entity, op: 'upsert', id, tourId: reader.tourId, accountId: reader.accountId, data });
+  const forOther = <E extends 'customer' | 'article' | 'warehouse'>(reader: { accountId: number; tourId: string }, entity: E, id: string, data: ChangeData[E]) => {
+    if (reader.accountId !== accountId) add({ entity, op: 'upsert', id, tourId: reader.tourId, accountId: reader.accountId, data } as ChangeRecord);
   };
   for (const r of readers) forOther(r, 'customer', r.customerId, toCustomer(customerById.get(r.customerId)!));
   const anyWarehouse = new Map(changed.warehouseRows.map((w) => [w.id, w]));

@@ -41,7 +41,7 @@ export const syncRoutes = [
     description: 'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends '
       + '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1001 server shutting down, 1011 internal '
       + 'error, 4401 token expired, 4403 account deactivated, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. '
-      + 'A request without the handshake answers 400.',
+      + 'A request without the handshake answers 400. The protocol in full: docs/sync-protocol.md in the repository.',
     webSocket: { clientMessages: WsClientMessage, serverMessages: WsServerMessage },
     handler: async () => {
       throw validation(`${SYNC_WS_PATH} takes a WebSocket handshake (Upgrade: websocket)`);
