@@ -5,11 +5,12 @@ import type { Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { constraintViolation, isLockTimeout } from '../db/errors.js';
-import { cars, paymentMethods, paymentProtocol, services } from '../db/schema.js';
+import { paymentProtocol } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { DomainError, validation } from '../errors.js';
 import type { PaymentRow } from '../shapes/rows.js';
-import { applyOperation, entityOf, type AttachmentInput, type Lookups, type Outcome, type Rejection } from './operations.js';
+import { loadLookups } from './lookups.js';
+import { applyOperation, entityOf, type AttachmentInput, type Outcome, type Rejection } from './operations.js';
 import { ConcurrentDuplicate, flushWorkingSets, loadWorkingSets, type WorkingSet } from './workingSet.js';
 
 /** One result per event; `reason` carries the specific rejection (scan codes such as `quantity_exceeded`). */
@@ -147,35 +148,6 @@ function submit(db: Db, entries: Entry[]): Promise<void> {
   const done = deferred<void>();
   write({ entries, done });
   return done.promise;
-}
-
-/**
- * What the operations may look up, per account (cars are an account's own). Read under the
- * deliveries' locks, so that a method, service or car that a transaction changed while this one
- * waited for a lock is seen as it is now.
- */
-async function loadLookups(db: Db, entries: Entry[]): Promise<(accountId: number) => Lookups> {
-  const events = entries.map((e) => e.event);
-  const serviceIds = events.flatMap((e) => (e.type === 'service.set' || e.type === 'service.clear' ? [e.serviceId] : []));
-  const methodIds = events.flatMap((e) => (e.type === 'payment' ? [e.paymentMethodId] : []));
-  const carOwners = [...new Set(entries
-    .filter(({ event: e }) => ('authorCarId' in e && e.authorCarId) || (e.type === 'delivery.assignCar' && e.carId))
-    .map((e) => e.actor.personalnummer))];
-  const [carRows, serviceRows, methodRows] = await Promise.all([
-    carOwners.length ? db.select().from(cars).where(inArray(cars.accountId, carOwners)) : [],
-    serviceIds.length ? db.select().from(services).where(inArray(services.id, serviceIds)) : [],
-    methodIds.length ? db.select().from(paymentMethods).where(inArray(paymentMethods.id, methodIds)) : [],
-  ]);
-  const shared = { services: new Map(serviceRows.map((s) => [s.id, s])), paymentMethods: new Map(methodRows.map((m) => [m.id, m])) };
-  const byAccount = new Map<number, Lookups>();
-  return (accountId) => {
-    let lookups = byAccount.get(accountId);
-    if (!lookups) {
-      lookups = { ...shared, cars: new Map(carRows.filter((c) => c.accountId === accountId).map((c) => [c.id, c])) };
-      byAccount.set(accountId, lookups);
-    }
-    return lookups;
-  };
 }
 
 /**
