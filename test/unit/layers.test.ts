@@ -1,5 +1,8 @@
+import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { ESLint } from 'eslint';
+import * as prettier from 'prettier';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -56,5 +59,29 @@ describe('the layers of the design', () => {
       "import { listTourSummaries } from '../../queries/tourSummaries.js';\nimport { applyEvent } from '../../engine/apply.js';\n" +
       'export const both = [listTourSummaries, applyEvent];\n';
     expect(await broken('server/http/routes/layerFixture.ts', code)).toEqual([]);
+  });
+});
+
+describe('the formatting', () => {
+  it('follows Prettier over the whole tree (npm run lint checks it too)', { timeout: 180_000 }, async () => {
+    // The CLI, not the API: it alone expands the tree and honours .gitignore and .prettierignore as npm run lint does.
+    const cli = fileURLToPath(new URL('../../node_modules/prettier/bin/prettier.cjs', import.meta.url));
+    const unformatted = await promisify(execFile)(process.execPath, [cli, '--list-different', '.'], { cwd: root, maxBuffer: 1 << 24 })
+      .then(() => '', (failure: { stdout?: string; stderr?: string }) => `${failure.stdout ?? ''}${failure.stderr ?? ''}`);
+    expect(unformatted.split('\n').filter(Boolean)).toEqual([]);
+  });
+
+  it.each(['migrations/0000_init.sql', 'migrations/meta/_journal.json', 'client-sdk/dist/index.js', 'package-lock.json', 'bench-results.json', 'docs/testing.md'])(
+    'leaves out what is generated or hand-laid: %s',
+    async (file) => {
+      expect((await prettier.getFileInfo(`${root}/${file}`, { ignorePath: `${root}/.prettierignore` })).ignored).toBe(true);
+    },
+  );
+
+  it('checks the sources with the project settings', async () => {
+    const options = await prettier.resolveConfig(`${root}/server/main.ts`);
+    expect(options).toMatchObject({ printWidth: 140, singleQuote: true });
+    expect(await prettier.check("export const a = 'x';\n", { ...options, filepath: 'a.ts' })).toBe(true);
+    expect(await prettier.check('export const a = "x"\n', { ...options, filepath: 'a.ts' })).toBe(false);
   });
 });
