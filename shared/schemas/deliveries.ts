@@ -179,7 +179,9 @@ export const ApplyScansRequest = z.object({ scans: z.array(ScanEvent).max(500) }
 export const ScanResult = z.object({
   clientScanId: Uuid,
   status: z.enum(['applied', 'duplicate', 'rejected']),
-  code: z.string().optional().meta({ description: 'With a rejection, and with the duplicate of a scan refused before: why, e.g. quantity_exceeded; other_event with a duplicate whose id stands for another event' }),
+  code: z.string().optional().meta({
+    description: 'With a rejection, and with the duplicate of a scan refused before: why, e.g. quantity_exceeded; other_event with a duplicate whose id stands for another event',
+  }),
   reason: z.string().optional(),
   item: DeliveryItem.nullable(),
 }).meta({ id: 'ScanResult' });
