@@ -71,7 +71,7 @@ describe('the formatting', () => {
     expect(unformatted.split('\n').filter(Boolean)).toEqual([]);
   });
 
-  it.each(['migrations/0000_init.sql', 'migrations/meta/_journal.json', 'client-sdk/dist/index.js', 'package-lock.json', 'bench-results.json', 'docs/testing.md'])(
+  it.each(['migrations/0000_init.sql', 'migrations/meta/_journal.json', 'client-sdk/dist/index.js', 'dist/server/main.js', 'package-lock.json', 'bench-results.json', 'docs/testing.md'])(
     'leaves out what is generated or hand-laid: %s',
     async (file) => {
       expect((await prettier.getFileInfo(`${root}/${file}`, { ignorePath: `${root}/.prettierignore` })).ignored).toBe(true);
