@@ -107,6 +107,8 @@ export class LocalState {
       if (this.applyMaster(change)) masterChanged = true;
       else this.applyToTours(change, outcome);
     }
+    // With the copy, at once: a view read while the writes below are under way must see both.
+    this.lastSeq = lastSeq;
     for (const id of outcome.changedTours) {
       const tour = this.tours.get(id);
       if (tour) await this.store.set(`${TOUR_PREFIX}${id}`, tour);

@@ -5,7 +5,7 @@ import { defaultBackoff, type BackoffPolicy } from '../backoff.js';
 import { Emitter } from '../emitter.js';
 import type { WebSocketFactory } from '../live.js';
 import type { MultipartBuilder } from '../multipart.js';
-import type { Outbox, OutboxAction } from '../outbox.js';
+import type { Outbox, OutboxAction, OutboxEntry } from '../outbox.js';
 import type { LocalState } from '../state.js';
 import type { TabCoordinator } from '../tabs.js';
 import type { JsonStore, KeyValueStore } from '../storage/keyValue.js';
@@ -87,6 +87,8 @@ export class ClientCore {
   generation = 1;
   /** The handles of the actions queued in this session. */
   readonly outcomes = new Outcomes();
+  /** Entries the local copy holds already (a change named them) until the feed has removed them. */
+  readonly heldByCopy = new Set<string>();
   /** Set by the status part; every part reports through it. */
   emitStatus: () => void = () => undefined;
 
@@ -111,6 +113,16 @@ export class ClientCore {
   isoNow() { return new Date(this.now()).toISOString(); }
 
   tourIds(): string[] { return [...this.state.tours.keys()]; }
+
+  /**
+   * What the view adds on top of the local copy: every entry not refused, but none the copy
+   * already holds, also in the moment between the copy taking a change and the entry's removal.
+   */
+  entriesOnTop(): OutboxEntry[] {
+    const { lastSeq } = this.state;
+    return this.outbox.unsettled().filter((e) => !this.heldByCopy.has(e.id)
+      && !(e.state === 'acknowledged' && e.ackSeq !== undefined && e.ackSeq <= lastSeq));
+  }
 
   tourOfAction(action: OutboxAction): string | undefined {
     const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId : undefined) : action.deliveryId;

@@ -1,4 +1,5 @@
 import type { Change } from '../../shared/schemas/sync.js';
+import type { OutboxEntry } from '../outbox.js';
 import { LiveChanges, detectWebSocket } from '../live.js';
 import { Serial, type ClientCore } from './core.js';
 import type { Status } from './status.js';
@@ -64,24 +65,33 @@ export class Feed {
   }
 
   /**
-   * Lets go of this client's entries that the changes name as applied (`Change.eventIds`): the
-   * copy holds their effect now, also when the answer to their push was lost. A photo's entry
-   * stays: it may still owe its text, which the sender adds after the upload.
+   * This client's entries that the changes name as applied (`Change.eventIds`): the copy holds
+   * their effect once it took the changes, also when the answer to their push was lost. A photo's
+   * entry stays: it may still owe its text, which the sender adds after the upload.
    */
-  private async settleNamed(changes: Change[]): Promise<boolean> {
-    const { outbox, outcomes, attachments } = this.core;
-    let settled = false;
+  private holdNamed(changes: Change[]): OutboxEntry[] {
+    const held: OutboxEntry[] = [];
     for (const id of changes.flatMap((c) => c.eventIds ?? [])) {
-      const entry = outbox.get(id);
+      const entry = this.core.outbox.get(id);
       if (!entry || entry.state === 'rejected' || entry.action.kind === 'noteImage') continue;
+      this.core.heldByCopy.add(id);
+      held.push(entry);
+    }
+    return held;
+  }
+
+  /** Removes the entries the copy holds now, settling their handles. */
+  private async settleNamed(entries: OutboxEntry[]): Promise<boolean> {
+    const { outbox, outcomes, attachments, heldByCopy } = this.core;
+    for (const entry of entries) {
       await outbox.remove(entry);
-      outcomes.settle(id, { status: 'applied' });
+      heldByCopy.delete(entry.id);
+      outcomes.settle(entry.id, { status: 'applied' });
       if (entry.action.kind === 'completion') {
         for (const image of [entry.action.customerSignature, entry.action.driverSignature]) await attachments.delete(image).catch(() => undefined);
       }
-      settled = true;
     }
-    return settled;
+    return entries.length > 0;
   }
 
   async refetchTour(tourId: string) {
@@ -108,11 +118,13 @@ export class Feed {
     // while the entry still counts as pending, the view would show it twice. So they wait for the
     // answer, whose seq then lets the entry go.
     await this.core.sending;
+    // Marked in the same turn as the copy takes the changes: no view in between counts them twice.
+    const named = this.holdNamed(changes);
     const outcome = await this.core.state.applyChanges(changes, cursor);
     for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.status.recordError(error));
     // Before telling anyone: an entry the server's state now holds must not count twice in the view.
-    const named = await this.settleNamed(changes);
-    const touched = [...outcome.changedTours, ...outcome.refetch, ...await this.settledTours(), ...(named ? this.core.tourIds() : [])];
+    const settled = await this.settleNamed(named);
+    const touched = [...outcome.changedTours, ...outcome.refetch, ...await this.settledTours(), ...(settled ? this.core.tourIds() : [])];
     if (touched.length) this.core.emitChange(...touched);
   }
 

@@ -47,11 +47,11 @@ export class Reads {
 
   /** The server's state plus everything still in the outbox. */
   view(tourId: string): TourDetails | undefined {
-    return this.core.state.view(tourId, this.core.outbox.unsettled());
+    return this.core.state.view(tourId, this.core.entriesOnTop());
   }
 
   delivery(deliveryId: string): DeliveryDetails | undefined {
-    return this.core.state.viewDelivery(deliveryId, this.core.outbox.unsettled());
+    return this.core.state.viewDelivery(deliveryId, this.core.entriesOnTop());
   }
 
   /** A note image that still waits in the outbox (its reference starts with `local:`), as the attachment store holds it. */

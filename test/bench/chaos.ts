@@ -37,7 +37,7 @@ const KILLS: [number, number, 'kill' | 'start'][] = [[15_000, 0, 'kill'], [23_00
 // [at ms, how long PostgreSQL stays down]: a restart of the database itself (an embedded one only).
 const DATABASE_RESTART: [number, number] = [34_000, 3000];
 
-const counts = { dropped: 0, lost: 0, duplicated: 0, socketCuts: 0, backendsTerminated: 0, kills: 0, appRestarts: 0, databaseRestarts: 0 };
+const counts = { viewSamples: 0, viewOver: 0, dropped: 0, lost: 0, duplicated: 0, socketCuts: 0, backendsTerminated: 0, kills: 0, appRestarts: 0, databaseRestarts: 0 };
 // Off while the drivers load their tours (a first read is not queued), on during the load.
 let faultsOn = false;
 const chance = (p: number) => faultsOn && Math.random() < p;
@@ -173,7 +173,7 @@ async function token(personalnummer: number): Promise<string> {
 }
 
 async function openClient(driver: Omit<Driver, 'client'>) {
-  return TourlineClient.open({
+  const client = await TourlineClient.open({
     baseUrl: BASE_URL,
     getToken: () => token(driver.personalnummer),
     storage: await FileStore.open(driver.dir),
@@ -183,6 +183,14 @@ async function openClient(driver: Omit<Driver, 'client'>) {
     pollIntervalMs: 2000,
     requestTimeoutMs: 10_000,
   });
+  // Every view the app is told of: no line may show more than the scans the driver made on it
+  // (an entry applied on top of a copy that already holds it would).
+  client.on('change', () => {
+    counts.viewSamples += 1;
+    const positions = client.view(driver.tourId)?.deliveries.flatMap((d) => d.positions) ?? [];
+    if (positions.some((p) => p.scannedQuantity > (driver.scans.get(p.id) ?? 0))) counts.viewOver += 1;
+  });
+  return client;
 }
 
 /**
@@ -231,9 +239,10 @@ async function driverLoop(driver: Driver, until: number) {
       counts.appRestarts += 1;
     }
     const item = driver.items[Math.floor(Math.random() * driver.items.length)];
+    // Counted first: the view shows the scan as soon as it is queued.
+    driver.scans.set(item, (driver.scans.get(item) ?? 0) + 1);
     const { eventId } = await driver.client.scan(item);
     driver.eventIds.push(eventId);
-    driver.scans.set(item, (driver.scans.get(item) ?? 0) + 1);
     // A busy driver at the loading ramp: a scan every quarter to half second.
     await sleep(250 + Math.random() * 350);
   }
@@ -398,6 +407,8 @@ try {
       ['items whose count differs from the scans made', itemsOff],
       ['rejected events', rejected],
       ['positions where a device copy differs from the database', copiesOff],
+      ['device views sampled (every change event)', counts.viewSamples],
+      ['  of them counting a scan twice', counts.viewOver],
       ['changes missing from an account\'s live feed', missingFromFeeds],
       ['changes recorded during the run', head - startSeq],
       ['successful ERP import runs (dates)', `${runs.ok} (${runs.dates})`],
@@ -412,6 +423,7 @@ try {
     expectEqual('items off', itemsOff, 0);
     expectEqual('rejected events', rejected, 0);
     expectEqual('device copies off', copiesOff, 0);
+    expectEqual('device views counting a scan twice', counts.viewOver, 0);
     expectEqual('changes missing from live feeds', missingFromFeeds, 0);
     if (Number(runs.ok) !== Number(runs.dates)) failures.push(`ERP import: ${runs.ok} successful runs for ${runs.dates} dates; a date must be imported once`);
   } finally {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { inArray } from 'drizzle-orm';
 import { describe, expect, it, vi } from 'vitest';
-import { TourlineClient } from '../../client-sdk/index.js';
+import { MemoryStore, TourlineClient } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
 import { deliveryItems, processedEvents } from '../../server/db/schema.js';
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
@@ -139,5 +139,31 @@ describe.each(databaseKinds)('the SDK settles its entries on the events the chan
     expect(faults.log.filter((l) => l.path.endsWith('/sync/push'))).toHaveLength(1);
     check.neverMore();
     await expectViewEqualsServer(second, server, pnr, tourId);
+  });
+  it('never shows an entry on top of the copy while the copy\'s writes are still under way', async () => {
+    const { server, pnr, tourId, seeded, line } = await setup();
+    // Slow storage (a cheap phone's flash): the copy takes a change at once, its writes take a while.
+    class SlowStore extends MemoryStore {
+      override async set(key: string, value: string) { await new Promise((r) => setTimeout(r, 40)); return super.set(key, value); }
+    }
+    const faults = new FaultInjector(server.url);
+    const client = await openClient(sdkOptions(() => server, pnr, faults, { storage: new SlowStore(), webSocket: faults.webSocket, pollIntervalMs: 60_000 }));
+    await client.loadTours({ date: seeded.tour.tourDate });
+    client.start();
+    await vi.waitFor(() => expect(client.status().liveConnected).toBe(true), { timeout: 5000 });
+    let most = 0;
+    const sampler = setInterval(() => { most = Math.max(most, scannedIn(client.view(tourId), line.id)); }, 2);
+    try {
+      // The first answer arrives (settled by its seq); the second is lost (settled by the change naming it).
+      await client.scan(line.id);
+      await vi.waitFor(() => expect([scannedIn(client.serverTour(tourId), line.id), client.outbox.all().length]).toEqual([1, 0]), { timeout: 10_000 });
+      faults.loseResponse(on('/sync/push'));
+      await client.scan(line.id);
+      await vi.waitFor(() => expect([scannedIn(client.serverTour(tourId), line.id), client.outbox.all().length]).toEqual([2, 0]), { timeout: 10_000 });
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(most).toBe(2);
+    expect(scannedIn(client.view(tourId), line.id)).toBe(2);
   });
 });
