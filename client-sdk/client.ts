@@ -1,13 +1,14 @@
 import type { Binary } from './api.js';
 import type { Outbox } from './outbox.js';
 import type { LocalState } from './state.js';
-import type { Actions } from './client/actions.js';
+import type { Actions, RetryChanges } from './client/actions.js';
 import type { ClientEvents, EventInput, TourlineClientOptions } from './client/core.js';
 import { Lifecycle, openParts, type Parts } from './client/lifecycle.js';
 import type { Reads } from './client/reads.js';
 import type { RejectedEvent, SyncStatus } from './client/status.js';
 
 export type { EventInput, TourlineClientOptions } from './client/core.js';
+export type { RetryChanges } from './client/actions.js';
 export type { RejectedEvent, SyncStatus } from './client/status.js';
 
 type Args<K extends keyof Actions> = Actions[K] extends (...args: infer A) => unknown ? A : never;
@@ -93,12 +94,24 @@ export class TourlineClient {
 
   rejected(): RejectedEvent[] { return this.parts.status.rejected(); }
 
-  /** The app has shown the rejection to the driver: forget it. */
+  /** The app has shown the rejection to the driver: forget it, and its photos. */
   async dismissRejected(id: string) {
     const entry = this.outbox.get(id);
-    if (entry?.state === 'rejected') await this.outbox.remove(entry);
-    this.parts.core.emitStatus();
+    if (entry?.state === 'rejected') await this.parts.actions.discard(entry);
   }
+
+  /**
+   * Queues a refused action again, as a new action with `changes` merged in (event fields, a
+   * completion's `acknowledgements`, a photo note's `text`); the refused one goes.
+   */
+  retryRejected(id: string, changes: RetryChanges = {}) {
+    const entry = this.outbox.get(id);
+    if (entry?.state !== 'rejected') throw new Error(`no refused action ${id}`);
+    return this.parts.actions.retry(entry, changes);
+  }
+
+  /** Lets an old tour go from the local copy; refused while an action of it waits in the outbox. */
+  forgetTour(tourId: string) { return this.parts.reads.forgetTour(tourId); }
 
   // ---------- syncing ----------
   /**

@@ -1,5 +1,5 @@
 export { TourlineClient } from './client.js';
-export type { TourlineClientOptions, SyncStatus, RejectedEvent, EventInput } from './client.js';
+export type { TourlineClientOptions, SyncStatus, RejectedEvent, EventInput, RetryChanges } from './client.js';
 export type { Outcome } from './client/outcomes.js';
 export type { Queued } from './client/actions.js';
 export { TourlineApi, AdminApi, Transport } from './api.js';

@@ -65,6 +65,13 @@ const PREFIX = 'outbox/';
  */
 const keyOf = (entry: OutboxEntry) => `${PREFIX}${String(entry.seq).padStart(12, '0')}-${entry.id}`;
 
+/** The photos and signatures an action still holds in the attachment store. */
+export function attachmentsOf(action: OutboxAction): string[] {
+  if (action.kind === 'completion') return [action.customerSignature, action.driverSignature];
+  if (action.kind === 'noteImage' && !action.uploaded) return [action.image];
+  return [];
+}
+
 export function orderKeyOf(action: OutboxAction): string {
   if (action.kind !== 'event') return `delivery:${action.deliveryId}`;
   const e = action.event;

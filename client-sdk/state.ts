@@ -15,6 +15,7 @@ import type { JsonStore } from './storage/keyValue.js';
 const TOUR_PREFIX = 'tour/';
 const MASTER_KEY = 'masterData';
 const CURSOR_KEY = 'cursor';
+const FORGOTTEN_KEY = 'forgottenTours';
 
 /** A note whose image still waits in the outbox carries this prefix and the entry id as its image reference. */
 export const LOCAL_IMAGE_PREFIX = 'local:';
@@ -55,6 +56,8 @@ export class LocalState {
   cursor: string | null = null;
   /** Highest seq applied; the feed and the socket may overlap, older changes are skipped. */
   lastSeq = -1;
+  /** Tours the app let go: a change of one does not read it again. */
+  private forgotten = new Set<string>();
 
   private constructor(private readonly store: JsonStore) {}
 
@@ -65,6 +68,7 @@ export class LocalState {
     state.master = (await store.get<MasterData>(MASTER_KEY, isMaster)) ?? state.master;
     const cursor = await store.get<{ cursor: string | null; lastSeq: number }>(CURSOR_KEY, isCursor);
     if (cursor) Object.assign(state, cursor);
+    state.forgotten = new Set(await store.get<string[]>(FORGOTTEN_KEY, Array.isArray) ?? []);
     return state;
   }
 
@@ -72,6 +76,13 @@ export class LocalState {
     const copy = deepCopy(details);
     this.tours.set(details.tour.id, copy);
     await this.store.set(`${TOUR_PREFIX}${details.tour.id}`, copy);
+    if (this.forgotten.delete(details.tour.id)) await this.store.set(FORGOTTEN_KEY, [...this.forgotten]);
+  }
+
+  async forgetTour(tourId: string) {
+    this.forgotten.add(tourId);
+    await this.store.batch([[FORGOTTEN_KEY, [...this.forgotten]], [`${TOUR_PREFIX}${tourId}`, undefined]]);
+    this.tours.delete(tourId);
   }
 
   async dropTour(tourId: string) {
@@ -109,6 +120,7 @@ export class LocalState {
     }
     // With the copy, at once: a view read while the writes below are under way must see both.
     this.lastSeq = lastSeq;
+    for (const id of this.forgotten) outcome.refetch.delete(id);
     for (const id of outcome.changedTours) {
       const tour = this.tours.get(id);
       if (tour) await this.store.set(`${TOUR_PREFIX}${id}`, tour);

@@ -2,12 +2,14 @@ import type { AuditAction, CompleteDeliveryAcknowledgements } from '../../shared
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { noteText } from '../../shared/rules/notes.js';
 import type { Binary } from '../api.js';
-import { orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction } from '../outbox.js';
+import { attachmentsOf, orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction, type OutboxEntry } from '../outbox.js';
 import type { ClientCore, EventInput } from './core.js';
 import type { Outcome } from './outcomes.js';
 import type { Reads } from './reads.js';
 
 type ItemOptions = { authorCarId?: string | null };
+/** What a retry of a refused action changes: fields of an event, a completion's acknowledgements, a photo note's text. */
+export type RetryChanges = Partial<EventInput> | { acknowledgements?: Partial<CompletionAction['acknowledgements']> } | { text?: string | null };
 /** An action stored durably; `outcome` settles when the service applied or refused it. */
 export interface Queued { eventId: string; outcome: Promise<Outcome> }
 
@@ -92,6 +94,38 @@ export class Actions {
 
   /** Any event of the sync protocol, for actions without a helper. */
   enqueue(input: EventInput): Promise<Queued> { return this.queueEvent(() => input); }
+
+  /**
+   * A refused action queued again with `changes`, as a new action: the service keeps its verdict
+   * on the old event id. Its photos and signatures are reused; the refused entry goes.
+   */
+  async retry(entry: OutboxEntry, changes: RetryChanges): Promise<Queued> {
+    const action = entry.action;
+    let queued: Queued;
+    if (action.kind === 'event') {
+      const { eventId: _id, occurredAt: _at, ...event } = action.event;
+      queued = await this.enqueue({ ...event, ...changes } as EventInput);
+    } else {
+      if (action.kind === 'noteImage' && action.uploaded) throw new Error('the photo is already with the service; change its note with updateNote');
+      const id = this.core.randomId();
+      const occurredAt = this.core.isoNow();
+      const next: OutboxAction = action.kind === 'completion'
+        ? { ...action, occurredAt, acknowledgements: { ...action.acknowledgements, ...(changes as { acknowledgements?: object }).acknowledgements, clientEventId: id } }
+        : { ...action, occurredAt, noteId: this.core.randomId(), followUpEventId: this.core.randomId(), ...('text' in changes ? { text: noteText(changes.text) } : {}) };
+      queued = { eventId: id, outcome: (await this.add(id, () => next)).outcome };
+    }
+    await this.core.outbox.remove(entry);
+    this.core.emitStatus();
+    return queued;
+  }
+
+  /** A refused action the driver has seen: it goes, and its photos and signatures with it. */
+  async discard(entry: OutboxEntry) {
+    await this.core.outbox.remove(entry);
+    for (const id of attachmentsOf(entry.action)) await this.core.attachments.delete(id).catch(() => undefined);
+    this.core.emitChange(this.core.tourOfAction(entry.action));
+    this.core.emitStatus();
+  }
 
   /** Writes an attachment once, before its entry: the entry holds only the id. */
   private async attach(id: string, data: Binary, contentType: string) {

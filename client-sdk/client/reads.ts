@@ -39,6 +39,14 @@ export class Reads {
     await this.feed.pull();
   }
 
+  /** Changes of a forgotten tour are not read back; `loadTour` or `loadTours` bring it back. */
+  async forgetTour(tourId: string) {
+    const { core } = this;
+    if (core.outbox.unsettled().some((e) => core.tourOfAction(e.action) === tourId)) throw new Error(`tour ${tourId} still has actions in the outbox`);
+    await core.state.forgetTour(tourId);
+    core.emitChange(tourId);
+  }
+
   /** The server's state as this device last heard it. */
   serverTour(tourId: string): TourDetails | undefined {
     const tour = this.core.state.tours.get(tourId);

@@ -6,7 +6,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { TourlineClient } from '../../client-sdk/index.js';
-import { FileStore } from '../../client-sdk/node.js';
+import { FileAttachmentStore, FileStore } from '../../client-sdk/node.js';
 import { fakeService, newTour } from '../sdk/fakes.js';
 import { retainedBytes } from '../helpers/memory.js';
 import { round } from './stats.js';
@@ -24,12 +24,13 @@ async function directorySize(dir: string): Promise<number> {
   return total;
 }
 
-/** A client over a fresh file store, holding one tour, that sends nothing until told. */
+/** A client over a fresh file store, photos in files beside it, holding one tour, that sends nothing until told. */
 async function client(dirs: string[], fetch = fakeService().fetch, deliveries = 2) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tourline-bench-sdk-'));
   dirs.push(dir);
-  const storage = await FileStore.open(dir);
-  const sdk = await TourlineClient.open({ baseUrl: 'http://tourline.test', getToken: () => 'token', fetch, webSocket: null, storage });
+  const storage = await FileStore.open(path.join(dir, 'kv'));
+  const attachments = await FileAttachmentStore.open(path.join(dir, 'attachments'));
+  const sdk = await TourlineClient.open({ baseUrl: 'http://tourline.test', getToken: () => 'token', fetch, webSocket: null, storage, attachments });
   const tour = newTour({ deliveries, positions: 4 });
   await sdk.state.putTour(tour);
   return { sdk, tour, dir };
