@@ -20,7 +20,11 @@ export interface TabCoordinator {
 interface LockManagerLike {
   request(name: string, options: { signal?: AbortSignal }, callback: () => Promise<unknown>): Promise<unknown>;
 }
-interface ChannelLike { postMessage(message: unknown): void; onmessage: ((event: unknown) => void) | null; close(): void }
+interface ChannelLike {
+  postMessage(message: unknown): void;
+  onmessage: ((event: unknown) => void) | null;
+  close(): void;
+}
 type ChannelFactory = new (name: string) => ChannelLike;
 
 /** Leadership through a Web Lock (released by the browser when the tab goes), news through a BroadcastChannel. */
@@ -29,7 +33,11 @@ export class WebLocksTabs implements TabCoordinator {
   private held: { abort: AbortController; release: () => void } | undefined;
   private announced = false;
 
-  constructor(private readonly name: string, private readonly locks: LockManagerLike, Channel: ChannelFactory) {
+  constructor(
+    private readonly name: string,
+    private readonly locks: LockManagerLike,
+    Channel: ChannelFactory,
+  ) {
     this.channel = new Channel(`tourline:${name}`);
   }
 
@@ -38,10 +46,17 @@ export class WebLocksTabs implements TabCoordinator {
     const abort = new AbortController();
     const held: { abort: AbortController; release: () => void } = { abort, release: () => undefined };
     this.held = held;
-    this.locks.request(`tourline:${this.name}`, { signal: abort.signal }, () => new Promise<void>((release) => {
-      held.release = release;
-      onLead();
-    })).catch(() => undefined); // aborted: resigned while waiting
+    this.locks
+      .request(
+        `tourline:${this.name}`,
+        { signal: abort.signal },
+        () =>
+          new Promise<void>((release) => {
+            held.release = release;
+            onLead();
+          }),
+      )
+      .catch(() => undefined); // aborted: resigned while waiting
   }
 
   resign() {
@@ -60,7 +75,9 @@ export class WebLocksTabs implements TabCoordinator {
     });
   }
 
-  listen(onWrite: () => void) { this.channel.onmessage = () => onWrite(); }
+  listen(onWrite: () => void) {
+    this.channel.onmessage = () => onWrite();
+  }
 
   close() {
     this.resign();

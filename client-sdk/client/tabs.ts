@@ -10,7 +10,12 @@ import { toRejected, type Status } from './status.js';
  * leads) and settles the handles of its own actions that another tab sent.
  */
 export class Tabs {
-  constructor(private readonly core: ClientCore, private readonly sender: Sender, private readonly status: Status, private readonly coordinator: TabCoordinator) {
+  constructor(
+    private readonly core: ClientCore,
+    private readonly sender: Sender,
+    private readonly status: Status,
+    private readonly coordinator: TabCoordinator,
+  ) {
     sender.leading = false;
     core.outbox.onWrite = () => coordinator.announce();
     coordinator.listen(() => void this.absorb());
@@ -18,10 +23,13 @@ export class Tabs {
 
   /** Competes for the lead; once it has it, takes over everything in storage and sends. */
   lead() {
-    this.coordinator.lead(() => void this.absorb().then(() => {
-      this.sender.leading = true;
-      this.sender.wake();
-    }));
+    this.coordinator.lead(
+      () =>
+        void this.absorb().then(() => {
+          this.sender.leading = true;
+          this.sender.wake();
+        }),
+    );
   }
 
   resign() {
@@ -37,14 +45,16 @@ export class Tabs {
 
   /** Between sends, so that an answer being recorded here is never overtaken by an older read. */
   private absorb() {
-    return this.sender.serial.run(async () => {
-      const { core } = this;
-      const { added, changed, removed } = await core.outbox.reload();
-      for (const entry of [...changed, ...removed]) this.settleHandle(entry, removed.includes(entry));
-      core.emitChange(...[...added, ...changed, ...removed].map((e) => core.tourOfAction(e.action)));
-      core.emitStatus();
-      if (added.length) this.sender.scheduleFlush();
-    }).catch((error) => this.status.recordError(error));
+    return this.sender.serial
+      .run(async () => {
+        const { core } = this;
+        const { added, changed, removed } = await core.outbox.reload();
+        for (const entry of [...changed, ...removed]) this.settleHandle(entry, removed.includes(entry));
+        core.emitChange(...[...added, ...changed, ...removed].map((e) => core.tourOfAction(e.action)));
+        core.emitStatus();
+        if (added.length) this.sender.scheduleFlush();
+      })
+      .catch((error) => this.status.recordError(error));
   }
 
   private settleHandle(entry: OutboxEntry, gone: boolean) {

@@ -10,8 +10,14 @@ import type { KeyValueStore, KeyValueWrite } from './keyValue.js';
  * `open` gives a fresh, empty store; `reopen`, where the storage outlives its handle, a second
  * handle on the same data (an app restart). A failed check throws.
  */
-export interface Opened<S> { store: S; reopen?: () => Promise<S> }
-export interface ContractCheck<S> { name: string; run(open: () => Promise<Opened<S>>): Promise<void> }
+export interface Opened<S> {
+  store: S;
+  reopen?: () => Promise<S>;
+}
+export interface ContractCheck<S> {
+  name: string;
+  run(open: () => Promise<Opened<S>>): Promise<void>;
+}
 
 function expectEqual(actual: unknown, expected: unknown, what: string) {
   const a = JSON.stringify(actual);
@@ -75,11 +81,19 @@ export const keyValueStoreContract: ContractCheck<KeyValueStore>[] = [
       const { store } = await open();
       await store.set('gone', 'x');
       await store.set('kept', 'x');
-      const writes: KeyValueWrite[] = [...Array.from({ length: 300 }, (_, i) => ({ key: `b/${String(i).padStart(3, '0')}`, value: String(i) })), { key: 'gone' }, { key: 'b/000', value: 'last' }];
+      const writes: KeyValueWrite[] = [
+        ...Array.from({ length: 300 }, (_, i) => ({ key: `b/${String(i).padStart(3, '0')}`, value: String(i) })),
+        { key: 'gone' },
+        { key: 'b/000', value: 'last' },
+      ];
       if (store.batch) await store.batch(writes);
       else for (const w of writes) await (w.value === undefined ? store.delete(w.key) : store.set(w.key, w.value));
       expectEqual((await store.keys('b/')).length, 300, 'keys written by the batch');
-      expectEqual([await store.get('b/000'), await store.get('b/299'), await store.get('gone'), await store.get('kept')], ['last', '299', undefined, 'x'], 'values after the batch');
+      expectEqual(
+        [await store.get('b/000'), await store.get('b/299'), await store.get('gone'), await store.get('kept')],
+        ['last', '299', undefined, 'x'],
+        'values after the batch',
+      );
       await close(store);
     },
   },

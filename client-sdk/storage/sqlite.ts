@@ -31,8 +31,12 @@ export class SqliteStore implements KeyValueStore {
     return row === undefined ? undefined : String(row.value);
   }
 
-  async set(key: string, value: string) { await this.db.query(upsert, [key, value]); }
-  async delete(key: string) { await this.db.query(remove, [key]); }
+  async set(key: string, value: string) {
+    await this.db.query(upsert, [key, value]);
+  }
+  async delete(key: string) {
+    await this.db.query(remove, [key]);
+  }
 
   batch(writes: KeyValueWrite[]) {
     return this.db.transaction(writes.map(({ key, value }) => (value === undefined ? [remove, [key]] : [upsert, [key, value]])));

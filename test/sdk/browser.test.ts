@@ -21,21 +21,29 @@ import { useTestServer, type TestServer } from '../helpers/server.js';
 class Origin {
   lose = false;
   readonly server: http.Server;
-  constructor(private readonly bundle: string, private readonly target: () => string) {
+  constructor(
+    private readonly bundle: string,
+    private readonly target: () => string,
+  ) {
     this.server = http.createServer((req, res) => {
-      if (req.url === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><script src="/app.js"></script>');
+      if (req.url === '/')
+        return void res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><script src="/app.js"></script>');
       if (req.url === '/app.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(this.bundle);
       const lose = this.lose;
-      const upstream = http.request(`${this.target()}${req.url}`, { method: req.method, headers: { ...req.headers, host: new URL(this.target()).host } }, (answer) => {
-        if (lose) {
-          // The service committed; the driver's phone never hears of it.
-          answer.resume();
-          answer.on('end', () => res.socket?.destroy());
-          return;
-        }
-        res.writeHead(answer.statusCode!, answer.headers);
-        answer.pipe(res);
-      });
+      const upstream = http.request(
+        `${this.target()}${req.url}`,
+        { method: req.method, headers: { ...req.headers, host: new URL(this.target()).host } },
+        (answer) => {
+          if (lose) {
+            // The service committed; the driver's phone never hears of it.
+            answer.resume();
+            answer.on('end', () => res.socket?.destroy());
+            return;
+          }
+          res.writeHead(answer.statusCode!, answer.headers);
+          answer.pipe(res);
+        },
+      );
       upstream.on('error', () => res.socket?.destroy());
       req.pipe(upstream);
     });
@@ -54,13 +62,30 @@ let browser: Browser;
 let userData: string;
 let bundle: string;
 beforeAll(async () => {
-  const built = await build({ entryPoints: [path.join(import.meta.dirname, 'browser/app.ts')], bundle: true, write: false, format: 'iife', target: 'es2022', logLevel: 'silent' });
+  const built = await build({
+    entryPoints: [path.join(import.meta.dirname, 'browser/app.ts')],
+    bundle: true,
+    write: false,
+    format: 'iife',
+    target: 'es2022',
+    logLevel: 'silent',
+  });
   bundle = built.outputFiles[0].text;
   userData = await mkdtemp(path.join(os.tmpdir(), 'tourline-chromium-'));
   browser = await puppeteer.launch({
-    executablePath: await chromium.executablePath(), headless: true,
+    executablePath: await chromium.executablePath(),
+    headless: true,
     // The machine may have no network and run as root: nothing reaches out, no sandbox.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', `--user-data-dir=${userData}`],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      `--user-data-dir=${userData}`,
+    ],
   });
 }, 60_000);
 afterAll(async () => {
@@ -75,13 +100,16 @@ afterEach(async () => {
 
 type App = Record<string, (...args: any[]) => Promise<any>>;
 const call = <T = any>(page: Page, name: string, ...args: unknown[]) =>
-  page.evaluate((n, a) => ((globalThis as unknown as { app: App }).app[n](...a)), name, args) as Promise<T>;
+  page.evaluate((n, a) => (globalThis as unknown as { app: App }).app[n](...a), name, args) as Promise<T>;
 
 describe('storage adapters in real Chromium', () => {
   it('IndexedDB passes the adapter contract', async () => {
     const origin = new Origin(bundle, () => 'http://127.0.0.1:9');
     const context = await browser.createBrowserContext();
-    cleanups.push(() => origin.close(), () => context.close());
+    cleanups.push(
+      () => origin.close(),
+      () => context.close(),
+    );
     const page = await context.newPage();
     await page.goto(await origin.listen());
     expect(await call(page, 'contract')).toEqual([]);
@@ -95,16 +123,25 @@ describe.each(databaseKinds)('the SDK in real Chromium against the service on %s
   /** A driver with a tour of two deliveries; the first has a line of 10 pieces to scan. Each test its own browser context (its own IndexedDB). */
   async function setUp() {
     const driver = pnr++;
-    const seeded = await newTour(server.db, { accountId: driver, deliveries: 2, positions: [{ scannable: true, quantity: 10, scannedQuantity: 0, state: 'InProgress' }] });
+    const seeded = await newTour(server.db, {
+      accountId: driver,
+      deliveries: 2,
+      positions: [{ scannable: true, quantity: 10, scannedQuantity: 0, state: 'InProgress' }],
+    });
     const origin = new Origin(bundle, () => server.url);
     const url = await origin.listen();
     const context = await browser.createBrowserContext();
-    cleanups.push(() => origin.close(), () => context.close());
+    cleanups.push(
+      () => origin.close(),
+      () => context.close(),
+    );
     const pushes = new Map<Page, number>();
     const openPage = async () => {
       const page = await context.newPage();
       await page.exposeFunction('tourlineToken', () => server.token(driver));
-      page.on('request', (r) => { if (r.url().endsWith('/sync/push')) pushes.set(page, (pushes.get(page) ?? 0) + 1); });
+      page.on('request', (r) => {
+        if (r.url().endsWith('/sync/push')) pushes.set(page, (pushes.get(page) ?? 0) + 1);
+      });
       await page.goto(url);
       return page;
     };
@@ -112,7 +149,8 @@ describe.each(databaseKinds)('the SDK in real Chromium against the service on %s
     return { seeded, origin, openPage, pushes, first: first.delivery.id, second: second.delivery.id, item: first.items[0].id };
   }
 
-  const processed = async (ids: string[]) => (await server.db.select().from(processedEvents).where(inArray(processedEvents.eventId, ids))).length;
+  const processed = async (ids: string[]) =>
+    (await server.db.select().from(processedEvents).where(inArray(processedEvents.eventId, ids))).length;
 
   it('keeps actions in IndexedDB through a network cut, lost answers and a reload, and delivers each exactly once when the network returns', async () => {
     const { seeded, origin, openPage, first, second, item } = await setUp();
@@ -122,7 +160,12 @@ describe.each(databaseKinds)('the SDK in real Chromium against the service on %s
     await call(page, 'start');
 
     await page.setOfflineMode(true);
-    const events = [await call<string>(page, 'scan', item), await call<string>(page, 'scan', item), await call<string>(page, 'scan', item), await call<string>(page, 'hold', second, 'Tor zu')];
+    const events = [
+      await call<string>(page, 'scan', item),
+      await call<string>(page, 'scan', item),
+      await call<string>(page, 'scan', item),
+      await call<string>(page, 'hold', second, 'Tor zu'),
+    ];
     await call<string>(page, 'photo', first, 'Hintereingang');
     expect(await call(page, 'status')).toMatchObject({ pendingCount: 5, online: false });
     expect((await call(page, 'view', first)).positions[0].scannedQuantity).toBe(3);
@@ -150,10 +193,21 @@ describe.each(databaseKinds)('the SDK in real Chromium against the service on %s
     expect(await call(page, 'settled', 10_000)).toMatchObject({ pendingCount: 0, rejected: [], online: true });
 
     expect(await processed(events)).toBe(4);
-    expect(await server.db.select().from(scanAudit).where(inArray(scanAudit.clientScanId, events.slice(0, 3)))).toHaveLength(3);
-    const [held] = await server.db.select().from(deliveries).where(inArray(deliveries.id, [second]));
+    expect(
+      await server.db
+        .select()
+        .from(scanAudit)
+        .where(inArray(scanAudit.clientScanId, events.slice(0, 3))),
+    ).toHaveLength(3);
+    const [held] = await server.db
+      .select()
+      .from(deliveries)
+      .where(inArray(deliveries.id, [second]));
     expect(held.state).toBe('held');
-    const photos = await server.db.select().from(notes).where(inArray(notes.deliveryId, [first]));
+    const photos = await server.db
+      .select()
+      .from(notes)
+      .where(inArray(notes.deliveryId, [first]));
     expect(photos).toMatchObject([{ text: 'Hintereingang', imageAttachment: expect.any(String) }]);
     expect(await call(page, 'stored')).toMatchObject({ outboxKeys: [], attachments: 0 });
     expect((await call(page, 'view', first)).positions[0].scannedQuantity).toBe(3);
@@ -188,7 +242,12 @@ describe.each(databaseKinds)('the SDK in real Chromium against the service on %s
     expect(await call(b, 'settled', 15_000)).toMatchObject({ pendingCount: 0, rejected: [] });
     expect(pushes.get(b)).toBeGreaterThan(0);
     expect(await processed([handedOver, ...queued])).toBe(9);
-    expect(await server.db.select().from(scanAudit).where(inArray(scanAudit.clientScanId, [handedOver, ...queued]))).toHaveLength(9);
+    expect(
+      await server.db
+        .select()
+        .from(scanAudit)
+        .where(inArray(scanAudit.clientScanId, [handedOver, ...queued])),
+    ).toHaveLength(9);
     const outcomes = await call<Record<string, string>>(b, 'outcomes');
     expect(queued.filter((id) => id in outcomes).map((id) => outcomes[id])).toEqual(['applied', 'applied', 'applied', 'applied']);
     expect((await call(b, 'stored')).outboxKeys).toEqual([]);

@@ -2,9 +2,21 @@
 import { createRequire } from 'node:module';
 import type { SqlDatabase, SqlValue } from '../../client-sdk/storage/sqlite.js';
 
-interface Statement { bind(params: SqlValue[]): void; step(): boolean; getAsObject(): Record<string, unknown>; free(): void }
-export interface SqlJsDatabase { prepare(sql: string): Statement; run(sql: string, params?: SqlValue[]): void; export(): Uint8Array; close(): void }
-interface SqlJs { Database: new (data?: Uint8Array) => SqlJsDatabase }
+interface Statement {
+  bind(params: SqlValue[]): void;
+  step(): boolean;
+  getAsObject(): Record<string, unknown>;
+  free(): void;
+}
+export interface SqlJsDatabase {
+  prepare(sql: string): Statement;
+  run(sql: string, params?: SqlValue[]): void;
+  export(): Uint8Array;
+  close(): void;
+}
+interface SqlJs {
+  Database: new (data?: Uint8Array) => SqlJsDatabase;
+}
 
 const initSqlJs = createRequire(import.meta.url)('sql.js') as () => Promise<SqlJs>;
 const engine = initSqlJs();

@@ -43,7 +43,10 @@ const stores: { name: string; open: () => Promise<Opened<KeyValueStore>> }[] = [
     open: async () => {
       const db = await openSqlJs();
       // Reopening the database file's bytes, as an app restart opens the file.
-      return { store: await SqliteStore.open(sqlJsDatabase(db)), reopen: async () => SqliteStore.open(sqlJsDatabase(await openSqlJs(db.export()))) };
+      return {
+        store: await SqliteStore.open(sqlJsDatabase(db)),
+        reopen: async () => SqliteStore.open(sqlJsDatabase(await openSqlJs(db.export()))),
+      };
     },
   },
   {
@@ -56,7 +59,13 @@ const stores: { name: string; open: () => Promise<Opened<KeyValueStore>> }[] = [
 ];
 
 function bind(store: MemoryStore): KeyValueStore {
-  return { get: (k) => store.get(k), set: (k, v) => store.set(k, v), delete: (k) => store.delete(k), keys: (p) => store.keys(p), batch: (w) => store.batch(w) };
+  return {
+    get: (k) => store.get(k),
+    set: (k, v) => store.set(k, v),
+    delete: (k) => store.delete(k),
+    keys: (p) => store.keys(p),
+    batch: (w) => store.batch(w),
+  };
 }
 
 describe.each(stores)('the key-value store contract: $name', ({ open }) => {
@@ -83,7 +92,10 @@ const attachmentStores: { name: string; open: () => Promise<Opened<AttachmentSto
     name: 'IndexedDB (fake-indexeddb)',
     open: async () => {
       const factory = new IDBFactory();
-      return { store: await IndexedDbAttachmentStore.open('tourline-test', factory), reopen: () => IndexedDbAttachmentStore.open('tourline-test', factory) };
+      return {
+        store: await IndexedDbAttachmentStore.open('tourline-test', factory),
+        reopen: () => IndexedDbAttachmentStore.open('tourline-test', factory),
+      };
     },
   },
 ];
@@ -102,7 +114,10 @@ describe('the contract', () => {
 
   it('fails a store that lists keys in the wrong order or matches a prefix as a pattern', async () => {
     const store = new MemoryStore();
-    const unsorted: KeyValueStore = { ...bind(store), keys: async (prefix = '') => (await store.keys()).filter((k) => k.replace(/[%_]/g, '/').startsWith(prefix)).reverse() };
+    const unsorted: KeyValueStore = {
+      ...bind(store),
+      keys: async (prefix = '') => (await store.keys()).filter((k) => k.replace(/[%_]/g, '/').startsWith(prefix)).reverse(),
+    };
     const check = keyValueStoreContract.find((c) => c.name.includes('prefix'))!;
     await expect(check.run(async () => ({ store: unsorted }))).rejects.toThrow(/keys under outbox\//);
   });
@@ -138,8 +153,14 @@ describe('SQLite store', () => {
     const db = await openSqlJs();
     const store = await SqliteStore.open(sqlJsDatabase(db));
     await store.set('kept', 'before');
-    db.run('CREATE TRIGGER refuse BEFORE INSERT ON tourline_kv WHEN NEW.key = \'poison\' BEGIN SELECT RAISE(ABORT, \'refused\'); END');
-    await expect(store.batch([{ key: 'kept', value: 'after' }, { key: 'new', value: 'x' }, { key: 'poison', value: 'x' }])).rejects.toThrow(/refused/);
+    db.run("CREATE TRIGGER refuse BEFORE INSERT ON tourline_kv WHEN NEW.key = 'poison' BEGIN SELECT RAISE(ABORT, 'refused'); END");
+    await expect(
+      store.batch([
+        { key: 'kept', value: 'after' },
+        { key: 'new', value: 'x' },
+        { key: 'poison', value: 'x' },
+      ]),
+    ).rejects.toThrow(/refused/);
     expect([await store.get('kept'), await store.get('new')]).toEqual(['before', undefined]);
   });
 });

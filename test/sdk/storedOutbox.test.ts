@@ -5,9 +5,18 @@ import { fakeService, newTour } from './fakes.js';
 /** A memory store that writes down every call that changes it. */
 class RecordingStore extends MemoryStore {
   readonly writes: { op: 'set' | 'delete' | 'batch'; keys: string[] }[] = [];
-  override async set(key: string, value: string) { this.writes.push({ op: 'set', keys: [key] }); return super.set(key, value); }
-  override async delete(key: string) { this.writes.push({ op: 'delete', keys: [key] }); return super.delete(key); }
-  override async batch(writes: KeyValueWrite[]) { this.writes.push({ op: 'batch', keys: writes.map((w) => w.key) }); return super.batch(writes); }
+  override async set(key: string, value: string) {
+    this.writes.push({ op: 'set', keys: [key] });
+    return super.set(key, value);
+  }
+  override async delete(key: string) {
+    this.writes.push({ op: 'delete', keys: [key] });
+    return super.delete(key);
+  }
+  override async batch(writes: KeyValueWrite[]) {
+    this.writes.push({ op: 'batch', keys: writes.map((w) => w.key) });
+    return super.batch(writes);
+  }
 }
 
 const open = (storage: KeyValueStore, fetch = fakeService().fetch) =>
@@ -23,7 +32,10 @@ describe('the stored outbox', () => {
     storage.writes.length = 0;
     await client.sync();
     const outboxWrites = storage.writes.filter((w) => w.keys.some((k) => k.startsWith('outbox/')));
-    expect(outboxWrites.map((w) => [w.op, w.keys.length])).toEqual([['batch', 50], ['batch', 50]]);
+    expect(outboxWrites.map((w) => [w.op, w.keys.length])).toEqual([
+      ['batch', 50],
+      ['batch', 50],
+    ]);
     expect(client.status().pendingCount).toBe(0);
     expect(await storage.keys('outbox/')).toEqual([]);
     await client.close();
@@ -60,7 +72,10 @@ describe('the stored outbox', () => {
     const tour = newTour();
     const first = await open(storage);
     await first.state.putTour(tour);
-    const ids = [(await first.holdDelivery(tour.deliveries[0].id, 'a')).eventId, (await first.resumeDelivery(tour.deliveries[0].id)).eventId];
+    const ids = [
+      (await first.holdDelivery(tour.deliveries[0].id, 'a')).eventId,
+      (await first.resumeDelivery(tour.deliveries[0].id)).eventId,
+    ];
     await first.close();
     // As an earlier version stored them: outbox/<seq>.
     for (const key of await storage.keys('outbox/')) {

@@ -14,7 +14,9 @@ const outcomes: Record<string, Outcome['status'] | 'waiting'> = {};
 const track = async (queued: Promise<{ eventId: string; outcome: Promise<Outcome> }>) => {
   const { eventId, outcome } = await queued;
   outcomes[eventId] = 'waiting';
-  void outcome.then((o) => { outcomes[eventId] = o.status; });
+  void outcome.then((o) => {
+    outcomes[eventId] = o.status;
+  });
   return eventId;
 };
 const the = () => {
@@ -36,9 +38,14 @@ async function stored(): Promise<{ databases: string[]; outboxKeys: string[]; at
   const databases = (await indexedDB.databases()).map((d) => d.name!).sort();
   const outboxKeys = await (await IndexedDbStore.open('tourline')).keys('outbox/');
   const open = indexedDB.open('tourline-attachments');
-  const db = await new Promise<IDBDatabase>((resolve, reject) => { open.onsuccess = () => resolve(open.result); open.onerror = () => reject(open.error); });
+  const db = await new Promise<IDBDatabase>((resolve, reject) => {
+    open.onsuccess = () => resolve(open.result);
+    open.onerror = () => reject(open.error);
+  });
   const count = db.transaction('attachments').objectStore('attachments').count();
-  const attachments = await new Promise<number>((resolve) => { count.onsuccess = () => resolve(count.result); });
+  const attachments = await new Promise<number>((resolve) => {
+    count.onsuccess = () => resolve(count.result);
+  });
   db.close();
   return { databases, outboxKeys, attachments };
 }
@@ -47,10 +54,15 @@ async function stored(): Promise<{ databases: string[]; outboxKeys: string[]; at
 async function contract(): Promise<string[]> {
   const failed: string[] = [];
   let n = 0;
-  const run = async <S>(checks: { name: string; run: (open: () => Promise<{ store: S; reopen?: () => Promise<S> }>) => Promise<void> }[], open: (name: string) => Promise<S>) => {
+  const run = async <S>(
+    checks: { name: string; run: (open: () => Promise<{ store: S; reopen?: () => Promise<S> }>) => Promise<void> }[],
+    open: (name: string) => Promise<S>,
+  ) => {
     for (const check of checks) {
       const name = `contract-${n++}`;
-      await check.run(async () => ({ store: await open(name), reopen: () => open(name) })).catch((e: Error) => failed.push(`${check.name}: ${e.message}`));
+      await check
+        .run(async () => ({ store: await open(name), reopen: () => open(name) }))
+        .catch((e: Error) => failed.push(`${check.name}: ${e.message}`));
     }
   };
   await run(keyValueStoreContract, (name) => IndexedDbStore.open(name));
@@ -62,10 +74,15 @@ Object.assign(globalThis, {
   app: {
     async open() {
       client = await TourlineClient.open({
-        baseUrl: location.origin, getToken: () => tourlineToken(), webSocket: null, requestTimeoutMs: 5000,
+        baseUrl: location.origin,
+        getToken: () => tourlineToken(),
+        webSocket: null,
+        requestTimeoutMs: 5000,
         // Long: a send that goes at once after the network returns was started by the `online` event.
-        backoff: { baseMs: 30_000, capMs: 30_000 }, pollIntervalMs: 60_000,
-        storage: await IndexedDbStore.open('tourline'), attachments: await IndexedDbAttachmentStore.open('tourline'),
+        backoff: { baseMs: 30_000, capMs: 30_000 },
+        pollIntervalMs: 60_000,
+        storage: await IndexedDbStore.open('tourline'),
+        attachments: await IndexedDbAttachmentStore.open('tourline'),
       });
       addEventListener('online', () => client?.online());
       addEventListener('offline', () => client?.offline());
@@ -75,7 +92,8 @@ Object.assign(globalThis, {
     start: () => the().start({ live: false }),
     scan: (itemId: string) => track(the().scan(itemId)),
     hold: (deliveryId: string, reason: string) => track(the().holdDelivery(deliveryId, reason)),
-    photo: async (deliveryId: string, text: string) => track(the().createImageNote(deliveryId, { image: await photo(), contentType: 'image/jpeg', text })),
+    photo: async (deliveryId: string, text: string) =>
+      track(the().createImageNote(deliveryId, { image: await photo(), contentType: 'image/jpeg', text })),
     status: () => the().status(),
     view: (deliveryId: string) => the().delivery(deliveryId),
     settled: (ms: number) => the().settled(ms),
