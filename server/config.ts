@@ -7,6 +7,16 @@ const optionalText = z.string().trim().min(1).optional();
 // Symmetric algorithms (HS256) would let anyone holding the shared secret mint tokens; `none` is no signature.
 export const asymmetricAlgorithms = new Set(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']);
 
+/** An exact web origin as browsers send it in `Origin`; `*` is refused (see docs/operations.md#cors). */
+function isOrigin(value: string) {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value && !value.includes('*');
+  } catch {
+    return false;
+  }
+}
+
 const Variables = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -26,6 +36,8 @@ const Variables = z.object({
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 * 1024),
   UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
   PUBLIC_URL: z.url().optional(),
+  CORS_ORIGINS: z.string().default('').transform((v) => v.split(',').map((o) => o.trim()).filter(Boolean))
+    .refine((list) => list.every(isOrigin), 'must list exact origins like https://driver.example.com (scheme, host, optional port; no path, no wildcard), comma-separated'),
 
   AUTH_MODE: z.enum(['dev', 'oidc']).optional(),
   OIDC_ISSUER: z.url().optional(),
@@ -121,6 +133,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     uploadLimitBytes: e.UPLOAD_LIMIT_BYTES,
     publicUrl: e.PUBLIC_URL,
+    corsOrigins: e.CORS_ORIGINS,
     auth: {
       mode: authMode as 'dev' | 'oidc',
       issuer: e.OIDC_ISSUER,

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import express from 'express';
 import type { AppContext } from '../context.js';
+import { cors } from './cors.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { refusalLimit } from './refusalLimit.js';
@@ -28,6 +29,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   // Behind a proxy the client's address comes from X-Forwarded-For, trusting this many hops.
   app.set('trust proxy', ctx.config.trustProxyHops);
   app.use(requestLog(ctx.logger));
+  app.use(cors(ctx.config.corsOrigins));
   app.use(refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }));
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });
