@@ -27,6 +27,7 @@ describe('the layers of the design', () => {
     ['a route importing the schema', 'server/http/routes/layerFixture.ts', "import { tours } from '../../db/schema.js';\nexport const t = tours;\n"],
     ['the system routes importing the schema', 'server/http/routes/system.ts', "import { accounts } from '../../db/schema.js';\nexport const a = accounts;\n"],
     ['the development identity routes importing the schema', 'server/http/routes/devIdentity.ts', "import { accounts } from '../../db/schema.js';\nexport const a = accounts;\n"],
+    ['a route importing a part of the schema', 'server/http/routes/layerFixture.ts', "import { tours } from '../../db/tables/deliveries.js';\nexport const t = tours;\n"],
     ['a route importing drizzle', 'server/http/routes/layerFixture.ts', "import { eq } from 'drizzle-orm';\nexport const e = eq;\n"],
     ['a type-only import of the schema in a route', 'server/http/layerFixture.ts', "import type { tours } from '../db/schema.js';\nexport type T = typeof tours;\n"],
     ['the engine importing a query', 'server/engine/layerFixture.ts', "import { listTourSummaries } from '../queries/tourSummaries.js';\nexport const l = listTourSummaries;\n"],
