@@ -10,6 +10,7 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError, unavailable } from '../errors.js';
 import { activeAccounts } from '../queries/accounts.js';
 import { problemBody } from './problem.js';
+import { HeartbeatWheel } from './heartbeatWheel.js';
 import { DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS } from './unavailable.js';
 
 export const SYNC_WS_PATH = '/sync/ws';
@@ -72,30 +73,34 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     maxPayload: MAX_CLIENT_MESSAGE_BYTES,
     handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
   });
-  const connections = new Set<SyncConnection>();
+  // The connections by account: a notification reaches only the accounts it names.
+  const byAccount = new Map<number, Set<SyncConnection>>();
+  const allConnections = () => [...byAccount.values()].flatMap((set) => [...set]);
   let closing = false;
 
   const unsubscribe = ctx.changes.subscribe((upTo, accounts) => {
-    for (const connection of connections) connection.wake(upTo, accounts);
+    if (!accounts) {
+      for (const set of byAccount.values()) for (const connection of set) connection.wake(upTo);
+      return;
+    }
+    for (const account of accounts) for (const connection of byAccount.get(account) ?? []) connection.wake(upTo, accounts);
   });
 
   // A deactivated account's sockets close at once on every instance (announced through the change
-  // channel); each heartbeat reads the connected accounts again, in case an announcement was missed.
+  // channel); each heartbeat round reads the connected accounts again, in case an announcement was missed.
   const closeAccount = (personalnummer: number) => {
-    for (const connection of connections) connection.closeIfAccount(personalnummer);
+    for (const connection of byAccount.get(personalnummer) ?? []) connection.closeIfAccount(personalnummer);
   };
   const stopDeactivations = ctx.changes.onDeactivated(closeAccount);
   const recheckAccounts = async () => {
-    const numbers = [...new Set([...connections].map((c) => c.personalnummer))];
+    const numbers = [...byAccount.keys()];
     const active = await activeAccounts(ctx.database.db, numbers);
     for (const n of numbers) if (!active.has(n)) closeAccount(n);
   };
 
-  const heartbeat = setInterval(() => {
-    for (const connection of connections) connection.beat();
+  const heartbeat = new HeartbeatWheel<SyncConnection>(heartbeatMs, (connection) => connection.beat(), () => {
     recheckAccounts().catch((error) => ctx.logger.warn({ err: error }, 'checking the accounts of WebSockets failed'));
-  }, heartbeatMs);
-  heartbeat.unref();
+  });
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', () => socket.destroy());
@@ -120,10 +125,14 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     if (problem) return refuse(socket, 'validation', problem);
     wss.handleUpgrade(req, socket, head, (ws) => {
       const connection = new SyncConnection(ws, actor, ctx, maxBufferedBytes);
-      connections.add(connection);
+      const account = byAccount.get(actor.personalnummer) ?? new Set();
+      byAccount.set(actor.personalnummer, account.add(connection));
+      heartbeat.add(connection);
       ws.once('close', () => {
         connection.dispose();
-        connections.delete(connection);
+        heartbeat.delete(connection);
+        account.delete(connection);
+        if (account.size === 0 && byAccount.get(actor.personalnummer) === account) byAccount.delete(actor.personalnummer);
       });
     });
   }
@@ -137,10 +146,10 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     },
     async close() {
       closing = true;
-      clearInterval(heartbeat);
+      heartbeat.stop();
       unsubscribe();
       stopDeactivations();
-      const closed = [...connections].map((c) => c.closeAndWait(CloseCode.goingAway, 'server shutting down'));
+      const closed = allConnections().map((c) => c.closeAndWait(CloseCode.goingAway, 'server shutting down'));
       await Promise.all(closed);
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
