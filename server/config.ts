@@ -88,6 +88,11 @@ const Variables = z.object({
   PROCESSED_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
   WS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  READINESS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  // Default 5 s in production: time for the load balancer to see /readyz fail before sockets close.
+  SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).optional(),
+  SHUTDOWN_WS_BATCH_SIZE: z.coerce.number().int().min(1).default(200),
 });
 
 // The direct connection sits beside a pooled one; alone it would leave the service on PGlite.
@@ -175,6 +180,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     processedEventRetentionDays: e.PROCESSED_EVENT_RETENTION_DAYS,
     tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
+    metricsPort: e.METRICS_PORT,
+    readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
+    shutdown: { drainMs: e.SHUTDOWN_DRAIN_MS ?? (e.NODE_ENV === 'production' ? 5000 : 0), webSocketBatchSize: e.SHUTDOWN_WS_BATCH_SIZE },
   };
 }
 

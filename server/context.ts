@@ -8,6 +8,7 @@ import type { DocumentStore } from './integrations/documents/store.js';
 import type { PreviewService } from './integrations/previews/service.js';
 import type { BackgroundWork } from './jobs/background.js';
 import type { TourReader } from './queries/renderedTours.js';
+import type { Metrics } from './observability/metrics.js';
 
 /** What request handlers and jobs may use. Built once at start, passed in, never global. */
 export interface AppContext {
@@ -24,6 +25,9 @@ export interface AppContext {
   tours: TourReader;
   /** What requests leave running after their answer; stopping waits for it. */
   background: BackgroundWork;
+  metrics: Metrics;
+  /** Set on SIGTERM: readiness answers 503 while requests are still served (the drain). */
+  lifecycle: { draining: boolean };
 }
 
 export type Actor =

@@ -24,8 +24,8 @@ if (config.auth.mode === 'dev') logger.info(`Get a token: npm run token -- <pers
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
-    logger.info(`${signal} received, finishing running requests`);
-    const force = setTimeout(() => process.exit(1), 15_000);
+    logger.info(`${signal} received: not ready, draining for ${config.shutdown.drainMs} ms, then finishing running requests`);
+    const force = setTimeout(() => process.exit(1), config.shutdown.drainMs + 15_000);
     force.unref();
     running.close().then(() => process.exit(0), (error) => {
       logger.error({ err: error }, 'shutdown failed');

@@ -24,6 +24,8 @@ import { startChangeRetention } from './jobs/changeRetention.js';
 import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
 import { withDatabaseDocuments } from './integrations/documents/database.js';
 import { createTourReader } from './queries/renderedTours.js';
+import { createMetrics } from './observability/metrics.js';
+import { startMetricsServer } from './http/routes/metrics.js';
 
 export interface RunningServer {
   url: string;
@@ -31,9 +33,11 @@ export interface RunningServer {
   /** The first admin key (the one development generates). */
   adminKey: string;
   server: http.Server;
+  /** Where `GET /metrics` answers; undefined unless METRICS_PORT is set. */
+  metricsUrl?: string;
   /** The ERP import scheduler and start-up catch-up; undefined unless ERP_IMPORT_ENABLED. */
   importJobs?: ImportJobs;
-  /** Stops taking requests, lets running ones finish, then closes the database. */
+  /** Turns not ready, serves on for SHUTDOWN_DRAIN_MS, closes the WebSockets in batches, stops taking requests, lets running ones finish, then closes the database. */
   close(): Promise<void>;
 }
 
@@ -96,6 +100,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     changes: await createChangeNotifier(database, logger),
     tours: createTourReader(config.tourCacheBytes),
     background: createBackgroundWork(),
+    metrics: createMetrics(),
+    lifecycle: { draining: false },
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
@@ -131,13 +137,26 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const host = address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
   const url = `http://${host}:${port}`;
   baseUrl ||= url;
+  let metricsServer: http.Server | undefined;
+  let metricsUrl: string | undefined;
+  if (config.metricsPort !== undefined) {
+    ctx.metrics.watch({
+      db: database.db, webSockets: () => sockets.stats(), pool: () => database.poolStats?.(),
+      onError: (error) => logger.warn({ err: error }, 'a metric could not be read'),
+    });
+    metricsServer = await startMetricsServer(ctx.metrics, config.metricsPort, config.host, logger);
+    metricsUrl = `http://${host}:${(metricsServer.address() as AddressInfo).port}/metrics`;
+  }
   const erpWriteBack = startErpWriteBackJob(ctx);
   // The catch-up runs after listen: a slow ERP must not keep the service from answering.
   const importJobs = config.erp.importEnabled ? startImportJobs(ctx, { now: options.now }) : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () => closing ??= (async () => {
-    await sockets.close();
+    ctx.lifecycle.draining = true;
+    // Requests are still served while the load balancer notices /readyz failing.
+    if (config.shutdown.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainMs));
+    await sockets.close(config.shutdown.webSocketBatchSize);
     await new Promise<void>((resolve) => {
       stopping = true;
       for (const res of unfinished) if (!res.headersSent) res.setHeader('Connection', 'close');
@@ -152,7 +171,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     if (!options.database) await database.close();
     await ctx.documents.close?.();
     await ctx.previews.close();
+    if (metricsServer) await new Promise((resolve) => { metricsServer.close(resolve); metricsServer.closeAllConnections(); });
   })();
 
-  return { url, ctx, adminKey: admin.keys[0], server, importJobs, close };
+  return { url, ctx, adminKey: admin.keys[0], server, metricsUrl, importJobs, close };
 }

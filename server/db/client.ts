@@ -59,6 +59,8 @@ export interface Database {
   /** Whether the database answers, within the connect timeout; throws `DatabaseUnavailable` if not. */
   check(): Promise<void>;
   listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /** The pool's connections and waiting requests (metrics); PostgreSQL only. */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
@@ -95,6 +97,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     database = {
       kind: 'postgres', db: db as unknown as Db, queries,
       listen: (channel, onPayload) => listenPostgres({ url: directUrl, timeouts, health }, channel, onPayload),
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: () => pool.end(),
     };
   } else {

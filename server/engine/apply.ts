@@ -23,6 +23,8 @@ export interface ApplyOptions {
   attachment?: AttachmentInput;
   /** The deduplication window's start (`eventWindowStart`): an event that occurred before it is refused. */
   acceptedSince?: Date;
+  /** Told each event's result (metrics). */
+  onResult?: (event: SyncEvent, result: EngineResult) => void;
 }
 
 /** One event of one request, with whom it comes from and, once decided, its result. */
@@ -57,11 +59,12 @@ const notFound = (event: SyncEvent) => {
 export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
   const entries: Entry[] = events.map((event) => ({ event, actor, options }));
   await submit(db, entries);
+  for (const e of entries) options.onResult?.(e.event, e.result!);
   return entries.map((e) => e.result!);
 }
 
 /** Applies one event for a REST call: returns the touched entity, or throws the rejection as a DomainError. */
-export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment'> = {}): Promise<unknown> {
+export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment' | 'onResult'> = {}): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
   if (isRefusal(result)) {
     // A copy of a refused event: the id is spent, so a corrected request needs a new one.

@@ -7,6 +7,7 @@ import { problemHandler, sendProblem } from './problem.js';
 import { refusalLimit } from './refusalLimit.js';
 import { registerRoutes } from './register.js';
 import { requestLog } from './requestLog.js';
+import { requestMetrics } from './requestMetrics.js';
 import { answerDatabaseUnavailable } from './unavailable.js';
 import type { AnyRoute } from './route.js';
 
@@ -30,6 +31,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   app.set('trust proxy', ctx.config.trustProxyHops);
   app.use(requestLog(ctx.logger));
   app.use(cors(ctx.config.corsOrigins));
+  app.use(requestMetrics(ctx.metrics));
   app.use(refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }));
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });

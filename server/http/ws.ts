@@ -20,10 +20,13 @@ const MAX_CLIENT_MESSAGE_BYTES = 16 * 1024;
 const DATABASE_RETRY_MS = 1000;
 // setTimeout's longest delay; longer token lifetimes re-arm the timer.
 const MAX_TIMER_MS = 2 ** 31 - 1;
+// Between batches of sockets closed at shutdown, so their reconnects reach the other instances spread out.
+const CLOSE_BATCH_PAUSE_MS = 100;
 
 /** Close codes of /sync/ws; docs/sync-protocol.md lists them for client authors. */
 export const CloseCode = {
-  goingAway: 1001,
+  /** Shutting down (a deploy): reconnect, the load balancer sends you to another instance. */
+  serviceRestart: 1012,
   internal: 1011,
   tokenExpired: 4401,
   accountDeactivated: 4403,
@@ -32,8 +35,10 @@ export const CloseCode = {
 
 export interface SyncSocketServer {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
-  /** Closes every socket with 1001 and refuses new upgrades. */
-  close(): Promise<void>;
+  /** Refuses new upgrades and closes every socket with 1012, `batchSize` at a time (a spread-out reconnect wave). */
+  close(batchSize?: number): Promise<void>;
+  /** Open sockets, and the lowest seq sent to a resumed one (metrics). */
+  stats(): { clients: number; slowestSeq: number | undefined };
 }
 
 function refuse(socket: Duplex, code: ErrorCode, detail: string, error?: DomainError) {
@@ -144,14 +149,26 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
         socket.destroy();
       });
     },
-    async close() {
+    async close(batchSize = Infinity) {
       closing = true;
       heartbeat.stop();
       unsubscribe();
       stopDeactivations();
-      const closed = allConnections().map((c) => c.closeAndWait(CloseCode.goingAway, 'server shutting down'));
-      await Promise.all(closed);
+      const open = allConnections();
+      for (let i = 0; i < open.length; i += batchSize) {
+        if (i > 0) await new Promise((resolve) => setTimeout(resolve, CLOSE_BATCH_PAUSE_MS));
+        await Promise.all(open.slice(i, i + batchSize).map((c) => c.closeAndWait(CloseCode.serviceRestart, 'server restarting, reconnect')));
+      }
       await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+    stats() {
+      let clients = 0;
+      let slowestSeq: number | undefined;
+      for (const set of byAccount.values()) {
+        clients += set.size;
+        for (const c of set) if (c.sentSeq !== undefined && (slowestSeq === undefined || c.sentSeq < slowestSeq)) slowestSeq = c.sentSeq;
+      }
+      return { clients, slowestSeq };
     },
   };
 }
@@ -197,6 +214,9 @@ class SyncConnection {
   private get open() { return this.ws.readyState === WebSocket.OPEN; }
 
   get personalnummer() { return this.actor.personalnummer; }
+
+  /** The seq this connection has been sent up to, once resumed. */
+  get sentSeq() { return this.resumed ? this.lastSent ?? 0 : undefined; }
 
   closeIfAccount(personalnummer: number) {
     if (this.actor.personalnummer === personalnummer && this.open) this.ws.close(CloseCode.accountDeactivated, 'account deactivated');

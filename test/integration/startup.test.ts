@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { SyncSocket } from '../helpers/wsClient.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, TEST_ADMIN_KEY } from '../helpers/server.js';
 
@@ -97,6 +98,39 @@ describe('starting and stopping the service', () => {
     expect(JSON.parse(answer.body)).toMatchObject({ code: 'not_found', status: 404 });
     expect(await service.exited).toBe(0);
   }, 120_000);
+
+  it('on SIGTERM turns not ready, serves on for SHUTDOWN_DRAIN_MS, then closes WebSockets with 1012 and exits 0', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
+    const port = await freePort();
+    // The demo ERP import at start creates the demo drivers (1001, ...).
+    const service = startService({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SHUTDOWN_DRAIN_MS: '1500' });
+    cleanup.push(() => { service.child.kill('SIGKILL'); rmSync(dataDir, { recursive: true, force: true }); });
+    const base = `http://127.0.0.1:${port}`;
+    await waitForHealth(base, service);
+    const adminKey = readFileSync(path.join(dataDir, 'admin-api-key'), 'utf8').trim();
+    const mint = () => fetch(`${base}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': adminKey }, body: '{"personalnummer":1001}' });
+    await expect.poll(async () => (await mint()).status, { timeout: 60_000, interval: 200 }).toBe(200);
+    const { accessToken } = await (await mint()).json() as { accessToken: string };
+    const socket = await SyncSocket.open(base, { token: accessToken });
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+
+    const signalled = Date.now();
+    service.child.kill('SIGTERM');
+    await sleep(400);
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    expect(await ready.json()).toMatchObject({ code: 'upstream_unavailable', errors: [{ path: 'draining' }] });
+    // Still serving during the drain: liveness, health and the open socket.
+    expect((await fetch(`${base}/livez`)).status).toBe(200);
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    socket.send({ type: 'ping' });
+    await socket.next((m) => m.type === 'pong');
+
+    const closed = await socket.closed;
+    expect(closed.code).toBe(1012);
+    expect(Date.now() - signalled).toBeGreaterThanOrEqual(1500);
+    expect(await service.exited).toBe(0);
+  }, 150_000);
 
   it('refuses to start with a bad PORT and names the variable', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));

@@ -312,12 +312,24 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       });
     }, 60_000);
 
-    it('closes open sockets with 1001 when the server shuts down', async () => {
+    it('closes open sockets with 1012 (reconnect elsewhere) when the server shuts down', async () => {
       const server = await startTestServer(kind);
       const token = await server.token(6005);
       const socket = await SyncSocket.open(server.url, { token });
       await server.close();
-      expect((await socket.closed).code).toBe(1001);
-    });
+      expect((await socket.closed).code).toBe(1012);
+    }, 60_000);
+
+    it('closes the sockets SHUTDOWN_WS_BATCH_SIZE at a time, with a pause between batches', async () => {
+      const server = await startTestServer(kind, { SHUTDOWN_WS_BATCH_SIZE: '2' });
+      const token = await server.token(6006);
+      const sockets = await Promise.all(Array.from({ length: 5 }, () => SyncSocket.open(server.url, { token })));
+      const closedAt = sockets.map((s) => s.closed.then((c) => ({ code: c.code, at: Date.now() })));
+      await server.close();
+      const closes = (await Promise.all(closedAt)).sort((a, b) => a.at - b.at);
+      expect(closes.every((c) => c.code === 1012)).toBe(true);
+      // Three batches (2, 2, 1) with two pauses of 100 ms between them.
+      expect(closes[4].at - closes[0].at).toBeGreaterThanOrEqual(180);
+    }, 60_000);
   });
 });

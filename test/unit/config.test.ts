@@ -33,6 +33,15 @@ describe('loadConfig', () => {
     });
   });
 
+  it('drains 5 s on SIGTERM in production and not at all elsewhere, unless SHUTDOWN_DRAIN_MS says otherwise', () => {
+    const production = { NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey };
+    expect(loadConfig(production).shutdown).toEqual({ drainMs: 5000, webSocketBatchSize: 200 });
+    expect(loadConfig({}).shutdown.drainMs).toBe(0);
+    expect(loadConfig({ ...production, SHUTDOWN_DRAIN_MS: '0' }).shutdown.drainMs).toBe(0);
+    expect(loadConfig({ SHUTDOWN_DRAIN_MS: '20000' }).shutdown.drainMs).toBe(20_000);
+    expect(loadConfig({}).metricsPort).toBeUndefined();
+  });
+
   it('treats an empty value as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: '' })).toMatchObject({ port: 3000, databaseUrl: undefined });
   });
@@ -50,6 +59,12 @@ describe('loadConfig', () => {
   it.each([
     [{ PORT: 'abc' }, 'PORT'],
     [{ PORT: '70000' }, 'PORT'],
+    [{ METRICS_PORT: '70000' }, 'METRICS_PORT'],
+    [{ METRICS_PORT: 'nine' }, 'METRICS_PORT'],
+    [{ SHUTDOWN_DRAIN_MS: '-1' }, 'SHUTDOWN_DRAIN_MS'],
+    [{ SHUTDOWN_DRAIN_MS: 'soon' }, 'SHUTDOWN_DRAIN_MS'],
+    [{ SHUTDOWN_WS_BATCH_SIZE: '0' }, 'SHUTDOWN_WS_BATCH_SIZE'],
+    [{ READINESS_TIMEOUT_MS: '0' }, 'READINESS_TIMEOUT_MS'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ ERP_MODE: 'http' }, 'ERP_BASE_URL'],
     [{ ERP_IMPORT_ENABLED: 'yes' }, 'ERP_IMPORT_ENABLED'],

@@ -22,7 +22,7 @@ type EventBody = SyncEvent extends infer E ? (E extends SyncEvent ? Omit<E, 'eve
 
 /** A REST mutation is one event through the engine; its rejection becomes the HTTP error. */
 function apply(ctx: AppContext, actor: DriverActor, event: EventBody, eventId: string = randomUUID()) {
-  return applyEvent(ctx.database.db, actor, { ...event, eventId, occurredAt: new Date().toISOString() } as SyncEvent);
+  return applyEvent(ctx.database.db, actor, { ...event, eventId, occurredAt: new Date().toISOString() } as SyncEvent, { onResult: ctx.metrics.eventResult });
 }
 
 const deliveryRoute = (path: string, summary: string) => ({
@@ -36,7 +36,9 @@ export const deliveryRoutes = [
     body: ApplyScansRequest, response: ApplyScansResponse,
     handler: async ({ ctx, actor, body }) => {
       const events = body.scans.map(({ clientScanId, ...scan }): SyncEvent => ({ ...scan, type: 'scan', eventId: clientScanId }));
-      const results = await applyEvents(ctx.database.db, actor, events, { acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays) });
+      const results = await applyEvents(ctx.database.db, actor, events, {
+        acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays), onResult: ctx.metrics.eventResult,
+      });
       return {
         results: results.map((r) => ({
           clientScanId: r.eventId,

@@ -7,6 +7,7 @@ import { deliveryRoutes } from './deliveries.js';
 import { masterDataRoutes } from './masterData.js';
 import { noteImageRoutes } from './noteImages.js';
 import { systemRoutes } from './system.js';
+import { probeRoutes } from './probes.js';
 import { tourRoutes } from './tours.js';
 import { adminImportRoutes } from './adminImport.js';
 import { syncRoutes } from './sync.js';
@@ -14,6 +15,7 @@ import { syncRoutes } from './sync.js';
 /** Every public and admin route; the OpenAPI document is built from this list. */
 export const apiRoutes: AnyRoute[] = [
   ...systemRoutes,
+  ...probeRoutes,
   ...masterDataRoutes,
   ...tourRoutes,
   ...adminImportRoutes,

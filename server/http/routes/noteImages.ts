@@ -76,7 +76,7 @@ export const noteImageRoutes = [
         type: 'note.create', eventId: fields.clientEventId ?? randomUUID(), occurredAt: new Date().toISOString(),
         deliveryId: params.delivery_id, noteId: fields.noteId ?? noteIdOf(fields.clientEventId), imageAttachment: reference,
         text: fields.text, authorCarId: fields.authorCarId,
-      }, { attachment: { reference, contentType, sizeBytes: file.bytes.length } });
+      }, { attachment: { reference, contentType, sizeBytes: file.bytes.length }, onResult: ctx.metrics.eventResult });
       return { note: note as Note };
     },
   }),

@@ -16,7 +16,7 @@ export const syncRoutes = [
     body: PushRequest, response: PushResponse,
     handler: async ({ ctx, actor, body }) => {
       const results = await applyEvents(ctx.database.db, actor, body.events, {
-        clientId: body.clientId, acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
+        clientId: body.clientId, acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays), onResult: ctx.metrics.eventResult,
       });
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
       return { results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: scanRejectionCode(r) } : r)) };
@@ -39,7 +39,7 @@ export const syncRoutes = [
     method: 'get', path: SYNC_WS_PATH, auth: 'bearer', tags: ['Sync'], errors: [400],
     summary: 'Live change feed over a WebSocket: send `resume` with a cursor, receive `changes` as they commit',
     description: 'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends '
-      + '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1001 server shutting down, 1011 internal '
+      + '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1012 server restarting (reconnect, to another instance), 1011 internal '
       + 'error, 4401 token expired, 4403 account deactivated, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. '
       + 'A request without the handshake answers 400. The protocol in full: docs/sync-protocol.md in the repository.',
     webSocket: { clientMessages: WsClientMessage, serverMessages: WsServerMessage },

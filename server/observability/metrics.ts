@@ -1,0 +1,93 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
+import type { Db } from '../db/client.js';
+import { changeLogHead, erpWriteBackBacklog, importRunsByResult } from '../queries/serviceState.js';
+
+/** What the gauges read at scrape time; known only once the service is built. */
+export interface MetricSources {
+  db: Db;
+  /** Open sync WebSockets, and the lowest seq a resumed one has been sent (undefined: none resumed). */
+  webSockets(): { clients: number; slowestSeq: number | undefined };
+  /** The PostgreSQL pool; undefined on PGlite (one connection in process). */
+  pool(): { total: number; idle: number; waiting: number } | undefined;
+  onError(error: unknown): void;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/**
+ * The Prometheus metrics of one service instance, in a registry of its own (tests run several
+ * instances in one process). Counters and the latency histogram count in process; the gauges
+ * read their sources when scraped. Database-derived gauges (write-back backlog, import runs)
+ * count over all instances: aggregate them with max, not sum.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  const registers = [registry];
+  const requestDuration = new Histogram({
+    name: 'tourline_http_request_duration_seconds', help: 'HTTP request latency by route template, method and status',
+    labelNames: ['method', 'route', 'status'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers,
+  });
+  const events = new Counter({
+    name: 'tourline_events_total', help: 'Events decided by the engine (push, REST operations) by type, result (applied, duplicate, refused) and refusal code',
+    labelNames: ['type', 'result', 'code'], registers,
+  });
+  let watching = false;
+
+  return {
+    registry,
+    observeRequest(method: string, route: string, status: number, seconds: number) {
+      requestDuration.observe({ method, route, status: String(status) }, seconds);
+    },
+    /** Passed to the engine as `onResult`. */
+    eventResult(event: SyncEvent, result: Pick<EventResult, 'status' | 'code'> & { reason?: string }) {
+      const refused = result.status === 'rejected';
+      events.inc({ type: event.type, result: refused ? 'refused' : result.status, code: refused ? result.reason ?? result.code ?? '' : '' });
+    },
+    /** Registers the gauges and the process metrics; called once, when the metrics endpoint starts. */
+    watch(sources: MetricSources) {
+      if (watching) return;
+      watching = true;
+      collectDefaultMetrics({ register: registry });
+      const guarded = (collect: (this: Gauge) => Promise<void> | void) => async function (this: Gauge) {
+        // A scrape during a database outage still answers; the gauge keeps its last value.
+        try { await collect.call(this); } catch (error) { sources.onError(error); }
+      };
+      new Gauge({
+        name: 'tourline_websocket_clients', help: 'Open sync WebSockets', registers,
+        collect: guarded(function (this: Gauge) { this.set(sources.webSockets().clients); }),
+      });
+      new Gauge({
+        name: 'tourline_db_pool_connections_in_use', help: 'PostgreSQL pool connections checked out', registers,
+        collect: guarded(function (this: Gauge) { const p = sources.pool(); this.set(p ? p.total - p.idle : 0); }),
+      });
+      new Gauge({
+        name: 'tourline_db_pool_waiting', help: 'Requests waiting for a PostgreSQL pool connection', registers,
+        collect: guarded(function (this: Gauge) { this.set(sources.pool()?.waiting ?? 0); }),
+      });
+      new Gauge({
+        name: 'tourline_change_log_lag', help: 'Change-log head seq minus the lowest seq sent to a live WebSocket of this instance (0 without one)', registers,
+        collect: guarded(async function (this: Gauge) {
+          const { slowestSeq } = sources.webSockets();
+          this.set(slowestSeq === undefined ? 0 : Math.max(0, await changeLogHead(sources.db) - slowestSeq));
+        }),
+      });
+      new Gauge({
+        name: 'tourline_erp_writeback_backlog', help: 'Completions whose ERP write-back is not done, by status (pending, failed); all instances', labelNames: ['status'], registers,
+        collect: guarded(async function (this: Gauge) {
+          const rows = await erpWriteBackBacklog(sources.db);
+          this.reset();
+          for (const status of ['pending', 'failed']) this.set({ status }, rows.find((r) => r.status === status)?.count ?? 0);
+        }),
+      });
+      new Gauge({
+        name: 'tourline_erp_import_runs', help: 'Logged ERP import runs by result (succeeded, failed, skipped, running); all instances', labelNames: ['result'], registers,
+        collect: guarded(async function (this: Gauge) {
+          const rows = await importRunsByResult(sources.db);
+          this.reset();
+          for (const result of ['succeeded', 'failed', 'skipped', 'running']) this.set({ result }, rows.find((r) => r.result === result)?.count ?? 0);
+        }),
+      });
+    },
+  };
+}
