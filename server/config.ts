@@ -93,6 +93,7 @@ const Variables = z.object({
   // Default 5 s in production: time for the load balancer to see /readyz fail before sockets close.
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   SHUTDOWN_WS_BATCH_SIZE: z.coerce.number().int().min(1).default(200),
+  COMPRESSION_MIN_BYTES: z.coerce.number().int().min(0).default(1024),
 });
 
 // The direct connection sits beside a pooled one; alone it would leave the service on PGlite.
@@ -182,6 +183,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
     metricsPort: e.METRICS_PORT,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
+    compressionMinBytes: e.COMPRESSION_MIN_BYTES,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_MS ?? (e.NODE_ENV === 'production' ? 5000 : 0), webSocketBatchSize: e.SHUTDOWN_WS_BATCH_SIZE },
   };
 }

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import compression from 'compression';
 import express from 'express';
 import type { AppContext } from '../context.js';
 import { cors } from './cors.js';
@@ -32,6 +33,8 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   app.use(requestLog(ctx.logger));
   app.use(cors(ctx.config.corsOrigins));
   app.use(requestMetrics(ctx.metrics));
+  // Brotli or gzip as Accept-Encoding asks; only compressible types (JSON, text), never images or PDFs.
+  app.use(compression({ threshold: ctx.config.compressionMinBytes }));
   app.use(refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }));
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });

@@ -76,6 +76,12 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: MAX_CLIENT_MESSAGE_BYTES,
+    // Change pages over COMPRESSION_MIN_BYTES go compressed to clients that offer it. No context
+    // takeover and a small window keep each connection's zlib memory small with thousands open.
+    perMessageDeflate: {
+      threshold: ctx.config.compressionMinBytes, serverNoContextTakeover: true, clientNoContextTakeover: true, serverMaxWindowBits: 12,
+      zlibDeflateOptions: { level: 3, memLevel: 7 },
+    },
     handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
   });
   // The connections by account: a notification reaches only the accounts it names.

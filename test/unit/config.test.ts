@@ -65,6 +65,8 @@ describe('loadConfig', () => {
     [{ SHUTDOWN_DRAIN_MS: 'soon' }, 'SHUTDOWN_DRAIN_MS'],
     [{ SHUTDOWN_WS_BATCH_SIZE: '0' }, 'SHUTDOWN_WS_BATCH_SIZE'],
     [{ READINESS_TIMEOUT_MS: '0' }, 'READINESS_TIMEOUT_MS'],
+    [{ COMPRESSION_MIN_BYTES: '-5' }, 'COMPRESSION_MIN_BYTES'],
+    [{ COMPRESSION_MIN_BYTES: '1k' }, 'COMPRESSION_MIN_BYTES'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ ERP_MODE: 'http' }, 'ERP_BASE_URL'],
     [{ ERP_IMPORT_ENABLED: 'yes' }, 'ERP_IMPORT_ENABLED'],

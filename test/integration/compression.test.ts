@@ -1,0 +1,133 @@
+import http from 'node:http';
+import zlib from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { recordChanges } from '../../server/engine/changeLog.js';
+import { databaseKinds } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
+import { startTestServer, useTestServer } from '../helpers/server.js';
+
+interface Raw { status: number; headers: http.IncomingHttpHeaders; bytes: Buffer }
+
+/** A request through node:http, which (unlike fetch) leaves the body as it came over the wire. */
+function raw(url: string, headers: Record<string, string> = {}): Promise<Raw> {
+  return new Promise((resolve, reject) => {
+    http.get(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bytes: Buffer.concat(chunks) }));
+    }).on('error', reject);
+  });
+}
+
+const decode = (r: Raw) => {
+  const encoding = r.headers['content-encoding'];
+  const bytes = encoding === 'br' ? zlib.brotliDecompressSync(r.bytes) : encoding === 'gzip' ? zlib.gunzipSync(r.bytes) : r.bytes;
+  return JSON.parse(bytes.toString('utf8'));
+};
+
+describe.each(databaseKinds)('compressed answers on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  async function bigTour() {
+    const token = await api.token(8201);
+    const tour = await newTour(api.db, { accountId: 8201, deliveries: 6 });
+    return { token, url: `${api.url}/tours/${tour.tour.id}`, auth: { authorization: `Bearer ${token}` } };
+  }
+
+  it.each([
+    ['br', 'br'], ['gzip', 'gzip'], ['gzip, deflate, br', 'br'], ['br;q=0.5, gzip', 'gzip'], ['deflate', 'deflate'],
+  ])('answers a tour over 1 KB to Accept-Encoding: %s with %s, the same JSON as uncompressed', async (accept, expected) => {
+    const { url, auth } = await bigTour();
+    const plain = await raw(url, auth);
+    expect(plain.status).toBe(200);
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.bytes.length).toBeGreaterThan(1024);
+    const packed = await raw(url, { ...auth, 'accept-encoding': accept });
+    expect(packed.status).toBe(200);
+    expect(packed.headers['content-encoding']).toBe(expected);
+    expect(packed.headers.vary).toMatch(/Accept-Encoding/i);
+    expect(packed.bytes.length).toBeLessThan(plain.bytes.length / 2);
+    if (expected !== 'deflate') expect(decode(packed)).toEqual(JSON.parse(plain.bytes.toString('utf8')));
+  });
+
+  it.each(['identity', 'compress', '*;q=0', 'gzip;q=0', 'br;q=abc', ';;;', 'x'.repeat(500)])(
+    'answers uncompressed JSON to Accept-Encoding: %s',
+    async (accept) => {
+      const { url, auth } = await bigTour();
+      const response = await raw(url, { ...auth, 'accept-encoding': accept });
+      expect(response.status).toBe(200);
+      expect(response.headers['content-encoding']).toBeUndefined();
+      expect(JSON.parse(response.bytes.toString('utf8'))).toHaveProperty('deliveries');
+    },
+  );
+
+  it('leaves answers under COMPRESSION_MIN_BYTES uncompressed', async () => {
+    const { auth } = await bigTour();
+    const response = await raw(`${api.url}/sync/cursor`, { ...auth, 'accept-encoding': 'gzip, br' });
+    expect(response.status).toBe(200);
+    expect(response.headers['content-encoding']).toBeUndefined();
+  });
+
+  it('keeps one ETag for every encoding and answers If-None-Match with an empty 304', async () => {
+    const { url, auth } = await bigTour();
+    const plain = await raw(url, auth);
+    const packed = await raw(url, { ...auth, 'accept-encoding': 'gzip' });
+    expect(packed.headers.etag).toBe(plain.headers.etag);
+    for (const encoding of ['gzip', 'br', 'identity']) {
+      const again = await raw(url, { ...auth, 'accept-encoding': encoding, 'if-none-match': plain.headers.etag! });
+      expect(again.status).toBe(304);
+      expect(again.bytes.length).toBe(0);
+      expect(again.headers['content-encoding']).toBeUndefined();
+    }
+  });
+});
+
+describe.each(databaseKinds)('compression of bodies that are compressed already on %s', (kind) => {
+  it('never compresses an image, even with COMPRESSION_MIN_BYTES=0, while a tiny JSON answer then is', async () => {
+    const api = await startTestServer(kind, { COMPRESSION_MIN_BYTES: '0' });
+    try {
+      const image = await raw(`${api.url}/docs/assets/favicon-32x32.png`, { 'accept-encoding': 'gzip, br' });
+      expect(image.status).toBe(200);
+      expect(image.headers['content-type']).toBe('image/png');
+      expect(image.headers['content-encoding']).toBeUndefined();
+      const token = await api.token(8202);
+      const cursor = await raw(`${api.url}/sync/cursor`, { authorization: `Bearer ${token}`, 'accept-encoding': 'gzip' });
+      expect(cursor.headers['content-encoding']).toBe('gzip');
+      expect(decode(cursor)).toHaveProperty('cursor');
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe.each(databaseKinds)('WebSocket permessage-deflate on %s', (kind) => {
+  const api = useTestServer(kind);
+
+  /** Resumes from the start and reads the first page of changes; returns it and the bytes the socket read. */
+  async function firstPage(token: string, perMessageDeflate: boolean) {
+    const ws = new WebSocket(`${api.url.replace(/^http/, 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate });
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    const page = new Promise<{ changes: unknown[] }>((resolve) => ws.once('message', (data) => resolve(JSON.parse(data.toString()))));
+    ws.send(JSON.stringify({ type: 'resume' }));
+    const message = await page;
+    const read = (ws as unknown as { _socket: { bytesRead: number } })._socket.bytesRead;
+    const { extensions } = ws;
+    ws.close();
+    return { message, read, extensions };
+  }
+
+  it('sends a large page compressed to a client that offers it, and the same page plainly to one that does not', async () => {
+    const token = await api.token(8203);
+    await recordChanges(api.db, Array.from({ length: 40 }, (_, i) => ({
+      entity: 'note', op: 'upsert' as const, id: `n-${i}`, accountId: 8203, data: { text: `Bitte beim Nachbarn klingeln, Hinterhof links ${i}` },
+    })));
+    const packed = await firstPage(token, true);
+    const plain = await firstPage(token, false);
+    expect(packed.extensions).toContain('permessage-deflate');
+    expect(plain.extensions).toBe('');
+    expect(packed.message).toEqual(plain.message);
+    expect(plain.message.changes).toHaveLength(40);
+    expect(packed.read).toBeLessThan(plain.read / 2);
+  });
+});
