@@ -12,9 +12,10 @@ import { fanout, fullSizes, tinySizes, importScenario, startup, tourRead, writeS
 import { history, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
+import { wire } from './wire.js';
 import { newTarget, type DatabaseKind } from './target.js';
 
-const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'fanout', 'import', 'startup', 'sdk', 'history'] as const;
+const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'wire', 'fanout', 'import', 'startup', 'sdk', 'history'] as const;
 /** Scenarios that need no database; their figures are kept under `client`. */
 const clientScenarios = new Set<string>(['sdk']);
 // Loading a year takes many minutes: history runs only when named.
@@ -93,6 +94,7 @@ try {
       });
     }
     if (only.has('tour_read')) await step('tour_read', async () => { results.tour_read = await tourRead(ctx); });
+    if (only.has('wire')) await step('wire', async () => { results.wire = await wire(ctx); });
     if (only.has('fanout')) await step('fanout', async () => { results.fanout = await fanout(ctx); });
     if (only.has('import')) await step('import', async () => { results.import = await importScenario(ctx); });
     if (only.has('startup')) await step('startup', async () => { results.startup = await startup(ctx); });

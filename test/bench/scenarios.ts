@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import type { PGlite } from '@electric-sql/pglite';
 import { notes } from '../../server/db/schema.js';
+import type { Db } from '../../server/db/client.js';
 import type { RunningServer } from '../../server/server.js';
 import { addContact, newTour } from '../helpers/factories.js';
 import { benchErp, type ErpSize } from './erpData.js';
@@ -23,6 +24,7 @@ export interface Sizes {
   pushSmall: { drivers: number; deliveries: number; positions: number; durationMs: number; warmupMs: number; thinkMs: number } & BatchShape;
   floor: { durationMs: number; warmupMs: number; connections: number };
   tourRead: { deliveries: number; positions: number; iterations: number; warmup: number };
+  wire: { deliveries: number; positions: number; iterations: number; warmup: number };
   fanout: { accounts: number; clientsPerAccount: number; commitsPerSecond: number; durationMs: number };
   import: ErpSize;
   history: HistorySizes;
@@ -33,6 +35,7 @@ export const fullSizes: Sizes = {
   pushSmall: { drivers: 100, deliveries: 10, positions: 4, deliveriesPerBatch: 1, eventsPerDelivery: 5, thinkMs: 200, durationMs: 20_000, warmupMs: 3000 },
   floor: { durationMs: 15_000, warmupMs: 2000, connections: 10 },
   tourRead: { deliveries: 40, positions: 20, iterations: 300, warmup: 30 },
+  wire: { deliveries: 11, positions: 12, iterations: 200, warmup: 20 },
   fanout: { accounts: 100, clientsPerAccount: 10, commitsPerSecond: 20, durationMs: 15_000 },
   import: { tours: 200, deliveries: 30, positions: 15 },
   history: {
@@ -48,6 +51,7 @@ export const tinySizes: Sizes = {
   pushSmall: { drivers: 3, deliveries: 2, positions: 2, deliveriesPerBatch: 1, eventsPerDelivery: 5, thinkMs: 20, durationMs: 500, warmupMs: 0 },
   floor: { durationMs: 500, warmupMs: 0, connections: 2 },
   tourRead: { deliveries: 3, positions: 3, iterations: 5, warmup: 1 },
+  wire: { deliveries: 2, positions: 3, iterations: 3, warmup: 1 },
   fanout: { accounts: 3, clientsPerAccount: 2, commitsPerSecond: 10, durationMs: 1000 },
   import: { tours: 3, deliveries: 3, positions: 3 },
   history: {
@@ -93,7 +97,7 @@ export function problem(ctx: BenchContext, message: string) {
   ctx.log(`  ${message}`);
 }
 
-async function withServer<T>(target: Target, work: (server: RunningServer) => Promise<T>, options: Parameters<typeof startBenchServer>[1] = {}): Promise<T> {
+export async function withServer<T>(target: Target, work: (server: RunningServer) => Promise<T>, options: Parameters<typeof startBenchServer>[1] = {}): Promise<T> {
   const server = await startBenchServer(target, options);
   try {
     return await work(server);
@@ -178,6 +182,26 @@ const pick = (s: BatchShape & { durationMs: number; warmupMs: number }) => ({
 
 const pgliteClient = (server: RunningServer) => (server.ctx.database.db as unknown as { $client: PGlite }).$client;
 
+/** The lines of every delivery of a read tour: one in five not scannable, 1 to 6 pieces each. */
+export const readTourPositions = (count: number) =>
+  Array.from({ length: count }, (_, i) => ({ scannable: i % 5 !== 4, quantity: 1 + (i % 6), state: 'InProgress' as const, scannedQuantity: 0 }));
+
+/** A tour as a driver reads it: two notes and four contacts (with channels) per delivery. */
+export function seedReadTour(db: Db, accountId: number, size: { deliveries: number; positions: number }) {
+  const positions = readTourPositions(size.positions);
+  return db.transaction(async (tx) => {
+    const created = await newTour(tx, { accountId, deliveries: size.deliveries, positions, openAmountCents: 4200 });
+    for (const { delivery } of created.deliveries) {
+      await tx.insert(notes).values([{ deliveryId: delivery.id, text: 'Bitte Hintereingang benutzen' }, { deliveryId: delivery.id, text: 'Leergut mitnehmen' }]);
+      await addContact(tx, delivery.id, { role: 'header', name1: 'Gasthaus Krone', channels: [{ kind: 'phone', value: '030 1234567' }] }, 1);
+      await addContact(tx, delivery.id, { role: 'delivery', name1: 'Gasthaus Krone, Küche' }, 2);
+      await addContact(tx, delivery.id, { role: 'contact_person', name1: 'Erika Mustermann', address: null, channels: [{ kind: 'mobile', value: '0171 1234567' }, { kind: 'email', value: 'erika@example.de' }] }, 3);
+      await addContact(tx, delivery.id, { role: 'billing', name1: 'Krone GmbH', channels: [] }, 4);
+    }
+    return created;
+  });
+}
+
 /**
  * One tour of 40 deliveries × 20 lines, two notes and four contacts (with channels) per delivery,
  * read again and again; then read after each of as many changes (a note added).
@@ -187,18 +211,7 @@ export async function tourRead(ctx: BenchContext): Promise<Metrics> {
   const target = await ctx.newTarget('tour_read');
   return withServer(target, async (server) => {
     const { db } = server.ctx.database;
-    const positions = Array.from({ length: size.positions }, (_, i) => ({ scannable: i % 5 !== 4, quantity: 1 + (i % 6), state: 'InProgress' as const, scannedQuantity: 0 }));
-    const tour = await db.transaction(async (tx) => {
-      const created = await newTour(tx, { accountId: 80_001, deliveries: size.deliveries, positions, openAmountCents: 4200 });
-      for (const { delivery } of created.deliveries) {
-        await tx.insert(notes).values([{ deliveryId: delivery.id, text: 'Bitte Hintereingang benutzen' }, { deliveryId: delivery.id, text: 'Leergut mitnehmen' }]);
-        await addContact(tx, delivery.id, { role: 'header', name1: 'Gasthaus Krone', channels: [{ kind: 'phone', value: '030 1234567' }] }, 1);
-        await addContact(tx, delivery.id, { role: 'delivery', name1: 'Gasthaus Krone, Küche' }, 2);
-        await addContact(tx, delivery.id, { role: 'contact_person', name1: 'Erika Mustermann', address: null, channels: [{ kind: 'mobile', value: '0171 1234567' }, { kind: 'email', value: 'erika@example.de' }] }, 3);
-        await addContact(tx, delivery.id, { role: 'billing', name1: 'Krone GmbH', channels: [] }, 4);
-      }
-      return created;
-    });
+    const tour = await seedReadTour(db, 80_001, size);
     const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer: 80_001 } });
     await settle(db);
     const measured = await runLoad({

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { history } from '../bench/history.js';
 import { fanout, importScenario, tinySizes, tourRead, writeScenarios, type BenchContext } from '../bench/scenarios.js';
 import { newTarget } from '../bench/target.js';
+import { wire } from '../bench/wire.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 
 // The bench scenarios at a tiny size: what they check must hold; their timings mean nothing here.
@@ -41,6 +42,18 @@ describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
     const [a, b] = [await tourRead(small), await tourRead(larger)];
     expect(small.problems).toEqual([]);
     expect(b.queries).toBe(a.queries);
+  }, 90_000);
+
+  it('measures the tour and a day of changes on the wire: compressed smaller than plain, the same changes over pull and WebSocket', async () => {
+    const ctx = context();
+    const figures = await wire(ctx);
+    expect(figures.day_changes).toBeGreaterThan(0);
+    for (const what of ['tour_bytes', 'day_pull_bytes']) {
+      expect(figures[`${what}_gzip`], what).toBeLessThan(figures[`${what}_plain`] / 2);
+      expect(figures[`${what}_br`], what).toBeLessThan(figures[`${what}_plain`] / 2);
+    }
+    expect(figures.day_ws_bytes_deflate).toBeLessThan(figures.day_ws_bytes_plain / 2);
+    expect(figures.tour_cpu_us_br).toBeGreaterThan(0);
   }, 90_000);
 
   it('loads a history and measures every read, the poll, push and import on it, at a month and at a year', async () => {

@@ -85,7 +85,7 @@ describe.each(databaseKinds)('readiness with a busy database on %s', (kind) => {
     }
     expect((await api.get('/readyz')).status).toBe(200);
     await api.close();
-  });
+  }, 90_000);
 
   if (kind === 'postgres') {
     it('answers /readyz 503 while the LISTEN connection is down, and 200 once it is back', async () => {
@@ -103,6 +103,6 @@ describe.each(databaseKinds)('readiness with a busy database on %s', (kind) => {
       } finally {
         await api.close();
       }
-    });
+    }, 90_000);
   }
 });
