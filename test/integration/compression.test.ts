@@ -98,7 +98,7 @@ describe.each(databaseKinds)('compression of bodies that are compressed already 
     } finally {
       await api.close();
     }
-  });
+  }, 90_000);
 });
 
 describe.each(databaseKinds)('WebSocket permessage-deflate on %s', (kind) => {
