@@ -25,12 +25,17 @@ export function createMetrics() {
   const registry = new Registry();
   const registers = [registry];
   const requestDuration = new Histogram({
-    name: 'tourline_http_request_duration_seconds', help: 'HTTP request latency by route template, method and status',
-    labelNames: ['method', 'route', 'status'], buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers,
+    name: 'tourline_http_request_duration_seconds',
+    help: 'HTTP request latency by route template, method and status',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
   });
   const events = new Counter({
-    name: 'tourline_events_total', help: 'Events decided by the engine (push, REST operations) by type, result (applied, duplicate, refused) and refusal code',
-    labelNames: ['type', 'result', 'code'], registers,
+    name: 'tourline_events_total',
+    help: 'Events decided by the engine (push, REST operations) by type, result (applied, duplicate, refused) and refusal code',
+    labelNames: ['type', 'result', 'code'],
+    registers,
   });
   let watching = false;
 
@@ -42,38 +47,65 @@ export function createMetrics() {
     /** Passed to the engine as `onResult`. */
     eventResult(event: SyncEvent, result: Pick<EventResult, 'status' | 'code'> & { reason?: string }) {
       const refused = result.status === 'rejected';
-      events.inc({ type: event.type, result: refused ? 'refused' : result.status, code: refused ? result.reason ?? result.code ?? '' : '' });
+      events.inc({
+        type: event.type,
+        result: refused ? 'refused' : result.status,
+        code: refused ? (result.reason ?? result.code ?? '') : '',
+      });
     },
     /** Registers the gauges and the process metrics; called once, when the metrics endpoint starts. */
     watch(sources: MetricSources) {
       if (watching) return;
       watching = true;
       collectDefaultMetrics({ register: registry });
-      const guarded = (collect: (this: Gauge) => Promise<void> | void) => async function (this: Gauge) {
-        // A scrape during a database outage still answers; the gauge keeps its last value.
-        try { await collect.call(this); } catch (error) { sources.onError(error); }
-      };
+      const guarded = (collect: (this: Gauge) => Promise<void> | void) =>
+        async function (this: Gauge) {
+          // A scrape during a database outage still answers; the gauge keeps its last value.
+          try {
+            await collect.call(this);
+          } catch (error) {
+            sources.onError(error);
+          }
+        };
       new Gauge({
-        name: 'tourline_websocket_clients', help: 'Open sync WebSockets', registers,
-        collect: guarded(function (this: Gauge) { this.set(sources.webSockets().clients); }),
-      });
-      new Gauge({
-        name: 'tourline_db_pool_connections_in_use', help: 'PostgreSQL pool connections checked out', registers,
-        collect: guarded(function (this: Gauge) { const p = sources.pool(); this.set(p ? p.total - p.idle : 0); }),
-      });
-      new Gauge({
-        name: 'tourline_db_pool_waiting', help: 'Requests waiting for a PostgreSQL pool connection', registers,
-        collect: guarded(function (this: Gauge) { this.set(sources.pool()?.waiting ?? 0); }),
-      });
-      new Gauge({
-        name: 'tourline_change_log_lag', help: 'Change-log head seq minus the lowest seq sent to a live WebSocket of this instance (0 without one)', registers,
-        collect: guarded(async function (this: Gauge) {
-          const { slowestSeq } = sources.webSockets();
-          this.set(slowestSeq === undefined ? 0 : Math.max(0, await changeLogHead(sources.db) - slowestSeq));
+        name: 'tourline_websocket_clients',
+        help: 'Open sync WebSockets',
+        registers,
+        collect: guarded(function (this: Gauge) {
+          this.set(sources.webSockets().clients);
         }),
       });
       new Gauge({
-        name: 'tourline_erp_writeback_backlog', help: 'Completions whose ERP write-back is not done, by status (pending, failed); all instances', labelNames: ['status'], registers,
+        name: 'tourline_db_pool_connections_in_use',
+        help: 'PostgreSQL pool connections checked out',
+        registers,
+        collect: guarded(function (this: Gauge) {
+          const p = sources.pool();
+          this.set(p ? p.total - p.idle : 0);
+        }),
+      });
+      new Gauge({
+        name: 'tourline_db_pool_waiting',
+        help: 'Requests waiting for a PostgreSQL pool connection',
+        registers,
+        collect: guarded(function (this: Gauge) {
+          this.set(sources.pool()?.waiting ?? 0);
+        }),
+      });
+      new Gauge({
+        name: 'tourline_change_log_lag',
+        help: 'Change-log head seq minus the lowest seq sent to a live WebSocket of this instance (0 without one)',
+        registers,
+        collect: guarded(async function (this: Gauge) {
+          const { slowestSeq } = sources.webSockets();
+          this.set(slowestSeq === undefined ? 0 : Math.max(0, (await changeLogHead(sources.db)) - slowestSeq));
+        }),
+      });
+      new Gauge({
+        name: 'tourline_erp_writeback_backlog',
+        help: 'Completions whose ERP write-back is not done, by status (pending, failed); all instances',
+        labelNames: ['status'],
+        registers,
         collect: guarded(async function (this: Gauge) {
           const rows = await erpWriteBackBacklog(sources.db);
           this.reset();
@@ -81,11 +113,15 @@ export function createMetrics() {
         }),
       });
       new Gauge({
-        name: 'tourline_erp_import_runs', help: 'Logged ERP import runs by result (succeeded, failed, skipped, running); all instances', labelNames: ['result'], registers,
+        name: 'tourline_erp_import_runs',
+        help: 'Logged ERP import runs by result (succeeded, failed, skipped, running); all instances',
+        labelNames: ['result'],
+        registers,
         collect: guarded(async function (this: Gauge) {
           const rows = await importRunsByResult(sources.db);
           this.reset();
-          for (const result of ['succeeded', 'failed', 'skipped', 'running']) this.set({ result }, rows.find((r) => r.result === result)?.count ?? 0);
+          for (const result of ['succeeded', 'failed', 'skipped', 'running'])
+            this.set({ result }, rows.find((r) => r.result === result)?.count ?? 0);
         }),
       });
     },

@@ -14,21 +14,37 @@ const encodings = { plain: 'identity', gzip: 'gzip', br: 'br' } as const;
 async function fetchRaw(agent: http.Agent, url: string, token: string, acceptEncoding: string) {
   const cpu = process.cpuUsage();
   const { body, encoding } = await new Promise<{ body: Buffer; encoding?: string }>((resolve, reject) => {
-    http.get(url, { agent, headers: { authorization: `Bearer ${token}`, 'accept-encoding': acceptEncoding } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => (res.statusCode === 200 ? resolve({ body: Buffer.concat(chunks), encoding: res.headers['content-encoding'] }) : reject(new Error(`${url}: ${res.statusCode}`))));
-    }).on('error', reject);
+    http
+      .get(url, { agent, headers: { authorization: `Bearer ${token}`, 'accept-encoding': acceptEncoding } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve({ body: Buffer.concat(chunks), encoding: res.headers['content-encoding'] })
+            : reject(new Error(`${url}: ${res.statusCode}`)),
+        );
+      })
+      .on('error', reject);
   });
   const used = process.cpuUsage(cpu);
-  const json = () => JSON.parse((encoding === 'br' ? zlib.brotliDecompressSync(body) : encoding === 'gzip' ? zlib.gunzipSync(body) : body).toString('utf8'));
+  const json = () =>
+    JSON.parse((encoding === 'br' ? zlib.brotliDecompressSync(body) : encoding === 'gzip' ? zlib.gunzipSync(body) : body).toString('utf8'));
   return { bytes: body.length, cpuUs: used.user + used.system, json };
 }
 
 /** Reads a day's changes over /sync/ws from `cursor`; answers the bytes the socket read after the handshake. */
-async function changesOverSocket(url: string, token: string, cursor: string, expected: number, perMessageDeflate: boolean): Promise<number> {
+async function changesOverSocket(
+  url: string,
+  token: string,
+  cursor: string,
+  expected: number,
+  perMessageDeflate: boolean,
+): Promise<number> {
   const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate });
-  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
   const socket = (ws as unknown as { _socket: { bytesRead: number } })._socket;
   const handshake = socket.bytesRead;
   let received = 0;
@@ -36,7 +52,10 @@ async function changesOverSocket(url: string, token: string, cursor: string, exp
     const timer = setTimeout(() => reject(new Error(`ws: ${received} of ${expected} changes within 60 s`)), 60_000);
     ws.on('message', (data) => {
       received += (JSON.parse(data.toString()) as { changes?: unknown[] }).changes?.length ?? 0;
-      if (received >= expected) { clearTimeout(timer); resolve(); }
+      if (received >= expected) {
+        clearTimeout(timer);
+        resolve();
+      }
     });
     ws.send(JSON.stringify({ type: 'resume', cursor }));
   });
@@ -58,7 +77,10 @@ export async function wire(ctx: BenchContext): Promise<Metrics> {
     const accountId = 81_001;
     const tour = await seedReadTour(db, accountId, size);
     await settle(db);
-    const { accessToken: token } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { admin: server.adminKey, body: { personalnummer: accountId } });
+    const { accessToken: token } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, {
+      admin: server.adminKey,
+      body: { personalnummer: accountId },
+    });
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const results: Metrics = {};
     try {
@@ -77,9 +99,19 @@ export async function wire(ctx: BenchContext): Promise<Metrics> {
       // The day: every scannable piece scanned once, pushed 50 events at a time.
       const { cursor } = await requestJson<{ cursor: string }>('GET', `${server.url}/sync/cursor`, { token });
       const positions = readTourPositions(size.positions);
-      const scans = tour.deliveries.flatMap((d) => d.items.flatMap((item, i) => (positions[i].scannable ? Array.from({ length: positions[i].quantity }, () => ({
-        eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: item.id, action: 'scan',
-      })) : [])));
+      const scans = tour.deliveries.flatMap((d) =>
+        d.items.flatMap((item, i) =>
+          positions[i].scannable
+            ? Array.from({ length: positions[i].quantity }, () => ({
+                eventId: randomUUID(),
+                occurredAt: new Date().toISOString(),
+                type: 'scan',
+                deliveryItemId: item.id,
+                action: 'scan',
+              }))
+            : [],
+        ),
+      );
       for (let i = 0; i < scans.length; i += 50) {
         await requestJson('POST', `${server.url}/sync/push`, { token, body: { clientId: 'bench-phone', events: scans.slice(i, i + 50) } });
       }

@@ -7,16 +7,22 @@ import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { startTestServer, useTestServer } from '../helpers/server.js';
 
-interface Raw { status: number; headers: http.IncomingHttpHeaders; bytes: Buffer }
+interface Raw {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  bytes: Buffer;
+}
 
 /** A request through node:http, which (unlike fetch) leaves the body as it came over the wire. */
 function raw(url: string, headers: Record<string, string> = {}): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    http.get(url, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bytes: Buffer.concat(chunks) }));
-    }).on('error', reject);
+    http
+      .get(url, { headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bytes: Buffer.concat(chunks) }));
+      })
+      .on('error', reject);
   });
 }
 
@@ -36,7 +42,11 @@ describe.each(databaseKinds)('compressed answers on %s', (kind) => {
   }
 
   it.each([
-    ['br', 'br'], ['gzip', 'gzip'], ['gzip, deflate, br', 'br'], ['br;q=0.5, gzip', 'gzip'], ['deflate', 'deflate'],
+    ['br', 'br'],
+    ['gzip', 'gzip'],
+    ['gzip, deflate, br', 'br'],
+    ['br;q=0.5, gzip', 'gzip'],
+    ['deflate', 'deflate'],
   ])('answers a tour over 1 KB to Accept-Encoding: %s with %s, the same JSON as uncompressed', async (accept, expected) => {
     const { url, auth } = await bigTour();
     const plain = await raw(url, auth);
@@ -106,8 +116,14 @@ describe.each(databaseKinds)('WebSocket permessage-deflate on %s', (kind) => {
 
   /** Resumes from the start and reads the first page of changes; returns it and the bytes the socket read. */
   async function firstPage(token: string, perMessageDeflate: boolean) {
-    const ws = new WebSocket(`${api.url.replace(/^http/, 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate });
-    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    const ws = new WebSocket(`${api.url.replace(/^http/, 'ws')}/sync/ws`, {
+      headers: { authorization: `Bearer ${token}` },
+      perMessageDeflate,
+    });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
     const page = new Promise<{ changes: unknown[] }>((resolve) => ws.once('message', (data) => resolve(JSON.parse(data.toString()))));
     ws.send(JSON.stringify({ type: 'resume' }));
     const message = await page;
@@ -119,9 +135,28 @@ describe.each(databaseKinds)('WebSocket permessage-deflate on %s', (kind) => {
 
   it('sends a large page compressed to a client that offers it, and the same page plainly to one that does not', async () => {
     const token = await api.token(8203);
-    await recordChanges(api.db, Array.from({ length: 40 }, (_, i) => ({
-      entity: 'note', op: 'upsert' as const, id: `n-${i}`, accountId: 8203, data: { text: `Bitte beim Nachbarn klingeln, Hinterhof links ${i}` },
-    })));
+    const now = new Date().toISOString();
+    await recordChanges(
+      api.db,
+      Array.from({ length: 40 }, (_, i) => ({
+        entity: 'note' as const,
+        op: 'upsert' as const,
+        id: `n-${i}`,
+        accountId: 8203,
+        data: {
+          id: `n-${i}`,
+          deliveryId: 'd-1',
+          text: `Bitte beim Nachbarn klingeln, Hinterhof links ${i}`,
+          imageAttachment: null,
+          imageAttachmentId: null,
+          authorCarId: null,
+          creditDeliveryItemId: null,
+          isAmountCreditNote: false,
+          createdAt: now,
+          updatedAt: now,
+        },
+      })),
+    );
     const packed = await firstPage(token, true);
     const plain = await firstPage(token, false);
     expect(packed.extensions).toContain('permessage-deflate');

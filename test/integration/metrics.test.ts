@@ -9,16 +9,24 @@ const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /** The value of the sample `name` whose labels include `labels` (undefined when there is none). */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const line = text.split('\n').find((l) => new RegExp(`^${escape(name)}(\\{|\\s)`).test(l)
-    && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
+  const line = text
+    .split('\n')
+    .find((l) => new RegExp(`^${escape(name)}(\\{|\\s)`).test(l) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
   return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 const families = [
-  'tourline_http_request_duration_seconds', 'tourline_events_total', 'tourline_websocket_clients',
-  'tourline_db_pool_connections_in_use', 'tourline_db_pool_waiting', 'tourline_change_log_lag',
-  'tourline_erp_writeback_backlog', 'tourline_erp_import_runs',
-  'nodejs_eventloop_lag_seconds', 'process_cpu_user_seconds_total', 'process_resident_memory_bytes',
+  'tourline_http_request_duration_seconds',
+  'tourline_events_total',
+  'tourline_websocket_clients',
+  'tourline_db_pool_connections_in_use',
+  'tourline_db_pool_waiting',
+  'tourline_change_log_lag',
+  'tourline_erp_writeback_backlog',
+  'tourline_erp_import_runs',
+  'nodejs_eventloop_lag_seconds',
+  'process_cpu_user_seconds_total',
+  'process_resident_memory_bytes',
 ];
 
 describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) => {
@@ -40,12 +48,22 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
 
   it('counts pushed events by type, result and refusal code', async () => {
     const token = await api.token(8101);
-    const tour = await newTour(api.db, { accountId: 8101, positions: [{ scannable: true, quantity: 1, scannedQuantity: 0, state: 'InProgress' }] });
+    const tour = await newTour(api.db, {
+      accountId: 8101,
+      positions: [{ scannable: true, quantity: 1, scannedQuantity: 0, state: 'InProgress' }],
+    });
     const line = tour.deliveries[0].items[0];
-    const scan = () => ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: line.id, action: 'scan' });
+    const scan = () => ({
+      eventId: randomUUID(),
+      occurredAt: new Date().toISOString(),
+      type: 'scan',
+      deliveryItemId: line.id,
+      action: 'scan',
+    });
     const before = await scrape();
     const applied = (text: string) => sample(text, 'tourline_events_total', { type: 'scan', result: 'applied' }) ?? 0;
-    const refused = (text: string) => sample(text, 'tourline_events_total', { type: 'scan', result: 'refused', code: 'quantity_exceeded' }) ?? 0;
+    const refused = (text: string) =>
+      sample(text, 'tourline_events_total', { type: 'scan', result: 'refused', code: 'quantity_exceeded' }) ?? 0;
     const first = scan();
     const push = await api.post('/sync/push', { clientId: 'phone', events: [first, scan(), { ...first }] }, { token });
     expect(push.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'rejected', 'duplicate']);
@@ -58,7 +76,8 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
   it('times requests by route template, never by the raw path', async () => {
     const token = await api.token(8102);
     const tour = await newTour(api.db, { accountId: 8102 });
-    const count = (text: string) => sample(text, 'tourline_http_request_duration_seconds_count', { method: 'GET', route: '/tours/:tour_id', status: '200' }) ?? 0;
+    const count = (text: string) =>
+      sample(text, 'tourline_http_request_duration_seconds_count', { method: 'GET', route: '/tours/:tour_id', status: '200' }) ?? 0;
     const before = count(await scrape());
     expect((await api.get(`/tours/${tour.tour.id}`, { token })).status).toBe(200);
     expect((await api.get(`/tours/${randomUUID()}/nothing-here`, { token })).status).toBe(404);
@@ -71,7 +90,10 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
   it('shows open WebSockets and how far the slowest resumed one is behind the change-log head', async () => {
     const watcher = await api.token(8103);
     const other = await api.token(8104);
-    const tour = await newTour(api.db, { accountId: 8104, positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }] });
+    const tour = await newTour(api.db, {
+      accountId: 8104,
+      positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }],
+    });
     const clients = sample(await scrape(), 'tourline_websocket_clients')!;
     const socket = await SyncSocket.open(api.url, { token: watcher });
     try {
@@ -82,7 +104,13 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
       expect(sample(text, 'tourline_websocket_clients')).toBe(clients + 1);
       expect(sample(text, 'tourline_change_log_lag')).toBe(0);
       // Changes of another account: the watcher is sent nothing, so it stays behind the head.
-      const scan = () => ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: tour.deliveries[0].items[0].id, action: 'scan' });
+      const scan = () => ({
+        eventId: randomUUID(),
+        occurredAt: new Date().toISOString(),
+        type: 'scan',
+        deliveryItemId: tour.deliveries[0].items[0].id,
+        action: 'scan',
+      });
       await api.post('/sync/push', { clientId: 'phone', events: [scan(), scan()] }, { token: other });
       text = await scrape();
       expect(sample(text, 'tourline_change_log_lag')).toBeGreaterThanOrEqual(2);
@@ -103,8 +131,13 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
   if (kind === 'postgres') {
     it('shows the pool in use while a transaction holds a connection', async () => {
       let release!: () => void;
-      const held = new Promise<void>((resolve) => { release = resolve; });
-      const holder = api.db.transaction(async (tx) => { await tx.execute('SELECT 1'); await held; });
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const holder = api.db.transaction(async (tx) => {
+        await tx.execute('SELECT 1');
+        await held;
+      });
       await new Promise((resolve) => setTimeout(resolve, 50));
       try {
         expect(sample(await scrape(), 'tourline_db_pool_connections_in_use')).toBeGreaterThanOrEqual(1);
@@ -116,7 +149,11 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
   }
 
   it.each([
-    ['POST', '/metrics'], ['DELETE', '/metrics'], ['GET', '/'], ['GET', '/metrics/x'], ['GET', '/readyz'],
+    ['POST', '/metrics'],
+    ['DELETE', '/metrics'],
+    ['GET', '/'],
+    ['GET', '/metrics/x'],
+    ['GET', '/readyz'],
   ])('answers %s %s on the metrics port with a 404 problem', async (method, path) => {
     const response = await fetch(new URL(path, api.running.metricsUrl), { method });
     expect(response.status).toBe(404);

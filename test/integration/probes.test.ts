@@ -23,7 +23,11 @@ describe.each(databaseKinds)('liveness and readiness probes on %s', (kind) => {
   });
 
   it.each([
-    ['POST', '/readyz'], ['PUT', '/livez'], ['DELETE', '/readyz'], ['GET', '/readyz/extra'], ['GET', '/livez/x'],
+    ['POST', '/readyz'],
+    ['PUT', '/livez'],
+    ['DELETE', '/readyz'],
+    ['GET', '/readyz/extra'],
+    ['GET', '/livez/x'],
   ])('answers %s %s with a 404 problem', async (method, path) => {
     const response = await api.request(method, path);
     expect(response.status).toBe(404);
@@ -68,9 +72,14 @@ describe.each(databaseKinds)('readiness with a busy database on %s', (kind) => {
   it('answers /readyz 503 within READINESS_TIMEOUT_MS when no connection is free, while /livez answers at once', async () => {
     const api = await startTestServer(kind, { READINESS_TIMEOUT_MS: '300', DATABASE_POOL_SIZE: '1', DATABASE_POOL_WAIT_MS: '5000' });
     let release!: () => void;
-    const held = new Promise<void>((resolve) => { release = resolve; });
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     // A transaction holding the only connection (on PGlite: the only session) until released.
-    const holder = api.db.transaction(async (tx) => { await tx.execute(sql`SELECT 1`); await held; });
+    const holder = api.db.transaction(async (tx) => {
+      await tx.execute(sql`SELECT 1`);
+      await held;
+    });
     try {
       await new Promise((resolve) => setTimeout(resolve, 100));
       const started = Date.now();
@@ -91,7 +100,9 @@ describe.each(databaseKinds)('readiness with a busy database on %s', (kind) => {
     it('answers /readyz 503 while the LISTEN connection is down, and 200 once it is back', async () => {
       const api = await startTestServer(kind, { READINESS_TIMEOUT_MS: '1000' });
       try {
-        await api.db.execute(sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'tourline listen' AND datname = current_database()`);
+        await api.db.execute(
+          sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'tourline listen' AND datname = current_database()`,
+        );
         let sawListenerDown = false;
         for (let i = 0; i < 50 && !sawListenerDown; i++) {
           const ready = await api.get('/readyz');

@@ -15,12 +15,17 @@ export async function startMetricsServer(metrics: Metrics, port: number, host: s
       res.writeHead(404, { 'content-type': 'application/problem+json' }).end(body);
       return;
     }
-    metrics.registry.metrics().then((text) => {
-      res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text);
-    }, (error: unknown) => {
-      logger.error({ err: error }, 'collecting metrics failed');
-      res.writeHead(500, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problemBody('internal', 'Collecting metrics failed')));
-    });
+    metrics.registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(req.method === 'HEAD' ? undefined : text);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'collecting metrics failed');
+        res
+          .writeHead(500, { 'content-type': 'application/problem+json' })
+          .end(JSON.stringify(problemBody('internal', 'Collecting metrics failed')));
+      },
+    );
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
