@@ -9,7 +9,7 @@ import { build } from 'esbuild';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.join(here, 'dist');
-export const entryPoints = { index: 'index.ts', indexeddb: 'storage/indexedDb.ts', sqlite: 'storage/sqlite.ts', contract: 'storage/contract.ts', node: 'node.ts' };
+export const entryPoints = { index: 'index.ts', indexeddb: 'storage/indexedDb.ts', sqlite: 'storage/sqlite.ts', contract: 'storage/contract.ts', node: 'node.ts', react: 'react.ts' };
 
 await rm(dist, { recursive: true, force: true });
 await build({
@@ -22,7 +22,8 @@ await build({
   platform: 'neutral',
   // What React Native's Metro and every current browser read without further lowering.
   target: 'es2019',
-  external: ['node:*'],
+  // React is the app's own (a peer dependency), imported only by the `./react` entry.
+  external: ['node:*', 'react'],
   logLevel: 'warning',
 });
 // Type declarations only; they keep the shape of the sources (client-sdk/ and the shared types it uses).
