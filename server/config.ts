@@ -52,6 +52,7 @@ const Variables = z.object({
   OIDC_JWKS_MAX_AGE_SECONDS: z.coerce.number().int().min(1).default(600),
   OIDC_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
   OIDC_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  AUTH_TOKEN_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000_000).default(50_000),
   // Tests go below the floor of 10 seconds to see tokens expire (NODE_ENV=test only, checked below).
   DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(12 * 3600),
   // Several keys, comma-separated, so a new one can be rolled out before the old one is withdrawn.
@@ -152,6 +153,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       jwksMaxAgeMs: e.OIDC_JWKS_MAX_AGE_SECONDS * 1000,
       clockToleranceSeconds: e.OIDC_CLOCK_TOLERANCE_SECONDS,
       timeoutMs: e.OIDC_TIMEOUT_MS,
+      tokenCacheSize: e.AUTH_TOKEN_CACHE_SIZE,
       devTokenTtlSeconds: e.DEV_TOKEN_TTL_SECONDS,
       adminApiKeys: e.ADMIN_API_KEY,
       refusalLimit: e.AUTH_REFUSAL_LIMIT,

@@ -81,6 +81,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     jwksMaxAgeMs: config.auth.jwksMaxAgeMs,
     clockToleranceSeconds: config.auth.clockToleranceSeconds,
     timeoutMs: config.auth.timeoutMs,
+    tokenCacheSize: config.auth.tokenCacheSize,
   });
 
   const documents = withDatabaseDocuments(options.documents ?? createDocumentStore(config.documents, dataDir), database.db);

@@ -1,6 +1,7 @@
 import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import { asymmetricAlgorithms } from '../config.js';
 import { createIssuerKeys, IssuerUnreachable } from './issuerKeys.js';
+import { RecentCache } from './recentCache.js';
 
 export interface TokenVerifierOptions {
   /** The issuer; its metadata lives at `{issuer}/.well-known/openid-configuration`. */
@@ -22,6 +23,8 @@ export interface TokenVerifierOptions {
   clockToleranceSeconds?: number;
   /** How long the issuer may take to answer (default 5 s). */
   timeoutMs?: number;
+  /** How many verified tokens are kept; more than the open WebSockets, or tokens are checked again (default 50,000). */
+  tokenCacheSize?: number;
 }
 
 export interface VerifiedToken {
@@ -38,8 +41,6 @@ export function claimHasRole(value: unknown, role: string): boolean {
 }
 
 export class TokenError extends Error {}
-
-const VERIFIED_TOKENS_KEPT = 5000;
 
 /**
  * What can be judged without the issuer: a JWT whose header names an accepted algorithm and whose
@@ -82,7 +83,7 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
   // A token whose signature and claims checked out stays good until it expires, a changed key set is
   // fetched or the set is due to be fetched again; checking the signature on every request costs
   // more than the rest of a small push.
-  const verified = new Map<string, VerifiedToken & { generation: number }>();
+  const verified = new RecentCache<string, VerifiedToken & { generation: number }>(options.tokenCacheSize ?? 50_000);
 
   const check = async (token: string): Promise<VerifiedToken & { generation: number }> => {
     // The issuer with or without a trailing slash: identity providers differ in how they write it.
@@ -117,7 +118,6 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     }
     verified.delete(token);
     const fresh = await check(token);
-    if (verified.size >= VERIFIED_TOKENS_KEPT) verified.delete(verified.keys().next().value!);
     verified.set(token, fresh);
     return { personalnummer: fresh.personalnummer, expiresAt: fresh.expiresAt, syncRole: fresh.syncRole };
   };

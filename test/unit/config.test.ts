@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       auth: {
         mode: 'dev', issuer: undefined, audience: 'tourline', personalnummerClaim: 'personalnummer',
         algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'], jwksCooldownMs: 10_000, adminApiKeys: undefined,
+        tokenCacheSize: 50_000,
       },
       erp: { mode: 'demo', importEnabled: true, importOffsetDays: 1 },
       documents: { mode: 'local' },
@@ -67,6 +68,7 @@ describe('loadConfig', () => {
     [{ READINESS_TIMEOUT_MS: '0' }, 'READINESS_TIMEOUT_MS'],
     [{ COMPRESSION_MIN_BYTES: '-5' }, 'COMPRESSION_MIN_BYTES'],
     [{ COMPRESSION_MIN_BYTES: '1k' }, 'COMPRESSION_MIN_BYTES'],
+    [{ AUTH_TOKEN_CACHE_SIZE: '0' }, 'AUTH_TOKEN_CACHE_SIZE'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ ERP_MODE: 'http' }, 'ERP_BASE_URL'],
     [{ ERP_IMPORT_ENABLED: 'yes' }, 'ERP_IMPORT_ENABLED'],
