@@ -25,6 +25,7 @@ import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
 import { withDatabaseDocuments } from './integrations/documents/database.js';
 import { createTourReader } from './queries/renderedTours.js';
 import { createMetrics } from './observability/metrics.js';
+import { loggerOptions } from './observability/requestContext.js';
 import { startMetricsServer } from './http/routes/metrics.js';
 
 export interface RunningServer {
@@ -56,7 +57,7 @@ export interface StartOptions {
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? pino({ level: config.logLevel });
+  const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const dataDir = options.ephemeral ? undefined : config.dataDir;
   if (dataDir) mkdirSync(dataDir, { recursive: true });
   const database = options.database ?? await openDatabase({ url: config.databaseUrl, directUrl: config.databaseDirectUrl, dataDir, poolSize: config.databasePoolSize, timeouts: config.databaseTimeouts, logger });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
+import { withRequestId } from '../observability/requestContext.js';
 
 const validRequestId = /^[\w.-]{1,100}$/;
 
@@ -39,6 +40,6 @@ export function requestLog(logger: Logger): RequestHandler {
     };
     res.on('finish', done);
     res.on('close', done);
-    next();
+    withRequestId(id, next);
   };
 }

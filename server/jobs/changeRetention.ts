@@ -6,6 +6,7 @@ import { meta } from '../db/schema.js';
 import { HORIZON_KEY } from '../engine/changeFeed.js';
 import { stableHead } from '../engine/changeLog.js';
 import { eventWindowStart, pruneProcessedEvents } from './eventRetention.js';
+import { asJobRun } from '../observability/requestContext.js';
 
 const DAY_MS = 24 * 3600 * 1000;
 /** How soon a job run that failed on the database is tried again. */
@@ -69,7 +70,7 @@ export function startChangeRetention(options: {
     }
   };
   let running: Promise<void> | undefined;
-  const tick = () => { running ??= run().finally(() => { running = undefined; }); };
+  const tick = () => { running ??= asJobRun('retention', run).finally(() => { running = undefined; }); };
   const first = setTimeout(tick, options.firstRunMs ?? 60_000);
   const daily = setInterval(tick, DAY_MS);
   first.unref();

@@ -12,6 +12,7 @@ import { syncTour } from '../engine/tourSync/syncTour.js';
 import { DomainError } from '../errors.js';
 import { consistentDay } from '../integrations/erp/consistentDay.js';
 import { demoPaymentMethods } from '../integrations/erp/demoData.js';
+import { asJobRun } from '../observability/requestContext.js';
 
 export type ImportTrigger = 'scheduler' | 'startup' | 'manual';
 export type ImportContext = Pick<AppContext, 'config' | 'database' | 'erp' | 'logger'>;
@@ -83,7 +84,11 @@ const IMPORT_CONCURRENCY = 4;
  * transaction; a tour that fails does not stop the others, and the run is then unsuccessful.
  * A failing ERP read fails the run and throws `upstream_unavailable`.
  */
-export async function runImport(ctx: ImportContext, date: string, trigger: ImportTrigger): Promise<ImportSummary> {
+export function runImport(ctx: ImportContext, date: string, trigger: ImportTrigger): Promise<ImportSummary> {
+  return asJobRun('erp-import', () => importDay(ctx, date, trigger));
+}
+
+async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigger): Promise<ImportSummary> {
   const { db } = ctx.database;
   const [run] = await db.insert(erpImportRuns).values({ targetDate: date, trigger }).returning();
   const counters = { ...emptyCounters };

@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import { runDueFollowUps } from '../engine/completion/followUp.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
+import { asJobRun } from '../observability/requestContext.js';
 
 type Deps = Pick<AppContext, 'database' | 'documents' | 'erp' | 'logger' | 'config'>;
 
@@ -12,11 +13,11 @@ export function startErpWriteBackJob(deps: Deps): ErpWriteBackJob {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   const tick = () => {
-    running = runDueFollowUps(deps)
+    running = asJobRun('erp-writeback', () => runDueFollowUps(deps)
       .then(() => undefined)
       // It runs again at the next poll; an outage is logged by the database health, not with a stack per poll.
       .catch((error) => (isDatabaseUnavailable(error) ? deps.logger.warn('ERP write-back job: database unavailable')
-        : deps.logger.error({ err: error }, 'ERP write-back job failed')))
+        : deps.logger.error({ err: error }, 'ERP write-back job failed'))))
       .finally(() => {
         running = undefined;
         if (!stopped) timer = setTimeout(tick, deps.config.erp.pushPollMs).unref();

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { notFound, upstream } from '../../errors.js';
+import { requestIdHeader } from '../../observability/requestContext.js';
 import type { DocumentStore, StoredDocument } from './store.js';
 
 export interface HttpDocumentStoreOptions {
@@ -27,6 +28,7 @@ export function createHttpDocumentStore(options: HttpDocumentStoreOptions): Docu
   async function call(url: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
     if (options.token) headers.set('authorization', `Bearer ${options.token}`);
+    for (const [name, value] of Object.entries(requestIdHeader())) headers.set(name, value);
     try {
       return await fetch(url, { ...init, headers, signal: AbortSignal.timeout(timeoutMs) });
     } catch (error) {

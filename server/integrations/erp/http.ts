@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SyncTourRequest } from '../../../shared/schemas/tours.js';
 import type { Config } from '../../config.js';
 import { upstream } from '../../errors.js';
+import { requestIdHeader } from '../../observability/requestContext.js';
 import type { ErpDay, ErpGateway } from './gateway.js';
 
 const ToursAnswer = z.object({ tours: z.array(z.unknown()) });
@@ -46,7 +47,7 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
         let response: Response;
         try {
           // A redirect is an answer other than the contract's 2xx, not a way to another server.
-          response = await fetch(`${base}${path}`, { ...init, redirect: 'manual', signal: AbortSignal.timeout(config.timeoutMs) });
+          response = await fetch(`${base}${path}`, { ...init, headers: { ...init.headers as Record<string, string>, ...requestIdHeader() }, redirect: 'manual', signal: AbortSignal.timeout(config.timeoutMs) });
         } catch (error) {
           const timedOut = (error as Error).name === 'TimeoutError';
           throw new Retryable(timedOut ? `no answer within ${config.timeoutMs} ms` : `unreachable (${(error as Error).message})`);
