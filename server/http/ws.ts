@@ -5,7 +5,7 @@ import type { ErrorCode } from '../../shared/schemas/common.js';
 import { WsClientMessage, type WsServerMessage } from '../../shared/schemas/sync.js';
 import { bearerToken } from '../auth/authenticate.js';
 import type { AppContext, DriverActor } from '../context.js';
-import { decodeCursor, encodeCursor, readChanges } from '../engine/changeFeed.js';
+import { decodeCursor, encodeCursor, readChanges, type ChangePage } from '../engine/changeFeed.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError, unavailable } from '../errors.js';
 import { activeAccounts } from '../queries/accounts.js';
@@ -32,6 +32,31 @@ export const CloseCode = {
   accountDeactivated: 4403,
   slowConsumer: 4408,
 } as const;
+
+/** A page of changes and its `changes` message, serialised once for every socket that sends it. */
+type SharedPage = ChangePage & { text: string };
+type ReadPage = (personalnummer: number, after: number | undefined) => Promise<SharedPage>;
+
+/**
+ * The connections of one account that read from the same seq in the same turn (woken by the same
+ * notification) share one read and one serialised message. A read is shared only within its turn:
+ * a connection asking later must see commits made since.
+ */
+function sharedReader(ctx: AppContext): ReadPage {
+  const inTurn = new Map<string, Promise<SharedPage>>();
+  return (personalnummer, after) => {
+    const key = `${personalnummer}:${after ?? ''}`;
+    let read = inTurn.get(key);
+    if (!read) {
+      read = readChanges(ctx.database.db, personalnummer, after, PAGE_SIZE, 'cursor').then((page) => ({
+        ...page, text: JSON.stringify({ type: 'changes', changes: page.changes, cursor: encodeCursor(ctx.database.epoch, page.seq) } satisfies WsServerMessage),
+      }));
+      inTurn.set(key, read);
+      queueMicrotask(() => inTurn.delete(key));
+    }
+    return read;
+  };
+}
 
 export interface SyncSocketServer {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void;
@@ -88,6 +113,7 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
   const byAccount = new Map<number, Set<SyncConnection>>();
   const allConnections = () => [...byAccount.values()].flatMap((set) => [...set]);
   let closing = false;
+  const readPage = sharedReader(ctx);
 
   const unsubscribe = ctx.changes.subscribe((upTo, accounts) => {
     if (!accounts) {
@@ -135,7 +161,7 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     const problem = handshakeProblem(req);
     if (problem) return refuse(socket, 'validation', problem);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const connection = new SyncConnection(ws, actor, ctx, maxBufferedBytes);
+      const connection = new SyncConnection(ws, actor, ctx, maxBufferedBytes, readPage);
       const account = byAccount.get(actor.personalnummer) ?? new Set();
       byAccount.set(actor.personalnummer, account.add(connection));
       heartbeat.add(connection);
@@ -209,6 +235,7 @@ class SyncConnection {
     private readonly actor: DriverActor,
     private readonly ctx: AppContext,
     private readonly maxBufferedBytes: number,
+    private readonly readPage: ReadPage,
   ) {
     this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
     ws.on('pong', () => { this.alive = true; });
@@ -307,10 +334,10 @@ class SyncConnection {
     for (;;) {
       if (!this.resumed || !this.open) return;
       const generation = this.generation;
-      const page = await readChanges(this.ctx.database.db, this.actor.personalnummer, this.lastSent, PAGE_SIZE, 'cursor');
+      const page = await this.readPage(this.actor.personalnummer, this.lastSent);
       if (generation !== this.generation) continue;
       if (page.changes.length > 0 || this.announce) {
-        const sent = this.send({ type: 'changes', changes: page.changes, cursor: encodeCursor(this.ctx.database.epoch, page.seq) });
+        const sent = this.sendText(page.text);
         if (!sent) return;
         this.announce = false;
       }
@@ -322,12 +349,16 @@ class SyncConnection {
   }
 
   private send(message: WsServerMessage): boolean {
+    return this.sendText(JSON.stringify(message));
+  }
+
+  private sendText(text: string): boolean {
     if (!this.open) return false;
     if (this.ws.bufferedAmount > this.maxBufferedBytes) {
       this.closeSlowConsumer();
       return false;
     }
-    this.lastWrite = new Promise((resolve) => this.ws.send(JSON.stringify(message), () => resolve()));
+    this.lastWrite = new Promise((resolve) => this.ws.send(text, () => resolve()));
     return true;
   }
 
