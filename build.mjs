@@ -13,7 +13,7 @@ const { values } = parseArgs({ options: { outdir: { type: 'string', default: pat
 const outdir = path.resolve(values.outdir);
 
 const files = async (dir) => (await readdir(path.join(root, dir), { recursive: true })).map((f) => path.join(dir, f));
-const sources = [...await files('server'), ...await files('shared')];
+const sources = [...(await files('server')), ...(await files('shared'))];
 
 await rm(outdir, { recursive: true, force: true });
 await build({

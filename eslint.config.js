@@ -23,7 +23,10 @@ import tseslint from 'typescript-eslint';
 const refuse = (regex, message) => ({ regex, message });
 
 const drizzle = refuse('^drizzle-orm(/|$)', 'drizzle belongs to server/db, server/queries and server/engine.');
-const schema = refuse('(^|/)db/(schema|client|tables/\\w+)(\\.js)?$', 'the schema and the connection belong to server/queries and server/engine.');
+const schema = refuse(
+  '(^|/)db/(schema|client|tables/\\w+)(\\.js)?$',
+  'the schema and the connection belong to server/queries and server/engine.',
+);
 const http = refuse('(^|/)http/', 'nothing below the HTTP layer imports it.');
 const engine = refuse('(^|/)engine/', 'the engine is called from http and jobs only.');
 const queries = refuse('(^|/)queries/', 'the read layer is called from http and jobs only.');

@@ -52,7 +52,9 @@ export interface CompletionUpload {
 
 /** The query string, built by hand: React Native's URL has no working `searchParams`. */
 export function queryString(query: RequestSpec['query'] = {}): string {
-  const pairs = Object.entries(query).filter(([, v]) => v !== undefined && v !== null).map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  const pairs = Object.entries(query)
+    .filter(([, v]) => v !== undefined && v !== null)
+    .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
   return pairs.length ? `?${pairs.join('&')}` : '';
 }
 
@@ -96,10 +98,14 @@ export class Transport {
   /** Requests that failed with the same token share one refresh; one that used an older token takes the current one. */
   private async refreshedToken(used: string | undefined): Promise<string> {
     if (this.token !== undefined && this.token !== used) return this.token;
-    this.refreshing ??= Promise.resolve(this.options.getToken!({ forceRefresh: true })).then((token) => {
-      this.token = token;
-      return token;
-    }).finally(() => { this.refreshing = undefined; });
+    this.refreshing ??= Promise.resolve(this.options.getToken!({ forceRefresh: true }))
+      .then((token) => {
+        this.token = token;
+        return token;
+      })
+      .finally(() => {
+        this.refreshing = undefined;
+      });
     return this.refreshing;
   }
 
@@ -120,7 +126,13 @@ export class Transport {
     }
   }
 
-  private async send(method: string, path: string, spec: RequestSpec, token: string | undefined, signal: AbortSignal | undefined): Promise<Response> {
+  private async send(
+    method: string,
+    path: string,
+    spec: RequestSpec,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<Response> {
     const url = joinUrl(this.options.baseUrl, path) + queryString(spec.query);
     const headers: Record<string, string> = { accept: 'application/json, application/problem+json, */*', ...this.options.headers };
     if (token) headers.authorization = `Bearer ${token}`;
@@ -141,11 +153,24 @@ export class Transport {
     const type = response.headers.get('content-type') ?? '';
     let text: string | undefined;
     if (!response.ok) {
-      try { text = await response.text(); } catch (error) { throw new NetworkError('answer lost while reading', error); }
+      try {
+        text = await response.text();
+      } catch (error) {
+        throw new NetworkError('answer lost while reading', error);
+      }
       let problem: Record<string, unknown>;
-      try { problem = JSON.parse(text); } catch { problem = { detail: text.slice(0, 500) || undefined }; }
+      try {
+        problem = JSON.parse(text);
+      } catch {
+        problem = { detail: text.slice(0, 500) || undefined };
+      }
       const now = this.options.now?.() ?? Date.now();
-      throw new ProblemError(response.status, problem as never, parseRetryAfter(response.headers.get('retry-after'), now), type.includes('problem+json'));
+      throw new ProblemError(
+        response.status,
+        problem as never,
+        parseRetryAfter(response.headers.get('retry-after'), now),
+        type.includes('problem+json'),
+      );
     }
     try {
       if (response.status === 204) return undefined as T;
@@ -156,7 +181,8 @@ export class Transport {
     }
     if (accept === 'text') return text as T;
     // Anything but JSON here is not the service talking; taking it for an answer would lose the request.
-    if (!type.includes('json')) throw new NetworkError(`not an answer of the service: ${response.status} ${type || 'without a content type'}`);
+    if (!type.includes('json'))
+      throw new NetworkError(`not an answer of the service: ${response.status} ${type || 'without a content type'}`);
     return (text ? JSON.parse(text) : undefined) as T;
   }
 }
@@ -171,27 +197,55 @@ export class TourlineApi {
     this.transport = options instanceof Transport ? options : new Transport(options);
   }
 
-  private call<T>(method: string, path: string, spec?: RequestSpec) { return this.transport.request<T>(method, path, spec); }
+  private call<T>(method: string, path: string, spec?: RequestSpec) {
+    return this.transport.request<T>(method, path, spec);
+  }
 
-  health() { return this.call<string>('GET', '/health', { bearer: false, accept: 'text' }); }
-  account(personalnummer: number) { return this.call<Out<typeof S.Account>>('GET', `/accounts/${personalnummer}`); }
+  health() {
+    return this.call<string>('GET', '/health', { bearer: false, accept: 'text' });
+  }
+  account(personalnummer: number) {
+    return this.call<Out<typeof S.Account>>('GET', `/accounts/${personalnummer}`);
+  }
 
-  cars(query: { includeInactive?: boolean } = {}) { return this.call<Out<typeof S.CarsList>>('GET', '/me/cars', { query }); }
-  createCar(body: In<typeof S.CreateCarRequest>) { return this.call<Out<typeof S.CarResponse>>('POST', '/me/cars', { json: body }); }
-  updateCar(carId: string, body: In<typeof S.UpdateCarRequest>) { return this.call<Out<typeof S.CarResponse>>('PATCH', `/me/cars/${enc(carId)}`, { json: body }); }
+  cars(query: { includeInactive?: boolean } = {}) {
+    return this.call<Out<typeof S.CarsList>>('GET', '/me/cars', { query });
+  }
+  createCar(body: In<typeof S.CreateCarRequest>) {
+    return this.call<Out<typeof S.CarResponse>>('POST', '/me/cars', { json: body });
+  }
+  updateCar(carId: string, body: In<typeof S.UpdateCarRequest>) {
+    return this.call<Out<typeof S.CarResponse>>('PATCH', `/me/cars/${enc(carId)}`, { json: body });
+  }
 
-  tours(query: { date?: string } = {}) { return this.call<Out<typeof S.TourSummaryList>>('GET', '/me/tours', { query }); }
-  tour(tourId: string) { return this.call<Out<typeof S.TourDetails>>('GET', `/tours/${enc(tourId)}`); }
+  tours(query: { date?: string } = {}) {
+    return this.call<Out<typeof S.TourSummaryList>>('GET', '/me/tours', { query });
+  }
+  tour(tourId: string) {
+    return this.call<Out<typeof S.TourDetails>>('GET', `/tours/${enc(tourId)}`);
+  }
   setDeliveryOrder(tourId: string, body: In<typeof S.SetDeliveryOrderRequest>) {
     return this.call<Out<typeof S.SetDeliveryOrderResponse>>('PUT', `/tours/${enc(tourId)}/delivery-order`, { json: body });
   }
-  syncTour(body: In<typeof S.SyncTourRequest>) { return this.call<Out<typeof S.SyncTourResponse>>('POST', '/sync/tour', { json: body }); }
+  syncTour(body: In<typeof S.SyncTourRequest>) {
+    return this.call<Out<typeof S.SyncTourResponse>>('POST', '/sync/tour', { json: body });
+  }
 
-  applyScans(body: In<typeof S.ApplyScansRequest>) { return this.call<Out<typeof S.ApplyScansResponse>>('POST', '/scans', { json: body }); }
-  assignCar(deliveryId: string, body: In<typeof S.AssignCarRequest>) { return this.lifecycle('PUT', deliveryId, 'assigned-car', body); }
-  hold(deliveryId: string, body: In<typeof S.HoldDeliveryRequest>) { return this.lifecycle('POST', deliveryId, 'hold', body); }
-  resume(deliveryId: string) { return this.lifecycle('POST', deliveryId, 'resume', undefined); }
-  cancel(deliveryId: string, body: In<typeof S.CancelDeliveryRequest>) { return this.lifecycle('POST', deliveryId, 'cancel', body); }
+  applyScans(body: In<typeof S.ApplyScansRequest>) {
+    return this.call<Out<typeof S.ApplyScansResponse>>('POST', '/scans', { json: body });
+  }
+  assignCar(deliveryId: string, body: In<typeof S.AssignCarRequest>) {
+    return this.lifecycle('PUT', deliveryId, 'assigned-car', body);
+  }
+  hold(deliveryId: string, body: In<typeof S.HoldDeliveryRequest>) {
+    return this.lifecycle('POST', deliveryId, 'hold', body);
+  }
+  resume(deliveryId: string) {
+    return this.lifecycle('POST', deliveryId, 'resume', undefined);
+  }
+  cancel(deliveryId: string, body: In<typeof S.CancelDeliveryRequest>) {
+    return this.lifecycle('POST', deliveryId, 'cancel', body);
+  }
 
   complete(deliveryId: string, upload: CompletionUpload) {
     const multipart: MultipartPart[] = [
@@ -215,39 +269,73 @@ export class TourlineApi {
   uploadNoteImage(deliveryId: string, upload: NoteImageUpload) {
     const type = upload.contentType ?? 'image/jpeg';
     const multipart: MultipartPart[] = Object.entries(upload.fields ?? {}).map(([name, value]) => ({ name, value }));
-    multipart.push({ name: 'file', fileName: upload.fileName ?? `note.${type.split('/')[1] ?? 'bin'}`, contentType: type, data: upload.file });
+    multipart.push({
+      name: 'file',
+      fileName: upload.fileName ?? `note.${type.split('/')[1] ?? 'bin'}`,
+      contentType: type,
+      data: upload.file,
+    });
     return this.call<Out<typeof S.DeliveryNoteResponse>>('POST', `/deliveries/${enc(deliveryId)}/notes/image`, { multipart });
   }
   updateNote(deliveryId: string, noteId: string, body: In<typeof S.UpdateDeliveryNoteRequest>) {
     return this.call<Out<typeof S.DeliveryNoteResponse>>('PATCH', `/deliveries/${enc(deliveryId)}/notes/${enc(noteId)}`, { json: body });
   }
-  deleteNote(deliveryId: string, noteId: string) { return this.call<void>('DELETE', `/deliveries/${enc(deliveryId)}/notes/${enc(noteId)}`); }
+  deleteNote(deliveryId: string, noteId: string) {
+    return this.call<void>('DELETE', `/deliveries/${enc(deliveryId)}/notes/${enc(noteId)}`);
+  }
 
   setService(deliveryId: string, serviceId: string, body: In<typeof S.SetDeliveryServiceRequest>) {
-    return this.call<Out<typeof S.DeliveryServiceResponse>>('PUT', `/deliveries/${enc(deliveryId)}/services/${enc(serviceId)}`, { json: body });
+    return this.call<Out<typeof S.DeliveryServiceResponse>>('PUT', `/deliveries/${enc(deliveryId)}/services/${enc(serviceId)}`, {
+      json: body,
+    });
   }
-  clearService(deliveryId: string, serviceId: string) { return this.call<void>('DELETE', `/deliveries/${enc(deliveryId)}/services/${enc(serviceId)}`); }
+  clearService(deliveryId: string, serviceId: string) {
+    return this.call<void>('DELETE', `/deliveries/${enc(deliveryId)}/services/${enc(serviceId)}`);
+  }
 
-  attachment(id: string, query: { w?: number; h?: number; q?: number; ext?: 'png' | 'jpeg' | 'jpg' | 'webp' | 'tiff'; page?: number | string } = {}) {
+  attachment(
+    id: string,
+    query: { w?: number; h?: number; q?: number; ext?: 'png' | 'jpeg' | 'jpg' | 'webp' | 'tiff'; page?: number | string } = {},
+  ) {
     return this.call<{ bytes: Uint8Array; contentType: string }>('GET', `/attachments/${enc(id)}`, { query, accept: 'bytes' });
   }
 
-  paymentMethods(query: { includeInactive?: boolean } = {}) { return this.call<Out<typeof S.PaymentMethodsList>>('GET', '/payment-methods', { query }); }
-  createPaymentMethod(body: In<typeof S.CreatePaymentMethodRequest>) { return this.call<Out<typeof S.PaymentMethodResponse>>('POST', '/payment-methods', { json: body }); }
+  paymentMethods(query: { includeInactive?: boolean } = {}) {
+    return this.call<Out<typeof S.PaymentMethodsList>>('GET', '/payment-methods', { query });
+  }
+  createPaymentMethod(body: In<typeof S.CreatePaymentMethodRequest>) {
+    return this.call<Out<typeof S.PaymentMethodResponse>>('POST', '/payment-methods', { json: body });
+  }
   updatePaymentMethod(id: string, body: In<typeof S.UpdatePaymentMethodRequest>) {
     return this.call<Out<typeof S.PaymentMethodResponse>>('PATCH', `/payment-methods/${enc(id)}`, { json: body });
   }
-  deletePaymentMethod(id: string) { return this.call<void>('DELETE', `/payment-methods/${enc(id)}`); }
+  deletePaymentMethod(id: string) {
+    return this.call<void>('DELETE', `/payment-methods/${enc(id)}`);
+  }
 
-  services(query: { includeInactive?: boolean } = {}) { return this.call<Out<typeof S.ServicesList>>('GET', '/services', { query }); }
-  createService(body: In<typeof S.CreateServiceRequest>) { return this.call<Out<typeof S.ServiceResponse>>('POST', '/services', { json: body }); }
-  updateService(id: string, body: In<typeof S.UpdateServiceRequest>) { return this.call<Out<typeof S.ServiceResponse>>('PATCH', `/services/${enc(id)}`, { json: body }); }
-  deleteService(id: string) { return this.call<void>('DELETE', `/services/${enc(id)}`); }
+  services(query: { includeInactive?: boolean } = {}) {
+    return this.call<Out<typeof S.ServicesList>>('GET', '/services', { query });
+  }
+  createService(body: In<typeof S.CreateServiceRequest>) {
+    return this.call<Out<typeof S.ServiceResponse>>('POST', '/services', { json: body });
+  }
+  updateService(id: string, body: In<typeof S.UpdateServiceRequest>) {
+    return this.call<Out<typeof S.ServiceResponse>>('PATCH', `/services/${enc(id)}`, { json: body });
+  }
+  deleteService(id: string) {
+    return this.call<void>('DELETE', `/services/${enc(id)}`);
+  }
 
-  push(body: In<typeof S.PushRequest>) { return this.call<Out<typeof S.PushResponse>>('POST', '/sync/push', { json: body }); }
+  push(body: In<typeof S.PushRequest>) {
+    return this.call<Out<typeof S.PushResponse>>('POST', '/sync/push', { json: body });
+  }
   /** The cursor of "now" (not in the interface spec; the service offers it for a fresh start). */
-  cursor() { return this.call<{ cursor: string }>('GET', '/sync/cursor'); }
-  changes(query: { since?: string | null; limit?: number } = {}) { return this.call<Out<typeof S.ChangesResponse>>('GET', '/sync/changes', { query }); }
+  cursor() {
+    return this.call<{ cursor: string }>('GET', '/sync/cursor');
+  }
+  changes(query: { since?: string | null; limit?: number } = {}) {
+    return this.call<Out<typeof S.ChangesResponse>>('GET', '/sync/changes', { query });
+  }
 
   private lifecycle(method: string, deliveryId: string, action: string, body: unknown) {
     return this.call<Out<typeof S.DeliveryResponse>>(method, `/deliveries/${enc(deliveryId)}/${action}`, { json: body });
@@ -262,18 +350,41 @@ export class AdminApi {
     this.transport = new Transport({ ...options, headers: { ...options.headers, 'x-admin-api-key': options.adminKey } });
   }
 
-  private call<T>(method: string, path: string, spec: RequestSpec = {}) { return this.transport.request<T>(method, path, { bearer: false, ...spec }); }
+  private call<T>(method: string, path: string, spec: RequestSpec = {}) {
+    return this.transport.request<T>(method, path, { bearer: false, ...spec });
+  }
 
-  beleg<T = unknown>(belegnummer: string) { return this.call<T>('GET', `/admin/belege/${enc(belegnummer)}`); }
-  positionsModified<T = unknown>(belegnummer: string) { return this.call<T>('GET', `/admin/belege/${enc(belegnummer)}/positions-modified`); }
+  beleg<T = unknown>(belegnummer: string) {
+    return this.call<T>('GET', `/admin/belege/${enc(belegnummer)}`);
+  }
+  positionsModified<T = unknown>(belegnummer: string) {
+    return this.call<T>('GET', `/admin/belege/${enc(belegnummer)}/positions-modified`);
+  }
   /** Dates are `DD-MM-YYYY`, as the spec says for the admin queries. */
   completedDeliveries(query: { day?: string; from?: string; to?: string } = {}) {
-    return this.call<{ count: number; deliveries: { belegnummer: string; positions_modified: boolean }[]; from: string | null; to: string | null }>('GET', '/admin/completed-deliveries', { query });
+    return this.call<{
+      count: number;
+      deliveries: { belegnummer: string; positions_modified: boolean }[];
+      from: string | null;
+      to: string | null;
+    }>('GET', '/admin/completed-deliveries', { query });
   }
-  deliveredBelegnummern<T = unknown>(query: { day?: string } = {}) { return this.call<T>('GET', '/admin/delivered-belegnummern', { query }); }
-  importErp<T = unknown>(query: { date?: string } = {}) { return this.call<T>('POST', '/admin/import-erp', { query }); }
-  markMailSent<T = unknown>(belegnummern: string[]) { return this.call<T>('POST', '/admin/mark-mail-sent', { json: { belegnummern } }); }
-  pushCompletion(deliveryId: string) { return this.call<void>('POST', '/admin/push-completion', { query: { delivery_id: deliveryId } }); }
-  reviews<T = unknown[]>() { return this.call<T>('GET', '/admin/reviews'); }
-  resolveReview(deliveryId: string, processor: string) { return this.call<void>('POST', `/admin/reviews/${enc(deliveryId)}/resolve`, { json: { processor } }); }
+  deliveredBelegnummern<T = unknown>(query: { day?: string } = {}) {
+    return this.call<T>('GET', '/admin/delivered-belegnummern', { query });
+  }
+  importErp<T = unknown>(query: { date?: string } = {}) {
+    return this.call<T>('POST', '/admin/import-erp', { query });
+  }
+  markMailSent<T = unknown>(belegnummern: string[]) {
+    return this.call<T>('POST', '/admin/mark-mail-sent', { json: { belegnummern } });
+  }
+  pushCompletion(deliveryId: string) {
+    return this.call<void>('POST', '/admin/push-completion', { query: { delivery_id: deliveryId } });
+  }
+  reviews<T = unknown[]>() {
+    return this.call<T>('GET', '/admin/reviews');
+  }
+  resolveReview(deliveryId: string, processor: string) {
+    return this.call<void>('POST', `/admin/reviews/${enc(deliveryId)}/resolve`, { json: { processor } });
+  }
 }

@@ -24,9 +24,15 @@ async function bytesOf(data: FileData): Promise<Uint8Array> {
 /** In memory: for tests and throwaway clients. */
 export class MemoryAttachmentStore implements AttachmentStore {
   private readonly data = new Map<string, FileData>();
-  async put(id: string, data: FileData) { this.data.set(id, data instanceof Uint8Array ? data.slice() : data); }
-  async get(id: string) { return this.data.get(id); }
-  async delete(id: string) { this.data.delete(id); }
+  async put(id: string, data: FileData) {
+    this.data.set(id, data instanceof Uint8Array ? data.slice() : data);
+  }
+  async get(id: string) {
+    return this.data.get(id);
+  }
+  async delete(id: string) {
+    this.data.delete(id);
+  }
 }
 
 const PREFIX = 'attachment/';
@@ -37,10 +43,14 @@ const PREFIX = 'attachment/';
  */
 export class KeyValueAttachmentStore implements AttachmentStore {
   constructor(private readonly kv: KeyValueStore) {}
-  async put(id: string, data: FileData) { await this.kv.set(`${PREFIX}${id}`, toBase64(await bytesOf(data))); }
+  async put(id: string, data: FileData) {
+    await this.kv.set(`${PREFIX}${id}`, toBase64(await bytesOf(data)));
+  }
   async get(id: string) {
     const text = await this.kv.get(`${PREFIX}${id}`);
     return text === undefined ? undefined : fromBase64(text);
   }
-  delete(id: string) { return this.kv.delete(`${PREFIX}${id}`); }
+  delete(id: string) {
+    return this.kv.delete(`${PREFIX}${id}`);
+  }
 }

@@ -6,7 +6,12 @@ export function toBase64(bytes: Uint8Array): string {
   const out: string[] = [];
   for (let i = 0; i < bytes.length; i += 3) {
     const n = (bytes[i] << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
-    out.push(ALPHABET[(n >> 18) & 63], ALPHABET[(n >> 12) & 63], i + 1 < bytes.length ? ALPHABET[(n >> 6) & 63] : '=', i + 2 < bytes.length ? ALPHABET[n & 63] : '=');
+    out.push(
+      ALPHABET[(n >> 18) & 63],
+      ALPHABET[(n >> 12) & 63],
+      i + 1 < bytes.length ? ALPHABET[(n >> 6) & 63] : '=',
+      i + 2 < bytes.length ? ALPHABET[n & 63] : '=',
+    );
   }
   return out.join('');
 }

@@ -9,7 +9,14 @@ import { build } from 'esbuild';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.join(here, 'dist');
-export const entryPoints = { index: 'index.ts', indexeddb: 'storage/indexedDb.ts', sqlite: 'storage/sqlite.ts', contract: 'storage/contract.ts', node: 'node.ts', react: 'react.ts' };
+export const entryPoints = {
+  index: 'index.ts',
+  indexeddb: 'storage/indexedDb.ts',
+  sqlite: 'storage/sqlite.ts',
+  contract: 'storage/contract.ts',
+  node: 'node.ts',
+  react: 'react.ts',
+};
 
 await rm(dist, { recursive: true, force: true });
 await build({
@@ -27,4 +34,6 @@ await build({
   logLevel: 'warning',
 });
 // Type declarations only; they keep the shape of the sources (client-sdk/ and the shared types it uses).
-execFileSync(process.execPath, [path.join(here, '../node_modules/typescript/bin/tsc'), '-p', path.join(here, 'tsconfig.build.json')], { stdio: 'inherit' });
+execFileSync(process.execPath, [path.join(here, '../node_modules/typescript/bin/tsc'), '-p', path.join(here, 'tsconfig.build.json')], {
+  stdio: 'inherit',
+});

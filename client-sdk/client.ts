@@ -40,49 +40,113 @@ export class TourlineClient {
 
   // ---------- life cycle ----------
   /** Starts pushing the outbox and (unless `live: false`) following live changes. */
-  start(options: { live?: boolean } = {}) { this.lifecycle.start(options); }
-  stop() { this.lifecycle.stop(); }
+  start(options: { live?: boolean } = {}) {
+    this.lifecycle.start(options);
+  }
+  stop() {
+    this.lifecycle.stop();
+  }
   /** Stops, waits for running work, and closes the storage. */
-  close() { return this.lifecycle.close(); }
+  close() {
+    return this.lifecycle.close();
+  }
 
   // ---------- reading ----------
-  loadTours(...args: ReadArgs<'loadTours'>) { return this.parts.reads.loadTours(...args); }
-  loadMasterData() { return this.parts.reads.loadMasterData(); }
-  loadTour(tourId: string) { return this.parts.reads.loadTour(tourId); }
-  tourIds(): string[] { return this.parts.core.tourIds(); }
-  serverTour(tourId: string) { return this.parts.reads.serverTour(tourId); }
-  view(tourId: string) { return this.parts.reads.view(tourId); }
-  delivery(deliveryId: string) { return this.parts.reads.delivery(deliveryId); }
-  localImage(reference: string) { return this.parts.reads.localImage(reference); }
+  loadTours(...args: ReadArgs<'loadTours'>) {
+    return this.parts.reads.loadTours(...args);
+  }
+  loadMasterData() {
+    return this.parts.reads.loadMasterData();
+  }
+  loadTour(tourId: string) {
+    return this.parts.reads.loadTour(tourId);
+  }
+  tourIds(): string[] {
+    return this.parts.core.tourIds();
+  }
+  serverTour(tourId: string) {
+    return this.parts.reads.serverTour(tourId);
+  }
+  view(tourId: string) {
+    return this.parts.reads.view(tourId);
+  }
+  delivery(deliveryId: string) {
+    return this.parts.reads.delivery(deliveryId);
+  }
+  localImage(reference: string) {
+    return this.parts.reads.localImage(reference);
+  }
 
   // ---------- driver actions: each resolves once it is durable in the outbox ----------
-  scan(...args: Args<'scan'>) { return this.parts.actions.scan(...args); }
-  unscan(...args: Args<'unscan'>) { return this.parts.actions.unscan(...args); }
-  removeItem(...args: Args<'removeItem'>) { return this.parts.actions.removeItem(...args); }
-  unremoveItem(...args: Args<'unremoveItem'>) { return this.parts.actions.unremoveItem(...args); }
-  holdItem(...args: Args<'holdItem'>) { return this.parts.actions.holdItem(...args); }
-  unholdItem(...args: Args<'unholdItem'>) { return this.parts.actions.unholdItem(...args); }
-  holdDelivery(...args: Args<'holdDelivery'>) { return this.parts.actions.holdDelivery(...args); }
-  resumeDelivery(...args: Args<'resumeDelivery'>) { return this.parts.actions.resumeDelivery(...args); }
-  cancelDelivery(...args: Args<'cancelDelivery'>) { return this.parts.actions.cancelDelivery(...args); }
-  assignCar(...args: Args<'assignCar'>) { return this.parts.actions.assignCar(...args); }
-  setCredit(...args: Args<'setCredit'>) { return this.parts.actions.setCredit(...args); }
-  removeCredit(...args: Args<'removeCredit'>) { return this.parts.actions.removeCredit(...args); }
-  recordPayment(...args: Args<'recordPayment'>) { return this.parts.actions.recordPayment(...args); }
-  createNote(...args: Args<'createNote'>) { return this.parts.actions.createNote(...args); }
+  scan(...args: Args<'scan'>) {
+    return this.parts.actions.scan(...args);
+  }
+  unscan(...args: Args<'unscan'>) {
+    return this.parts.actions.unscan(...args);
+  }
+  removeItem(...args: Args<'removeItem'>) {
+    return this.parts.actions.removeItem(...args);
+  }
+  unremoveItem(...args: Args<'unremoveItem'>) {
+    return this.parts.actions.unremoveItem(...args);
+  }
+  holdItem(...args: Args<'holdItem'>) {
+    return this.parts.actions.holdItem(...args);
+  }
+  unholdItem(...args: Args<'unholdItem'>) {
+    return this.parts.actions.unholdItem(...args);
+  }
+  holdDelivery(...args: Args<'holdDelivery'>) {
+    return this.parts.actions.holdDelivery(...args);
+  }
+  resumeDelivery(...args: Args<'resumeDelivery'>) {
+    return this.parts.actions.resumeDelivery(...args);
+  }
+  cancelDelivery(...args: Args<'cancelDelivery'>) {
+    return this.parts.actions.cancelDelivery(...args);
+  }
+  assignCar(...args: Args<'assignCar'>) {
+    return this.parts.actions.assignCar(...args);
+  }
+  setCredit(...args: Args<'setCredit'>) {
+    return this.parts.actions.setCredit(...args);
+  }
+  removeCredit(...args: Args<'removeCredit'>) {
+    return this.parts.actions.removeCredit(...args);
+  }
+  recordPayment(...args: Args<'recordPayment'>) {
+    return this.parts.actions.recordPayment(...args);
+  }
+  createNote(...args: Args<'createNote'>) {
+    return this.parts.actions.createNote(...args);
+  }
   createImageNote(deliveryId: string, note: { image: Binary; contentType?: string; text?: string | null; authorCarId?: string | null }) {
     return this.parts.actions.createImageNote(deliveryId, note);
   }
-  updateNote(...args: Args<'updateNote'>) { return this.parts.actions.updateNote(...args); }
-  deleteNote(...args: Args<'deleteNote'>) { return this.parts.actions.deleteNote(...args); }
-  setServiceValue(...args: Args<'setServiceValue'>) { return this.parts.actions.setServiceValue(...args); }
-  clearServiceValue(...args: Args<'clearServiceValue'>) { return this.parts.actions.clearServiceValue(...args); }
-  complete(...args: Args<'complete'>) { return this.parts.actions.complete(...args); }
+  updateNote(...args: Args<'updateNote'>) {
+    return this.parts.actions.updateNote(...args);
+  }
+  deleteNote(...args: Args<'deleteNote'>) {
+    return this.parts.actions.deleteNote(...args);
+  }
+  setServiceValue(...args: Args<'setServiceValue'>) {
+    return this.parts.actions.setServiceValue(...args);
+  }
+  clearServiceValue(...args: Args<'clearServiceValue'>) {
+    return this.parts.actions.clearServiceValue(...args);
+  }
+  complete(...args: Args<'complete'>) {
+    return this.parts.actions.complete(...args);
+  }
   /** Any event of the sync protocol, for actions without a helper. */
-  enqueue(input: EventInput) { return this.parts.actions.enqueue(input); }
+  enqueue(input: EventInput) {
+    return this.parts.actions.enqueue(input);
+  }
 
   // ---------- status ----------
-  status(): SyncStatus { return this.parts.status.current(); }
+  status(): SyncStatus {
+    return this.parts.status.current();
+  }
 
   /** Calls `listener` now and on every status change; returns the unsubscribe function. */
   subscribe(listener: (status: SyncStatus) => void): () => void {
@@ -90,9 +154,13 @@ export class TourlineClient {
     return this.parts.core.events.on('status', listener);
   }
 
-  on<K extends keyof ClientEvents>(event: K, listener: (value: ClientEvents[K]) => void) { return this.parts.core.events.on(event, listener); }
+  on<K extends keyof ClientEvents>(event: K, listener: (value: ClientEvents[K]) => void) {
+    return this.parts.core.events.on(event, listener);
+  }
 
-  rejected(): RejectedEvent[] { return this.parts.status.rejected(); }
+  rejected(): RejectedEvent[] {
+    return this.parts.status.rejected();
+  }
 
   /** The app has shown the rejection to the driver: forget it, and its photos. */
   async dismissRejected(id: string) {
@@ -111,7 +179,9 @@ export class TourlineClient {
   }
 
   /** Lets an old tour go from the local copy; refused while an action of it waits in the outbox. */
-  forgetTour(tourId: string) { return this.parts.reads.forgetTour(tourId); }
+  forgetTour(tourId: string) {
+    return this.parts.reads.forgetTour(tourId);
+  }
 
   // ---------- syncing ----------
   /**
@@ -144,7 +214,9 @@ export class TourlineClient {
   }
 
   /** Pulls /sync/changes to the head, then lets acknowledged entries go. */
-  pull() { return this.parts.feed.pull(); }
+  pull() {
+    return this.parts.feed.pull();
+  }
 
   /** Resolves when the outbox is empty and the view has settled, or rejects after `timeoutMs`. */
   async settled(timeoutMs = 30_000): Promise<SyncStatus> {

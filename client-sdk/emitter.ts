@@ -8,7 +8,9 @@ export class Emitter<Events extends Record<string, unknown>> {
     let set = this.listeners.get(event);
     if (!set) this.listeners.set(event, (set = new Set()));
     set.add(listener as Listener<never>);
-    return () => { set.delete(listener as Listener<never>); };
+    return () => {
+      set.delete(listener as Listener<never>);
+    };
   }
 
   emit<K extends keyof Events>(event: K, value: Events[K]) {

@@ -77,7 +77,11 @@ export class LiveChanges {
     if (socket) {
       socket.onclose = null;
       socket.onmessage = null;
-      try { socket.close(1000, 'client stopped'); } catch { /* already closed */ }
+      try {
+        socket.close(1000, 'client stopped');
+      } catch {
+        /* already closed */
+      }
     }
     this.setConnected(false);
   }
@@ -157,11 +161,19 @@ export class LiveChanges {
     // A half-open connection (the phone changed networks) only shows as silence: ping, and give up after two beats.
     this.heartbeatTimer = setInterval(() => {
       if (Date.now() - this.lastMessageAt > 2 * this.options.heartbeatMs) {
-        try { socket.close(4000, 'heartbeat timeout'); } catch { /* gone */ }
+        try {
+          socket.close(4000, 'heartbeat timeout');
+        } catch {
+          /* gone */
+        }
         socket.onclose?.({ code: 4000 });
         return;
       }
-      try { socket.send(JSON.stringify({ type: 'ping' })); } catch { /* closing */ }
+      try {
+        socket.send(JSON.stringify({ type: 'ping' }));
+      } catch {
+        /* closing */
+      }
     }, this.options.heartbeatMs);
   }
 

@@ -7,14 +7,14 @@
 /** A file's data as the platform holds it: bytes (Node), a Blob (web), or a file URI (React Native). */
 export type FileData = Uint8Array | Blob | { uri: string };
 
-export type MultipartPart =
-  | { name: string; value: string }
-  | { name: string; fileName: string; contentType: string; data: FileData };
+export type MultipartPart = { name: string; value: string } | { name: string; fileName: string; contentType: string; data: FileData };
 
 /** Turns parts into a fetch body; the content type with its boundary is left to fetch. */
 export type MultipartBuilder = (parts: MultipartPart[]) => unknown;
 
-interface FormDataLike { append(name: string, value: unknown, fileName?: string): void }
+interface FormDataLike {
+  append(name: string, value: unknown, fileName?: string): void;
+}
 type FormDataCtor = new () => FormDataLike;
 
 function formData(): FormDataLike {
@@ -35,8 +35,10 @@ export const blobMultipart: MultipartBuilder = (parts) => {
     }
     if (isUri(part.data)) throw new Error('a file URI needs the React Native body builder');
     // A Blob of another type is wrapped, not read: the part's content type is what the service checks.
-    const blob = part.data instanceof Uint8Array || part.data.type !== part.contentType
-      ? new Blob([part.data as Uint8Array<ArrayBuffer> | Blob], { type: part.contentType }) : part.data;
+    const blob =
+      part.data instanceof Uint8Array || part.data.type !== part.contentType
+        ? new Blob([part.data as Uint8Array<ArrayBuffer> | Blob], { type: part.contentType })
+        : part.data;
     form.append(part.name, blob, part.fileName);
   }
   return form;

@@ -53,15 +53,20 @@ export class FileStore implements KeyValueStore {
    */
   async batch(writes: KeyValueWrite[]) {
     const last = new Map(writes.map((w) => [w.key, w]));
-    await Promise.all([...last.values()].map(({ key, value }) => this.serial(key, () => (value === undefined
-      ? fs.rm(this.file(key), { force: true })
-      : writeDurably(this.file(key), value, { syncDir: false })))));
+    await Promise.all(
+      [...last.values()].map(({ key, value }) =>
+        this.serial(key, () =>
+          value === undefined ? fs.rm(this.file(key), { force: true }) : writeDurably(this.file(key), value, { syncDir: false }),
+        ),
+      ),
+    );
     await syncDir(this.dir);
   }
 
   async keys(prefix = '') {
     const names = await fs.readdir(this.dir);
-    return names.filter((n) => n.endsWith(SUFFIX))
+    return names
+      .filter((n) => n.endsWith(SUFFIX))
       .map((n) => decodeURIComponent(n.slice(0, -SUFFIX.length)))
       .filter((k) => k.startsWith(prefix))
       .sort();
@@ -80,7 +85,11 @@ export class FileStore implements KeyValueStore {
     const previous = this.queues.get(key) ?? Promise.resolve();
     const next = previous.catch(() => undefined).then(work);
     this.queues.set(key, next);
-    void next.finally(() => { if (this.queues.get(key) === next) this.queues.delete(key); }).catch(() => undefined);
+    void next
+      .finally(() => {
+        if (this.queues.get(key) === next) this.queues.delete(key);
+      })
+      .catch(() => undefined);
     return next;
   }
 }
@@ -103,7 +112,11 @@ async function syncDir(dir: string) {
   // Makes a rename or removal itself durable; some platforms (Windows) cannot open a directory.
   try {
     const handle = await fs.open(dir, 'r');
-    try { await handle.sync(); } finally { await handle.close(); }
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EISDIR' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
   }
@@ -148,5 +161,7 @@ export class FileAttachmentStore implements AttachmentStore {
     await fs.rm(this.file(id), { force: true });
   }
 
-  private file(id: string) { return path.join(this.dir, encodeURIComponent(id).replaceAll('.', '%2E')); }
+  private file(id: string) {
+    return path.join(this.dir, encodeURIComponent(id).replaceAll('.', '%2E'));
+  }
 }

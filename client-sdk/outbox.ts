@@ -33,7 +33,12 @@ export interface NoteImageAction {
 export type OutboxAction = { kind: 'event'; event: SyncEvent } | CompletionAction | NoteImageAction;
 
 /** Why the service refused an entry. */
-export interface Refusal { code: string; message: string; reason?: string; errors?: Problem['errors'] }
+export interface Refusal {
+  code: string;
+  message: string;
+  reason?: string;
+  errors?: Problem['errors'];
+}
 
 /**
  * pending: not yet answered by the service. acknowledged: applied (or a duplicate), kept in the
@@ -82,7 +87,11 @@ export function orderKeyOf(action: OutboxAction): string {
 }
 
 /** What another tab (or process) on the same storage changed in the outbox, as `reload` found it. */
-export interface Reloaded { added: OutboxEntry[]; changed: OutboxEntry[]; removed: OutboxEntry[] }
+export interface Reloaded {
+  added: OutboxEntry[];
+  changed: OutboxEntry[];
+  removed: OutboxEntry[];
+}
 
 /** The service's answer for one entry: applied (with the change-feed seq that carries it, when known), or refused. */
 export type Answer = { entry: OutboxEntry; seq?: number; refusal?: undefined } | { entry: OutboxEntry; refusal: Refusal };
@@ -91,8 +100,17 @@ const STATES: EntryState[] = ['pending', 'acknowledged', 'rejected'];
 /** What an entry must at least look like to be loaded; anything else is set aside. */
 function isEntry(value: unknown): boolean {
   const v = value as Partial<OutboxEntry> | null;
-  return typeof v === 'object' && v !== null && typeof v.id === 'string' && typeof v.seq === 'number' && typeof v.orderKey === 'string'
-    && STATES.includes(v.state as EntryState) && typeof v.action === 'object' && v.action !== null && typeof v.action.kind === 'string';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.id === 'string' &&
+    typeof v.seq === 'number' &&
+    typeof v.orderKey === 'string' &&
+    STATES.includes(v.state as EntryState) &&
+    typeof v.action === 'object' &&
+    v.action !== null &&
+    typeof v.action.kind === 'string'
+  );
 }
 
 /** The stored form of an entry: without what only lives in memory. */
@@ -168,7 +186,13 @@ export class Outbox {
         result.added.push(this.insert({ ...entry, ackGeneration: entry.state === 'acknowledged' ? 0 : undefined }));
       } else if (known.state !== entry.state || JSON.stringify(known.action) !== JSON.stringify(entry.action)) {
         const { state, action, rejection, ackSeq } = entry;
-        this.apply(known, { state, action, rejection, ackSeq, ackGeneration: state === 'acknowledged' ? known.ackGeneration ?? 0 : undefined });
+        this.apply(known, {
+          state,
+          action,
+          rejection,
+          ackSeq,
+          ackGeneration: state === 'acknowledged' ? (known.ackGeneration ?? 0) : undefined,
+        });
         result.changed.push(known);
       }
     }
@@ -183,21 +207,37 @@ export class Outbox {
     return result;
   }
 
-  all(): OutboxEntry[] { return [...this.entries.values()]; }
-  pending() { return this.all().filter((e) => e.state === 'pending'); }
-  rejected() { return this.all().filter((e) => e.state === 'rejected'); }
+  all(): OutboxEntry[] {
+    return [...this.entries.values()];
+  }
+  pending() {
+    return this.all().filter((e) => e.state === 'pending');
+  }
+  rejected() {
+    return this.all().filter((e) => e.state === 'rejected');
+  }
   /** What the optimistic view adds on top of the server's state. */
-  unsettled() { return this.all().filter((e) => e.state !== 'rejected'); }
-  get(id: string) { return this.entries.get(id); }
-  get size() { return this.entries.size; }
+  unsettled() {
+    return this.all().filter((e) => e.state !== 'rejected');
+  }
+  get(id: string) {
+    return this.entries.get(id);
+  }
+  get size() {
+    return this.entries.size;
+  }
 
   async update(entry: OutboxEntry, patch: Partial<OutboxEntry>) {
     await this.persist({ ...entry, ...patch });
     this.apply(entry, patch);
   }
 
-  acknowledge(entry: OutboxEntry, generation: number, seq?: number) { return this.record([{ entry, seq }], generation, 0); }
-  reject(entry: OutboxEntry, refusal: Refusal, now: number) { return this.record([{ entry, refusal }], 0, now); }
+  acknowledge(entry: OutboxEntry, generation: number, seq?: number) {
+    return this.record([{ entry, seq }], generation, 0);
+  }
+  reject(entry: OutboxEntry, refusal: Refusal, now: number) {
+    return this.record([{ entry, refusal }], 0, now);
+  }
 
   /**
    * The service's answers for several entries, in one batched write. An entry acknowledged with a
@@ -211,12 +251,18 @@ export class Outbox {
     for (const answer of answers) {
       if (answer.refusal) {
         const { code, message, reason, errors } = answer.refusal;
-        patches.set(answer.entry, { state: 'rejected', rejection: { code, message, at: now, ...(reason ? { reason } : {}), ...(errors ? { errors } : {}) } });
+        patches.set(answer.entry, {
+          state: 'rejected',
+          rejection: { code, message, at: now, ...(reason ? { reason } : {}), ...(errors ? { errors } : {}) },
+        });
         continue;
       }
       const { entry, seq } = answer;
       patches.set(entry, { state: 'acknowledged', ackGeneration: generation, ackSeq: seq, lastError: undefined });
-      if (seq === undefined) { waiting.add(entry); continue; }
+      if (seq === undefined) {
+        waiting.add(entry);
+        continue;
+      }
       for (const earlier of waiting) if (earlier !== entry) patches.set(earlier, { ...patches.get(earlier), ackSeq: seq });
       waiting.clear();
     }
@@ -231,7 +277,9 @@ export class Outbox {
    * started after their acknowledgement has caught up (acknowledged before `generation`).
    */
   async settle({ lastSeq, generation = 0 }: { lastSeq: number; generation?: number }): Promise<number> {
-    const settled = [...this.acknowledgedEntries].filter((e) => (e.ackSeq !== undefined && e.ackSeq <= lastSeq) || (e.ackGeneration ?? 0) < generation);
+    const settled = [...this.acknowledgedEntries].filter(
+      (e) => (e.ackSeq !== undefined && e.ackSeq <= lastSeq) || (e.ackGeneration ?? 0) < generation,
+    );
     if (!settled.length) return 0;
     await this.store.batch(settled.map((e) => [keyOf(e), undefined]));
     for (const entry of settled) this.removed(entry);
@@ -298,5 +346,7 @@ export class Outbox {
     this.unsequenced.delete(entry);
   }
 
-  private sort() { this.entries = new Map([...this.entries.values()].sort(bySeq).map((e) => [e.id, e])); }
+  private sort() {
+    this.entries = new Map([...this.entries.values()].sort(bySeq).map((e) => [e.id, e]));
+  }
 }

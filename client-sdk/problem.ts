@@ -40,7 +40,10 @@ export class ProblemError extends Error {
  * something else answered in its place (a captive portal's login page).
  */
 export class NetworkError extends Error {
-  constructor(message: string, readonly cause?: unknown) {
+  constructor(
+    message: string,
+    readonly cause?: unknown,
+  ) {
     super(message);
     Object.setPrototypeOf(this, NetworkError.prototype);
     this.name = 'NetworkError';
@@ -68,5 +71,4 @@ export function parseRetryAfter(value: string | null, now: number): number | und
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-export const isTransient = (error: unknown) =>
-  error instanceof NetworkError || (error instanceof ProblemError && error.transient);
+export const isTransient = (error: unknown) => error instanceof NetworkError || (error instanceof ProblemError && error.transient);

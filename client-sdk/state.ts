@@ -68,7 +68,7 @@ export class LocalState {
     state.master = (await store.get<MasterData>(MASTER_KEY, isMaster)) ?? state.master;
     const cursor = await store.get<{ cursor: string | null; lastSeq: number }>(CURSOR_KEY, isCursor);
     if (cursor) Object.assign(state, cursor);
-    state.forgotten = new Set(await store.get<string[]>(FORGOTTEN_KEY, Array.isArray) ?? []);
+    state.forgotten = new Set((await store.get<string[]>(FORGOTTEN_KEY, Array.isArray)) ?? []);
     return state;
   }
 
@@ -81,7 +81,10 @@ export class LocalState {
 
   async forgetTour(tourId: string) {
     this.forgotten.add(tourId);
-    await this.store.batch([[FORGOTTEN_KEY, [...this.forgotten]], [`${TOUR_PREFIX}${tourId}`, undefined]]);
+    await this.store.batch([
+      [FORGOTTEN_KEY, [...this.forgotten]],
+      [`${TOUR_PREFIX}${tourId}`, undefined],
+    ]);
     this.tours.delete(tourId);
   }
 
@@ -156,7 +159,10 @@ export class LocalState {
       case 'tour': {
         const tour = this.tours.get(change.id);
         if (change.op === 'delete') {
-          if (tour) { this.tours.delete(change.id); outcome.changedTours.add(change.id); }
+          if (tour) {
+            this.tours.delete(change.id);
+            outcome.changedTours.add(change.id);
+          }
         } else if (tour) {
           tour.tour = data as TourDetails['tour'];
           touched(tour);
@@ -166,7 +172,10 @@ export class LocalState {
       case 'delivery': {
         const found = this.findDelivery(change.id);
         if (change.op === 'delete') {
-          if (found) { found[0].deliveries = without(found[0].deliveries, change.id); touched(found[0]); }
+          if (found) {
+            found[0].deliveries = without(found[0].deliveries, change.id);
+            touched(found[0]);
+          }
           return;
         }
         const delivery = data as Delivery;
@@ -177,17 +186,32 @@ export class LocalState {
           return;
         }
         // New here, or moved between tours: the details (positions, contacts, ...) come with a fresh read.
-        if (found) { found[0].deliveries = without(found[0].deliveries, change.id); touched(found[0]); }
+        if (found) {
+          found[0].deliveries = without(found[0].deliveries, change.id);
+          touched(found[0]);
+        }
         outcome.refetch.add(delivery.tourId);
         return;
       }
-      case 'position': case 'contact': case 'note': case 'attachment': case 'payment': {
-        const field = ({ position: 'positions', contact: 'contacts', note: 'notes', attachment: 'attachments' } as const)[change.entity as 'note'];
+      case 'position':
+      case 'contact':
+      case 'note':
+      case 'attachment':
+      case 'payment': {
+        const field = ({ position: 'positions', contact: 'contacts', note: 'notes', attachment: 'attachments' } as const)[
+          change.entity as 'note'
+        ];
         if (change.op === 'delete') {
           for (const tour of this.tours.values()) {
             for (const d of tour.deliveries) {
-              if (field && d[field].some((x) => x.id === change.id)) { (d[field] as { id: string }[]) = without(d[field], change.id); touched(tour); }
-              if (change.entity === 'payment' && d.latestPayment?.id === change.id) { d.latestPayment = null; touched(tour); }
+              if (field && d[field].some((x) => x.id === change.id)) {
+                (d[field] as { id: string }[]) = without(d[field], change.id);
+                touched(tour);
+              }
+              if (change.entity === 'payment' && d.latestPayment?.id === change.id) {
+                d.latestPayment = null;
+                touched(tour);
+              }
             }
           }
           return;
@@ -199,7 +223,8 @@ export class LocalState {
         }
         const [tour, delivery] = found;
         if (field) byId(delivery[field] as { id: string }[], data as { id: string });
-        else if (!delivery.latestPayment || delivery.latestPayment.id === data!.id || delivery.latestPayment.receivedAt <= data!.receivedAt) delivery.latestPayment = data as DeliveryDetails['latestPayment'];
+        else if (!delivery.latestPayment || delivery.latestPayment.id === data!.id || delivery.latestPayment.receivedAt <= data!.receivedAt)
+          delivery.latestPayment = data as DeliveryDetails['latestPayment'];
         touched(tour);
         return;
       }
@@ -208,7 +233,10 @@ export class LocalState {
           for (const d of tour.deliveries) {
             const index = d.serviceValues.findIndex((v) => change.id === serviceValueChangeId(v));
             if (change.op === 'delete') {
-              if (index >= 0) { d.serviceValues.splice(index, 1); touched(tour); }
+              if (index >= 0) {
+                d.serviceValues.splice(index, 1);
+                touched(tour);
+              }
             } else if (d.id === data!.deliveryId) {
               if (index >= 0) d.serviceValues[index] = data as DeliveryDetails['serviceValues'][number];
               else d.serviceValues.push(data as DeliveryDetails['serviceValues'][number]);
@@ -218,13 +246,18 @@ export class LocalState {
         }
         return;
       }
-      case 'customer': case 'article': case 'warehouse': {
+      case 'customer':
+      case 'article':
+      case 'warehouse': {
         const field = ({ customer: 'customers', article: 'articles', warehouse: 'warehouses' } as const)[change.entity];
         for (const tour of this.tours.values()) {
           const list = tour[field] as { id: string }[];
           const present = list.some((x) => x.id === change.id);
           if (change.op === 'delete') {
-            if (present) { (tour[field] as { id: string }[]) = without(list, change.id); touched(tour); }
+            if (present) {
+              (tour[field] as { id: string }[]) = without(list, change.id);
+              touched(tour);
+            }
           } else if (present || change.tourId === tour.tour.id) {
             byId(list, data as { id: string });
             touched(tour);
@@ -263,7 +296,10 @@ export class LocalState {
       const action = entry.action;
       if (action.kind === 'event') {
         const event = action.event;
-        const delivery = event.type === 'scan' ? items.get(event.deliveryItemId) : deliveries.get(event.deliveryId ?? '') ?? findNoteDelivery(list, event);
+        const delivery =
+          event.type === 'scan'
+            ? items.get(event.deliveryItemId)
+            : (deliveries.get(event.deliveryId ?? '') ?? findNoteDelivery(list, event));
         if (delivery) applyOptimistic(delivery, event, this.master);
       } else {
         const delivery = deliveries.get(action.deliveryId);
@@ -273,18 +309,29 @@ export class LocalState {
           const methodId = ack.paymentMethodId ?? delivery.paymentMethodId;
           const method = methodId ? this.master.paymentMethods[methodId] : undefined;
           const problem = completionProblem({
-            state: delivery.state, positions: delivery.positions, noteCount: delivery.notes.length, acknowledgements: ack,
-            openAmountCents: delivery.openAmountCents, latestPaymentCents: delivery.latestPayment?.amountCents ?? null, method: method ?? null,
+            state: delivery.state,
+            positions: delivery.positions,
+            noteCount: delivery.notes.length,
+            acknowledgements: ack,
+            openAmountCents: delivery.openAmountCents,
+            latestPaymentCents: delivery.latestPayment?.amountCents ?? null,
+            method: method ?? null,
           });
           if (!problem) Object.assign(delivery, { state: 'completed', completedAt: action.occurredAt });
         } else {
           const noteId = action.uploaded?.noteId ?? action.noteId;
           if (!delivery.notes.some((n) => n.id === noteId)) {
             delivery.notes.push({
-              id: noteId, deliveryId: delivery.id, text: action.text, imageAttachmentId: null,
+              id: noteId,
+              deliveryId: delivery.id,
+              text: action.text,
+              imageAttachmentId: null,
               imageAttachment: action.uploaded?.imageAttachment ?? `${LOCAL_IMAGE_PREFIX}${entry.id}`,
-              authorCarId: action.authorCarId, creditDeliveryItemId: null, isAmountCreditNote: false,
-              createdAt: action.occurredAt, updatedAt: action.occurredAt,
+              authorCarId: action.authorCarId,
+              creditDeliveryItemId: null,
+              isAmountCreditNote: false,
+              createdAt: action.occurredAt,
+              updatedAt: action.occurredAt,
             });
           }
         }
@@ -299,7 +346,11 @@ function findNoteDelivery(deliveries: DeliveryDetails[], event: SyncEvent): Deli
 }
 
 const recomputeOpenAmount = (d: DeliveryDetails) => {
-  d.openAmountCents = openAmountCents({ erpOpenAmountCents: d.erpOpenAmountCents, creditAmountCents: d.credit?.amountCents ?? null, positions: d.positions });
+  d.openAmountCents = openAmountCents({
+    erpOpenAmountCents: d.erpOpenAmountCents,
+    creditAmountCents: d.credit?.amountCents ?? null,
+    positions: d.positions,
+  });
 };
 
 /**
@@ -319,7 +370,9 @@ export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: Ma
       recomputeOpenAmount(d);
       return;
     }
-    case 'delivery.hold': case 'delivery.resume': case 'delivery.cancel': {
+    case 'delivery.hold':
+    case 'delivery.resume':
+    case 'delivery.cancel': {
       const operation = event.type.slice('delivery.'.length) as 'hold' | 'resume' | 'cancel';
       const next = nextDeliveryState(d.state, operation);
       if (!next || (event.type !== 'delivery.resume' && reasonProblem(event.reason))) return;
@@ -349,22 +402,38 @@ export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: Ma
       if (!acceptsWork(d.state)) return;
       const method = master.paymentMethods[event.paymentMethodId];
       // Without the method locally the server decides; the view assumes it is active.
-      const problem = paymentProblem({ methodActive: method?.active ?? true, openAmountCents: d.openAmountCents, expectedAmountCents: event.expectedAmountCents });
+      const problem = paymentProblem({
+        methodActive: method?.active ?? true,
+        openAmountCents: d.openAmountCents,
+        expectedAmountCents: event.expectedAmountCents,
+      });
       if (problem) return;
       d.latestPayment = {
-        id: event.eventId, deliveryId: d.id, paymentMethodId: event.paymentMethodId, paymentMethodCode: method?.code ?? '',
-        amountCents: d.openAmountCents, accountId: d.latestPayment?.accountId ?? 0, authorCarId: event.authorCarId ?? null,
-        occurredAt: event.occurredAt, receivedAt: event.occurredAt,
+        id: event.eventId,
+        deliveryId: d.id,
+        paymentMethodId: event.paymentMethodId,
+        paymentMethodCode: method?.code ?? '',
+        amountCents: d.openAmountCents,
+        accountId: d.latestPayment?.accountId ?? 0,
+        authorCarId: event.authorCarId ?? null,
+        occurredAt: event.occurredAt,
+        receivedAt: event.occurredAt,
       };
       return;
     }
     case 'note.create': {
       if (!noteHasContent(event) || d.notes.some((n) => n.id === event.noteId)) return;
       d.notes.push({
-        id: event.noteId, deliveryId: d.id, text: noteText(event.text),
-        imageAttachment: noteImageReference(event.imageAttachment), imageAttachmentId: null, authorCarId: event.authorCarId ?? null,
-        creditDeliveryItemId: event.creditDeliveryItemId ?? null, isAmountCreditNote: event.isAmountCreditNote ?? false,
-        createdAt: event.occurredAt, updatedAt: event.occurredAt,
+        id: event.noteId,
+        deliveryId: d.id,
+        text: noteText(event.text),
+        imageAttachment: noteImageReference(event.imageAttachment),
+        imageAttachmentId: null,
+        authorCarId: event.authorCarId ?? null,
+        creditDeliveryItemId: event.creditDeliveryItemId ?? null,
+        isAmountCreditNote: event.isAmountCreditNote ?? false,
+        createdAt: event.occurredAt,
+        updatedAt: event.occurredAt,
       });
       return;
     }
@@ -387,7 +456,13 @@ export function applyOptimistic(d: DeliveryDetails, event: SyncEvent, master: Ma
       if (!acceptsWork(d.state)) return;
       const service = master.services[event.serviceId];
       if (service && (!service.active || serviceValueProblem(service, event))) return;
-      const value = { deliveryId: d.id, serviceId: event.serviceId, boolValue: event.boolValue ?? null, numericValue: event.numericValue ?? null, updatedAt: event.occurredAt };
+      const value = {
+        deliveryId: d.id,
+        serviceId: event.serviceId,
+        boolValue: event.boolValue ?? null,
+        numericValue: event.numericValue ?? null,
+        updatedAt: event.occurredAt,
+      };
       const index = d.serviceValues.findIndex((v) => v.serviceId === event.serviceId);
       if (index >= 0) d.serviceValues[index] = value;
       else d.serviceValues.push(value);

@@ -5,7 +5,19 @@ import { z } from 'zod';
 const flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const optionalText = z.string().trim().min(1).optional();
 // Symmetric algorithms (HS256) would let anyone holding the shared secret mint tokens; `none` is no signature.
-export const asymmetricAlgorithms = new Set(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']);
+export const asymmetricAlgorithms = new Set([
+  'RS256',
+  'RS384',
+  'RS512',
+  'PS256',
+  'PS384',
+  'PS512',
+  'ES256',
+  'ES384',
+  'ES512',
+  'EdDSA',
+  'Ed25519',
+]);
 
 /** An exact web origin as browsers send it in `Origin`; `*` is refused (see docs/operations.md#cors). */
 function isOrigin(value: string) {
@@ -22,8 +34,14 @@ const Variables = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('0.0.0.0'),
   DATA_DIR: z.string().default('./data'),
-  DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
-  DATABASE_DIRECT_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  DATABASE_DIRECT_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).default(3000),
   DATABASE_POOL_WAIT_MS: z.coerce.number().int().min(0).default(3000),
@@ -33,19 +51,48 @@ const Variables = z.object({
   DATABASE_START_TIMEOUT_MS: z.coerce.number().int().min(0).default(0),
   DATABASE_MIGRATION_LOCK_TIMEOUT_MS: z.coerce.number().int().min(0).default(600_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 * 1024),
-  UPLOAD_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(2 * 1024 * 1024),
+  UPLOAD_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(10 * 1024 * 1024),
   PUBLIC_URL: z.url().optional(),
-  CORS_ORIGINS: z.string().default('').transform((v) => v.split(',').map((o) => o.trim()).filter(Boolean))
-    .refine((list) => list.every(isOrigin), 'must list exact origins like https://driver.example.com (scheme, host, optional port; no path, no wildcard), comma-separated'),
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (list) => list.every(isOrigin),
+      'must list exact origins like https://driver.example.com (scheme, host, optional port; no path, no wildcard), comma-separated',
+    ),
 
   AUTH_MODE: z.enum(['dev', 'oidc']).optional(),
   OIDC_ISSUER: z.url().optional(),
   OIDC_AUDIENCE: z.string().min(1).default('tourline'),
   OIDC_PERSONALNUMMER_CLAIM: z.string().min(1).default('personalnummer'),
-  OIDC_ALGORITHMS: z.string().default([...asymmetricAlgorithms].join(','))
-    .transform((v) => v.split(',').map((a) => a.trim()).filter(Boolean))
-    .refine((list) => list.length > 0 && list.every((a) => asymmetricAlgorithms.has(a)), `must list only asymmetric algorithms (${[...asymmetricAlgorithms].join(', ')})`),
+  OIDC_ALGORITHMS: z
+    .string()
+    .default([...asymmetricAlgorithms].join(','))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((a) => a.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (list) => list.length > 0 && list.every((a) => asymmetricAlgorithms.has(a)),
+      `must list only asymmetric algorithms (${[...asymmetricAlgorithms].join(', ')})`,
+    ),
   OIDC_JWKS_COOLDOWN_MS: z.coerce.number().int().min(0).default(10_000),
   OIDC_SYNC_ROLE_CLAIM: z.string().min(1).default('roles'),
   OIDC_SYNC_ROLE: z.string().min(1).default('tourline-sync'),
@@ -54,10 +101,22 @@ const Variables = z.object({
   OIDC_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
   AUTH_TOKEN_CACHE_SIZE: z.coerce.number().int().min(1).max(10_000_000).default(50_000),
   // Tests go below the floor of 10 seconds to see tokens expire (NODE_ENV=test only, checked below).
-  DEV_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).default(12 * 3600),
+  DEV_TOKEN_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(12 * 3600),
   // Several keys, comma-separated, so a new one can be rolled out before the old one is withdrawn.
-  ADMIN_API_KEY: z.string().transform((v) => v.split(',').map((k) => k.trim()).filter(Boolean))
-    .refine((keys) => keys.length > 0 && keys.every((k) => k.length >= 16), 'every key must be at least 16 characters').optional(),
+  ADMIN_API_KEY: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+    )
+    .refine((keys) => keys.length > 0 && keys.every((k) => k.length >= 16), 'every key must be at least 16 characters')
+    .optional(),
   AUTH_REFUSAL_LIMIT: z.coerce.number().int().min(1).default(100),
   AUTH_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
@@ -71,7 +130,11 @@ const Variables = z.object({
   ERP_IMPORT_OFFSET_DAYS: z.coerce.number().int().min(-7).max(30).default(1),
   ERP_PUSH_POLL_MS: z.coerce.number().int().min(10).default(15_000),
   ERP_PUSH_RETRY_BASE_MS: z.coerce.number().int().min(10).default(60_000),
-  ERP_PUSH_RETRY_MAX_MS: z.coerce.number().int().min(10).default(6 * 3600 * 1000),
+  ERP_PUSH_RETRY_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .default(6 * 3600 * 1000),
 
   DOCUMENT_STORE: z.enum(['local', 'http', 's3']).default('local'),
   DOCUMENT_STORE_URL: z.url().optional(),
@@ -88,7 +151,11 @@ const Variables = z.object({
   CHANGE_LOG_RETENTION_DAYS: z.coerce.number().int().min(1).default(30),
   PROCESSED_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).default(90),
   WS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
-  WS_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  WS_MAX_BUFFERED_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   READINESS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   // Default 5 s in production: time for the load balancer to see /readyz fail before sockets close.
@@ -99,20 +166,30 @@ const Variables = z.object({
 
 // The direct connection sits beside a pooled one; alone it would leave the service on PGlite.
 const directNeedsPooled = (env: { DATABASE_URL?: string; DATABASE_DIRECT_URL?: string }, ctx: z.RefinementCtx) => {
-  if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL) ctx.addIssue({ code: 'custom', path: ['DATABASE_DIRECT_URL'], message: 'needs DATABASE_URL' });
+  if (env.DATABASE_DIRECT_URL && !env.DATABASE_URL)
+    ctx.addIssue({ code: 'custom', path: ['DATABASE_DIRECT_URL'], message: 'needs DATABASE_URL' });
 };
 
 const Env = Variables.superRefine((env, ctx) => {
   directNeedsPooled(env, ctx);
-  if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL) ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
-  if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL) ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
-  if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET) ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when DOCUMENT_STORE=s3' });
-  if (!env.AWS_ACCESS_KEY_ID !== !env.AWS_SECRET_ACCESS_KEY) ctx.addIssue({ code: 'custom', path: ['AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
-  if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required when AUTH_MODE=oidc' });
-  if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER) ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required in production' });
-  if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev') ctx.addIssue({ code: 'custom', path: ['AUTH_MODE'], message: 'dev is not allowed in production' });
-  if (env.DEV_TOKEN_TTL_SECONDS < 10 && env.NODE_ENV !== 'test') ctx.addIssue({ code: 'custom', path: ['DEV_TOKEN_TTL_SECONDS'], message: 'must be at least 10' });
-  if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY) ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
+  if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL)
+    ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
+  if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL)
+    ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
+  if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET)
+    ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when DOCUMENT_STORE=s3' });
+  if (!env.AWS_ACCESS_KEY_ID !== !env.AWS_SECRET_ACCESS_KEY)
+    ctx.addIssue({ code: 'custom', path: ['AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
+  if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER)
+    ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required when AUTH_MODE=oidc' });
+  if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER)
+    ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required in production' });
+  if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev')
+    ctx.addIssue({ code: 'custom', path: ['AUTH_MODE'], message: 'dev is not allowed in production' });
+  if (env.DEV_TOKEN_TTL_SECONDS < 10 && env.NODE_ENV !== 'test')
+    ctx.addIssue({ code: 'custom', path: ['DEV_TOKEN_TTL_SECONDS'], message: 'must be at least 10' });
+  if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY)
+    ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
 });
 
 /** Secrets that may instead come from a file named by `<NAME>_FILE` (Docker and Kubernetes secrets). */
@@ -172,9 +249,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pushRetryMaxMs: e.ERP_PUSH_RETRY_MAX_MS,
     },
     documents: {
-      mode: e.DOCUMENT_STORE, url: e.DOCUMENT_STORE_URL, token: e.DOCUMENT_STORE_TOKEN,
+      mode: e.DOCUMENT_STORE,
+      url: e.DOCUMENT_STORE_URL,
+      token: e.DOCUMENT_STORE_TOKEN,
       s3: {
-        bucket: e.S3_BUCKET!, region: e.S3_REGION, endpoint: e.S3_ENDPOINT, forcePathStyle: e.S3_FORCE_PATH_STYLE,
+        bucket: e.S3_BUCKET!,
+        region: e.S3_REGION,
+        endpoint: e.S3_ENDPOINT,
+        forcePathStyle: e.S3_FORCE_PATH_STYLE,
         credentials: e.AWS_ACCESS_KEY_ID ? { accessKeyId: e.AWS_ACCESS_KEY_ID, secretAccessKey: e.AWS_SECRET_ACCESS_KEY! } : undefined,
       },
     },
@@ -219,9 +301,18 @@ function databaseSettings(e: Pick<z.infer<typeof Variables>, DatabaseVariable>) 
 }
 
 const databaseVariables = {
-  DATA_DIR: true, LOG_LEVEL: true, DATABASE_URL: true, DATABASE_DIRECT_URL: true, DATABASE_POOL_SIZE: true, DATABASE_CONNECT_TIMEOUT_MS: true,
-  DATABASE_POOL_WAIT_MS: true, DATABASE_STATEMENT_TIMEOUT_MS: true, DATABASE_LOCK_TIMEOUT_MS: true,
-  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: true, DATABASE_START_TIMEOUT_MS: true, DATABASE_MIGRATION_LOCK_TIMEOUT_MS: true,
+  DATA_DIR: true,
+  LOG_LEVEL: true,
+  DATABASE_URL: true,
+  DATABASE_DIRECT_URL: true,
+  DATABASE_POOL_SIZE: true,
+  DATABASE_CONNECT_TIMEOUT_MS: true,
+  DATABASE_POOL_WAIT_MS: true,
+  DATABASE_STATEMENT_TIMEOUT_MS: true,
+  DATABASE_LOCK_TIMEOUT_MS: true,
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: true,
+  DATABASE_START_TIMEOUT_MS: true,
+  DATABASE_MIGRATION_LOCK_TIMEOUT_MS: true,
 } as const;
 type DatabaseVariable = keyof typeof databaseVariables;
 

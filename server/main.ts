@@ -27,9 +27,12 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     logger.info(`${signal} received: not ready, draining for ${config.shutdown.drainMs} ms, then finishing running requests`);
     const force = setTimeout(() => process.exit(1), config.shutdown.drainMs + 15_000);
     force.unref();
-    running.close().then(() => process.exit(0), (error) => {
-      logger.error({ err: error }, 'shutdown failed');
-      process.exit(1);
-    });
+    running.close().then(
+      () => process.exit(0),
+      (error) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
   });
 }

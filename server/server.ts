@@ -60,7 +60,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const logger = options.logger ?? pino(loggerOptions(config.logLevel));
   const dataDir = options.ephemeral ? undefined : config.dataDir;
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const database = options.database ?? await openDatabase({ url: config.databaseUrl, directUrl: config.databaseDirectUrl, dataDir, poolSize: config.databasePoolSize, timeouts: config.databaseTimeouts, logger });
+  const database =
+    options.database ??
+    (await openDatabase({
+      url: config.databaseUrl,
+      directUrl: config.databaseDirectUrl,
+      dataDir,
+      poolSize: config.databasePoolSize,
+      timeouts: config.databaseTimeouts,
+      logger,
+    }));
 
   const admin = resolveAdminKeys(config.auth.adminApiKeys, dataDir);
   if (admin.generated) logger.warn(`No ADMIN_API_KEY configured; generated one for this data directory: ${admin.keys[0]}`);
@@ -68,9 +77,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   let baseUrl = config.publicUrl ?? '';
   const devIssuer = () => `${baseUrl}/dev/oidc`;
-  const devIdp = config.auth.mode === 'dev'
-    ? await createDevIdentityProvider({ dataDir, audience: config.auth.audience, claim: config.auth.personalnummerClaim, roleClaim: config.auth.syncRoleClaim, ttlSeconds: config.auth.devTokenTtlSeconds })
-    : undefined;
+  const devIdp =
+    config.auth.mode === 'dev'
+      ? await createDevIdentityProvider({
+          dataDir,
+          audience: config.auth.audience,
+          claim: config.auth.personalnummerClaim,
+          roleClaim: config.auth.syncRoleClaim,
+          ttlSeconds: config.auth.devTokenTtlSeconds,
+        })
+      : undefined;
   const verifyToken = createTokenVerifier({
     issuer: () => (devIdp ? devIssuer() : config.auth.issuer!),
     audience: config.auth.audience,
@@ -128,7 +144,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const sockets = createSyncSocketServer(ctx);
   server.on('upgrade', (req, socket, head) => sockets.handleUpgrade(req, socket, head));
   const retention = startChangeRetention({
-    db: database.db, retentionDays: config.changeLogRetentionDays, eventRetentionDays: config.processedEventRetentionDays, logger,
+    db: database.db,
+    retentionDays: config.changeLogRetentionDays,
+    eventRetentionDays: config.processedEventRetentionDays,
+    logger,
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -143,7 +162,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let metricsUrl: string | undefined;
   if (config.metricsPort !== undefined) {
     ctx.metrics.watch({
-      db: database.db, webSockets: () => sockets.stats(), pool: () => database.poolStats?.(),
+      db: database.db,
+      webSockets: () => sockets.stats(),
+      pool: () => database.poolStats?.(),
       onError: (error) => logger.warn({ err: error }, 'a metric could not be read'),
     });
     metricsServer = await startMetricsServer(ctx.metrics, config.metricsPort, config.host, logger);
@@ -154,27 +175,32 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const importJobs = config.erp.importEnabled ? startImportJobs(ctx, { now: options.now }) : undefined;
 
   let closing: Promise<void> | undefined;
-  const close = () => closing ??= (async () => {
-    ctx.lifecycle.draining = true;
-    // Requests are still served while the load balancer notices /readyz failing.
-    if (config.shutdown.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainMs));
-    await sockets.close(config.shutdown.webSocketBatchSize);
-    await new Promise<void>((resolve) => {
-      stopping = true;
-      for (const res of unfinished) if (!res.headersSent) res.setHeader('Connection', 'close');
-      server.close(() => resolve());
-      server.closeIdleConnections();
-    });
-    await ctx.background.settled();
-    await retention.stop();
-    await ctx.changes.close();
-    await erpWriteBack.stop();
-    await importJobs?.stop();
-    if (!options.database) await database.close();
-    await ctx.documents.close?.();
-    await ctx.previews.close();
-    if (metricsServer) await new Promise((resolve) => { metricsServer.close(resolve); metricsServer.closeAllConnections(); });
-  })();
+  const close = () =>
+    (closing ??= (async () => {
+      ctx.lifecycle.draining = true;
+      // Requests are still served while the load balancer notices /readyz failing.
+      if (config.shutdown.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainMs));
+      await sockets.close(config.shutdown.webSocketBatchSize);
+      await new Promise<void>((resolve) => {
+        stopping = true;
+        for (const res of unfinished) if (!res.headersSent) res.setHeader('Connection', 'close');
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await ctx.background.settled();
+      await retention.stop();
+      await ctx.changes.close();
+      await erpWriteBack.stop();
+      await importJobs?.stop();
+      if (!options.database) await database.close();
+      await ctx.documents.close?.();
+      await ctx.previews.close();
+      if (metricsServer)
+        await new Promise((resolve) => {
+          metricsServer.close(resolve);
+          metricsServer.closeAllConnections();
+        });
+    })());
 
   return { url, ctx, adminKey: admin.keys[0], server, metricsUrl, importJobs, close };
 }

@@ -9,33 +9,63 @@ import type { Reads } from './reads.js';
 
 type ItemOptions = { authorCarId?: string | null };
 /** What a retry of a refused action changes: fields of an event, a completion's acknowledgements, a photo note's text. */
-export type RetryChanges = Partial<EventInput> | { acknowledgements?: Partial<CompletionAction['acknowledgements']> } | { text?: string | null };
+export type RetryChanges =
+  Partial<EventInput> | { acknowledgements?: Partial<CompletionAction['acknowledgements']> } | { text?: string | null };
 /** An action stored durably; `outcome` settles when the service applied or refused it. */
-export interface Queued { eventId: string; outcome: Promise<Outcome> }
+export interface Queued {
+  eventId: string;
+  outcome: Promise<Outcome>;
+}
 
 /** The driver's actions: each resolves once it is durable in the outbox. */
 export class Actions {
   private addChain: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly core: ClientCore, private readonly reads: Reads, private readonly queued: () => void) {}
+  constructor(
+    private readonly core: ClientCore,
+    private readonly reads: Reads,
+    private readonly queued: () => void,
+  ) {}
 
-  scan(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'scan', options); }
-  unscan(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'unscan', options); }
+  scan(deliveryItemId: string, options: ItemOptions = {}) {
+    return this.itemAction(deliveryItemId, 'scan', options);
+  }
+  unscan(deliveryItemId: string, options: ItemOptions = {}) {
+    return this.itemAction(deliveryItemId, 'unscan', options);
+  }
   /** Without `quantity` the whole line is removed; with it, that many pieces are credited. */
-  removeItem(deliveryItemId: string, options: { quantity?: number; reason?: string } & ItemOptions = {}) { return this.itemAction(deliveryItemId, 'remove', options); }
-  unremoveItem(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'unremove', options); }
-  holdItem(deliveryItemId: string, options: { reason?: string } & ItemOptions = {}) { return this.itemAction(deliveryItemId, 'hold', options); }
-  unholdItem(deliveryItemId: string, options: ItemOptions = {}) { return this.itemAction(deliveryItemId, 'unhold', options); }
+  removeItem(deliveryItemId: string, options: { quantity?: number; reason?: string } & ItemOptions = {}) {
+    return this.itemAction(deliveryItemId, 'remove', options);
+  }
+  unremoveItem(deliveryItemId: string, options: ItemOptions = {}) {
+    return this.itemAction(deliveryItemId, 'unremove', options);
+  }
+  holdItem(deliveryItemId: string, options: { reason?: string } & ItemOptions = {}) {
+    return this.itemAction(deliveryItemId, 'hold', options);
+  }
+  unholdItem(deliveryItemId: string, options: ItemOptions = {}) {
+    return this.itemAction(deliveryItemId, 'unhold', options);
+  }
 
-  holdDelivery(deliveryId: string, reason: string) { return this.enqueue({ type: 'delivery.hold', deliveryId, reason }); }
-  resumeDelivery(deliveryId: string) { return this.enqueue({ type: 'delivery.resume', deliveryId }); }
-  cancelDelivery(deliveryId: string, reason: string) { return this.enqueue({ type: 'delivery.cancel', deliveryId, reason }); }
-  assignCar(deliveryId: string, carId: string | null) { return this.enqueue({ type: 'delivery.assignCar', deliveryId, carId }); }
+  holdDelivery(deliveryId: string, reason: string) {
+    return this.enqueue({ type: 'delivery.hold', deliveryId, reason });
+  }
+  resumeDelivery(deliveryId: string) {
+    return this.enqueue({ type: 'delivery.resume', deliveryId });
+  }
+  cancelDelivery(deliveryId: string, reason: string) {
+    return this.enqueue({ type: 'delivery.cancel', deliveryId, reason });
+  }
+  assignCar(deliveryId: string, carId: string | null) {
+    return this.enqueue({ type: 'delivery.assignCar', deliveryId, carId });
+  }
 
   setCredit(deliveryId: string, credit: { amountCents: number; reason: string } & ItemOptions) {
     return this.enqueue({ type: 'credit', deliveryId, action: 'set', ...credit });
   }
-  removeCredit(deliveryId: string, options: ItemOptions = {}) { return this.enqueue({ type: 'credit', deliveryId, action: 'remove', ...options }); }
+  removeCredit(deliveryId: string, options: ItemOptions = {}) {
+    return this.enqueue({ type: 'credit', deliveryId, action: 'remove', ...options });
+  }
 
   /**
    * `expectedAmountCents` defaults to the open amount the driver sees in the view, read once the
@@ -49,7 +79,15 @@ export class Actions {
     });
   }
 
-  async createNote(deliveryId: string, note: { text?: string | null; imageAttachment?: string | null; creditDeliveryItemId?: string | null; isAmountCreditNote?: boolean } & ItemOptions) {
+  async createNote(
+    deliveryId: string,
+    note: {
+      text?: string | null;
+      imageAttachment?: string | null;
+      creditDeliveryItemId?: string | null;
+      isAmountCreditNote?: boolean;
+    } & ItemOptions,
+  ) {
     const noteId = this.core.randomId();
     const queued = await this.enqueue({ type: 'note.create', deliveryId, noteId, ...note });
     return { ...queued, noteId };
@@ -63,8 +101,14 @@ export class Actions {
     const occurredAt = core.isoNow();
     const followUpEventId = core.randomId();
     const { outcome } = await this.add(id, async (): Promise<NoteImageAction> => ({
-      kind: 'noteImage', deliveryId, noteId, occurredAt, image: await this.attach(id, note.image, note.contentType ?? 'image/jpeg'),
-      contentType: note.contentType ?? 'image/jpeg', text: noteText(note.text), authorCarId: note.authorCarId ?? null,
+      kind: 'noteImage',
+      deliveryId,
+      noteId,
+      occurredAt,
+      image: await this.attach(id, note.image, note.contentType ?? 'image/jpeg'),
+      contentType: note.contentType ?? 'image/jpeg',
+      text: noteText(note.text),
+      authorCarId: note.authorCarId ?? null,
       followUpEventId,
     }));
     return { eventId: id, noteId, outcome };
@@ -73,27 +117,47 @@ export class Actions {
   updateNote(deliveryId: string, noteId: string, patch: { text?: string | null; imageAttachment?: string | null }) {
     return this.enqueue({ type: 'note.update', deliveryId, noteId, ...patch });
   }
-  deleteNote(deliveryId: string, noteId: string) { return this.enqueue({ type: 'note.delete', deliveryId, noteId }); }
+  deleteNote(deliveryId: string, noteId: string) {
+    return this.enqueue({ type: 'note.delete', deliveryId, noteId });
+  }
 
   setServiceValue(deliveryId: string, serviceId: string, value: { boolValue?: boolean | null; numericValue?: number | null }) {
     return this.enqueue({ type: 'service.set', deliveryId, serviceId, ...value });
   }
-  clearServiceValue(deliveryId: string, serviceId: string) { return this.enqueue({ type: 'service.clear', deliveryId, serviceId }); }
+  clearServiceValue(deliveryId: string, serviceId: string) {
+    return this.enqueue({ type: 'service.clear', deliveryId, serviceId });
+  }
 
   /** Completion with both signatures (PNG); replayed safely through `acknowledgements.clientEventId`. */
-  async complete(deliveryId: string, input: { customerSignature: Binary; driverSignature: Binary; acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'> }) {
+  async complete(
+    deliveryId: string,
+    input: {
+      customerSignature: Binary;
+      driverSignature: Binary;
+      acknowledgements: Omit<CompleteDeliveryAcknowledgements, 'clientEventId' | 'occurredAt'>;
+    },
+  ) {
     const id = this.core.randomId();
     const occurredAt = this.core.isoNow();
     const { outcome } = await this.add(id, async (): Promise<CompletionAction> => {
       const customerSignature = await this.attach(`${id}.customer`, input.customerSignature, 'image/png');
       const driverSignature = await this.attach(`${id}.driver`, input.driverSignature, 'image/png');
-      return { kind: 'completion', deliveryId, occurredAt, acknowledgements: { ...input.acknowledgements, clientEventId: id }, customerSignature, driverSignature };
+      return {
+        kind: 'completion',
+        deliveryId,
+        occurredAt,
+        acknowledgements: { ...input.acknowledgements, clientEventId: id },
+        customerSignature,
+        driverSignature,
+      };
     });
     return { eventId: id, outcome };
   }
 
   /** Any event of the sync protocol, for actions without a helper. */
-  enqueue(input: EventInput): Promise<Queued> { return this.queueEvent(() => input); }
+  enqueue(input: EventInput): Promise<Queued> {
+    return this.queueEvent(() => input);
+  }
 
   /**
    * A refused action queued again with `changes`, as a new action: the service keeps its verdict
@@ -106,12 +170,28 @@ export class Actions {
       const { eventId: _id, occurredAt: _at, ...event } = action.event;
       queued = await this.enqueue({ ...event, ...changes } as EventInput);
     } else {
-      if (action.kind === 'noteImage' && action.uploaded) throw new Error('the photo is already with the service; change its note with updateNote');
+      if (action.kind === 'noteImage' && action.uploaded)
+        throw new Error('the photo is already with the service; change its note with updateNote');
       const id = this.core.randomId();
       const occurredAt = this.core.isoNow();
-      const next: OutboxAction = action.kind === 'completion'
-        ? { ...action, occurredAt, acknowledgements: { ...action.acknowledgements, ...(changes as { acknowledgements?: object }).acknowledgements, clientEventId: id } }
-        : { ...action, occurredAt, noteId: this.core.randomId(), followUpEventId: this.core.randomId(), ...('text' in changes ? { text: noteText(changes.text) } : {}) };
+      const next: OutboxAction =
+        action.kind === 'completion'
+          ? {
+              ...action,
+              occurredAt,
+              acknowledgements: {
+                ...action.acknowledgements,
+                ...(changes as { acknowledgements?: object }).acknowledgements,
+                clientEventId: id,
+              },
+            }
+          : {
+              ...action,
+              occurredAt,
+              noteId: this.core.randomId(),
+              followUpEventId: this.core.randomId(),
+              ...('text' in changes ? { text: noteText(changes.text) } : {}),
+            };
       queued = { eventId: id, outcome: (await this.add(id, () => next)).outcome };
     }
     await this.core.outbox.remove(entry);
@@ -134,7 +214,9 @@ export class Actions {
   }
 
   /** Waits until every call made so far is in the outbox. */
-  idle() { return this.addChain; }
+  idle() {
+    return this.addChain;
+  }
 
   private async queueEvent(build: () => EventInput): Promise<Queued> {
     const eventId = this.core.randomId();

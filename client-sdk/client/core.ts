@@ -69,7 +69,9 @@ export class Serial {
     return run;
   }
 
-  idle() { return this.chain.catch(() => undefined); }
+  idle() {
+    return this.chain.catch(() => undefined);
+  }
 }
 
 /** What every part of the client shares: options, storage, the outbox and the local copy, and the events it emits. */
@@ -107,12 +109,23 @@ export class ClientCore {
     this.random = options.random ?? Math.random;
     this.policy = { ...defaultBackoff, ...options.backoff };
     this.maxBatch = Math.min(MAX_BATCH, options.maxBatch ?? MAX_BATCH);
-    this.api = new TourlineApi({ baseUrl: options.baseUrl, getToken: options.getToken, fetch: options.fetch, timeoutMs: options.requestTimeoutMs, now: this.now, multipart: options.multipart });
+    this.api = new TourlineApi({
+      baseUrl: options.baseUrl,
+      getToken: options.getToken,
+      fetch: options.fetch,
+      timeoutMs: options.requestTimeoutMs,
+      now: this.now,
+      multipart: options.multipart,
+    });
   }
 
-  isoNow() { return new Date(this.now()).toISOString(); }
+  isoNow() {
+    return new Date(this.now()).toISOString();
+  }
 
-  tourIds(): string[] { return [...this.state.tours.keys()]; }
+  tourIds(): string[] {
+    return [...this.state.tours.keys()];
+  }
 
   /**
    * What the view adds on top of the local copy: every entry not refused, but none the copy
@@ -120,8 +133,9 @@ export class ClientCore {
    */
   entriesOnTop(): OutboxEntry[] {
     const { lastSeq } = this.state;
-    return this.outbox.unsettled().filter((e) => !this.heldByCopy.has(e.id)
-      && !(e.state === 'acknowledged' && e.ackSeq !== undefined && e.ackSeq <= lastSeq));
+    return this.outbox
+      .unsettled()
+      .filter((e) => !this.heldByCopy.has(e.id) && !(e.state === 'acknowledged' && e.ackSeq !== undefined && e.ackSeq <= lastSeq));
   }
 
   tourOfAction(action: OutboxAction): string | undefined {

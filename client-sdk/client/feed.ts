@@ -15,14 +15,17 @@ export class Feed {
     const { options } = core;
     this.live = new LiveChanges({
       baseUrl: options.baseUrl,
-      webSocket: options.webSocket === null ? undefined : options.webSocket ?? detectWebSocket(),
+      webSocket: options.webSocket === null ? undefined : (options.webSocket ?? detectWebSocket()),
       token: async (forceRefresh) => options.getToken({ forceRefresh }),
       cursor: () => core.state.cursor,
       ingest: (changes, cursor) => this.serial.run(() => this.ingest(changes, cursor)),
       pull: () => this.pull(),
       onConnected: () => core.emitStatus(),
       onError: (error) => this.status.recordError(error),
-      onCursorRefused: () => void this.pull().then(() => this.live.restart()).catch((error) => this.status.recordError(error)),
+      onCursorRefused: () =>
+        void this.pull()
+          .then(() => this.live.restart())
+          .catch((error) => this.status.recordError(error)),
       pollIntervalMs: options.pollIntervalMs ?? 5000,
       heartbeatMs: options.heartbeatMs ?? 25_000,
       backoff: core.policy,
@@ -54,14 +57,14 @@ export class Feed {
       this.status.lastSyncAt = core.now();
       // The service answers again; an error stays news only while an entry waits to be sent again.
       if (!core.outbox.pending().some((e) => e.lastError)) this.status.lastError = null;
-      core.emitChange(...await this.settledTours(generation));
+      core.emitChange(...(await this.settledTours(generation)));
       core.emitStatus();
     });
   }
 
   /** Lets go of the acknowledged entries that the local copy of the server's state now holds; answers the tours whose view that changes. */
   async settledTours(generation?: number): Promise<string[]> {
-    return await this.core.outbox.settle({ lastSeq: this.core.state.lastSeq, generation }) ? this.core.tourIds() : [];
+    return (await this.core.outbox.settle({ lastSeq: this.core.state.lastSeq, generation })) ? this.core.tourIds() : [];
   }
 
   /**
@@ -88,7 +91,8 @@ export class Feed {
       heldByCopy.delete(entry.id);
       outcomes.settle(entry.id, { status: 'applied' });
       if (entry.action.kind === 'completion') {
-        for (const image of [entry.action.customerSignature, entry.action.driverSignature]) await attachments.delete(image).catch(() => undefined);
+        for (const image of [entry.action.customerSignature, entry.action.driverSignature])
+          await attachments.delete(image).catch(() => undefined);
       }
     }
     return entries.length > 0;
@@ -124,7 +128,7 @@ export class Feed {
     for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.status.recordError(error));
     // Before telling anyone: an entry the server's state now holds must not count twice in the view.
     const settled = await this.settleNamed(named);
-    const touched = [...outcome.changedTours, ...outcome.refetch, ...await this.settledTours(), ...(settled ? this.core.tourIds() : [])];
+    const touched = [...outcome.changedTours, ...outcome.refetch, ...(await this.settledTours()), ...(settled ? this.core.tourIds() : [])];
     if (touched.length) this.core.emitChange(...touched);
   }
 

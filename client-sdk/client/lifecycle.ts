@@ -14,7 +14,15 @@ import { Tabs } from './tabs.js';
 const CLIENT_ID_KEY = 'clientId';
 
 /** The parts of a client, wired together; the facade hands its calls to them. */
-export interface Parts { core: ClientCore; feed: Feed; status: Status; sender: Sender; reads: Reads; actions: Actions; tabs?: Tabs }
+export interface Parts {
+  core: ClientCore;
+  feed: Feed;
+  status: Status;
+  sender: Sender;
+  reads: Reads;
+  actions: Actions;
+  tabs?: Tabs;
+}
 
 /** Loads the outbox, the local tours and the cursor from storage, and wires the parts. */
 export async function openParts(options: TourlineClientOptions): Promise<Parts> {
@@ -36,7 +44,8 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
   const reads = new Reads(core, feed);
   const actions = new Actions(core, reads, () => sender.scheduleFlush());
   // Storage other tabs open too: only one of them sends at a time.
-  const coordinator = options.tabs === undefined ? (kv.shared === undefined ? undefined : detectTabs(kv.shared)) : options.tabs ?? undefined;
+  const coordinator =
+    options.tabs === undefined ? (kv.shared === undefined ? undefined : detectTabs(kv.shared)) : (options.tabs ?? undefined);
   const tabs = coordinator && new Tabs(core, sender, status, coordinator);
   return { core, feed, status, sender, reads, actions, tabs };
 }

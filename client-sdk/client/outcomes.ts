@@ -11,7 +11,9 @@ export class Outcomes {
     let waiting = this.waiting.get(id);
     if (!waiting) {
       let resolve!: (outcome: Outcome) => void;
-      const promise = new Promise<Outcome>((r) => { resolve = r; });
+      const promise = new Promise<Outcome>((r) => {
+        resolve = r;
+      });
       waiting = { promise, resolve };
       this.waiting.set(id, waiting);
     }

@@ -11,7 +11,10 @@ type TourSummaryShape = z.output<typeof TourSummary>;
 
 /** Reading tours and master data into the local copy, and the optimistic views the app renders. */
 export class Reads {
-  constructor(private readonly core: ClientCore, private readonly feed: Feed) {}
+  constructor(
+    private readonly core: ClientCore,
+    private readonly feed: Feed,
+  ) {}
 
   /** Reads the driver's tours of a day into the local copy (the feed keeps them current afterwards). */
   async loadTours(query: { date?: string } = {}): Promise<TourSummaryShape[]> {
@@ -26,7 +29,9 @@ export class Reads {
   async loadMasterData() {
     const { api } = this.core;
     const [{ cars }, { paymentMethods }, { services }] = await Promise.all([
-      api.cars({ includeInactive: true }), api.paymentMethods({ includeInactive: true }), api.services({ includeInactive: true }),
+      api.cars({ includeInactive: true }),
+      api.paymentMethods({ includeInactive: true }),
+      api.services({ includeInactive: true }),
     ]);
     const index = <T extends { id: string }>(list: T[]) => Object.fromEntries(list.map((x) => [x.id, x]));
     await this.core.state.putMaster({ cars: index(cars), paymentMethods: index(paymentMethods), services: index(services) });
@@ -42,7 +47,8 @@ export class Reads {
   /** Changes of a forgotten tour are not read back; `loadTour` or `loadTours` bring it back. */
   async forgetTour(tourId: string) {
     const { core } = this;
-    if (core.outbox.unsettled().some((e) => core.tourOfAction(e.action) === tourId)) throw new Error(`tour ${tourId} still has actions in the outbox`);
+    if (core.outbox.unsettled().some((e) => core.tourOfAction(e.action) === tourId))
+      throw new Error(`tour ${tourId} still has actions in the outbox`);
     await core.state.forgetTour(tourId);
     core.emitChange(tourId);
   }

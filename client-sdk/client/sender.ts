@@ -29,11 +29,17 @@ export class Sender {
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private retryAttempt = 0;
 
-  constructor(private readonly core: ClientCore, private readonly feed: Feed, private readonly status: Status) {}
+  constructor(
+    private readonly core: ClientCore,
+    private readonly feed: Feed,
+    private readonly status: Status,
+  ) {}
 
   /** Rounds until nothing more can be sent; throws on a transient failure. */
   async flushAll() {
-    while (await this.flushRound()) { /* next round: entries that waited behind a multipart one */ }
+    while (await this.flushRound()) {
+      /* next round: entries that waited behind a multipart one */
+    }
   }
 
   /** The app said the network is gone (`offline()`): nothing is tried until `online()`. */
@@ -70,7 +76,12 @@ export class Sender {
       if (this.core.outbox.all().some((e) => e.state === 'acknowledged')) await this.feed.pull();
     } catch (error) {
       if (this.status.needsSignIn) return;
-      const delay = backoffDelay(this.retryAttempt++, this.core.random, this.core.policy, error instanceof ProblemError ? error.retryAfterMs : undefined);
+      const delay = backoffDelay(
+        this.retryAttempt++,
+        this.core.random,
+        this.core.policy,
+        error instanceof ProblemError ? error.retryAfterMs : undefined,
+      );
       this.status.setNextRetry(this.core.now() + delay);
       this.retryTimer = setTimeout(() => {
         this.retryTimer = undefined;
@@ -141,7 +152,12 @@ export class Sender {
             failure = e;
           }
           // Deliveries whose events are still stuck in the first half wait; the others go on.
-          const stuck = new Set(entries.slice(0, half).filter((e) => e.state === 'pending').map((e) => e.orderKey));
+          const stuck = new Set(
+            entries
+              .slice(0, half)
+              .filter((e) => e.state === 'pending')
+              .map((e) => e.orderKey),
+          );
           const rest = entries.slice(half).filter((e) => !stuck.has(e.orderKey));
           if (rest.length) {
             try {
@@ -172,7 +188,9 @@ export class Sender {
     const pushSeq = Math.max(...results.map((r) => r.seq ?? -1));
     const answers = entries.map((entry): Answer => {
       const result = byId.get(entry.id)!;
-      return isRefusal(result) ? { entry, refusal: resultRefusal(result) } : { entry, seq: result.seq ?? (pushSeq >= 0 ? pushSeq : undefined) };
+      return isRefusal(result)
+        ? { entry, refusal: resultRefusal(result) }
+        : { entry, seq: result.seq ?? (pushSeq >= 0 ? pushSeq : undefined) };
     });
     // The whole answer in one batched write, then the handles.
     await core.outbox.record(answers, core.generation, core.now());
@@ -181,7 +199,7 @@ export class Sender {
       else core.outcomes.settle(answer.entry.id, { status: 'applied' });
     }
     // The live feed may have brought these changes before the answer came.
-    core.emitChange(...await this.feed.settledTours());
+    core.emitChange(...(await this.feed.settledTours()));
     core.emitChange(...entries.map((e) => core.tourOfAction(e.action)));
   }
 
@@ -226,7 +244,11 @@ export class Sender {
       const fields: Record<string, string> = { noteId: action.noteId, clientEventId: entry.id };
       if (action.text) fields.text = action.text;
       if (action.authorCarId) fields.authorCarId = action.authorCarId;
-      const answer = await core.api.uploadNoteImage(action.deliveryId, { file: await this.attachment(action.image), contentType: action.contentType, fields });
+      const answer = await core.api.uploadNoteImage(action.deliveryId, {
+        file: await this.attachment(action.image),
+        contentType: action.contentType,
+        fields,
+      });
       if (!answer || !('note' in answer)) throw new NetworkError('not an answer of the service: no note');
       const { note } = answer;
       if (!note) {
@@ -244,7 +266,14 @@ export class Sender {
     // Only when the upload took no text at all: a repeat answers the note as it is now, whose
     // text another device may have changed since, and that change stands.
     if (action.text && !uploaded.text) {
-      const event: SyncEvent = { type: 'note.update', eventId: action.followUpEventId, occurredAt: action.occurredAt, deliveryId: action.deliveryId, noteId: uploaded.noteId, text: action.text };
+      const event: SyncEvent = {
+        type: 'note.update',
+        eventId: action.followUpEventId,
+        occurredAt: action.occurredAt,
+        deliveryId: action.deliveryId,
+        noteId: uploaded.noteId,
+        text: action.text,
+      };
       const { results } = await core.api.push({ clientId: core.clientId, events: [event] });
       const result = results[0];
       if (result && isRefusal(result)) {

@@ -44,7 +44,10 @@ export class Status {
   nextRetryAt: number | null = null;
   needsSignIn = false;
 
-  constructor(private readonly core: ClientCore, private readonly live: LiveChanges) {
+  constructor(
+    private readonly core: ClientCore,
+    private readonly live: LiveChanges,
+  ) {
     core.emitStatus = () => core.events.emit('status', this.current());
   }
 
@@ -66,7 +69,9 @@ export class Status {
     };
   }
 
-  rejected(): RejectedEvent[] { return this.core.outbox.rejected().map(toRejected); }
+  rejected(): RejectedEvent[] {
+    return this.core.outbox.rejected().map(toRejected);
+  }
 
   /** The service answered: it is reachable, and the last error is news only while an entry still waits because of one. */
   reached(clearError: boolean) {
@@ -98,11 +103,17 @@ export class Status {
 export function toRejected(entry: OutboxEntry): RejectedEvent {
   const action = entry.action;
   const type = action.kind === 'event' ? action.event.type : action.kind === 'completion' ? 'delivery.complete' : 'note.image';
-  const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId ?? null : null) : action.deliveryId;
+  const deliveryId =
+    action.kind === 'event' ? ('deliveryId' in action.event ? (action.event.deliveryId ?? null) : null) : action.deliveryId;
   return {
-    id: entry.id, type, deliveryId, code: entry.rejection?.code ?? 'rejected', message: entry.rejection?.message ?? '',
+    id: entry.id,
+    type,
+    deliveryId,
+    code: entry.rejection?.code ?? 'rejected',
+    message: entry.rejection?.message ?? '',
     ...(entry.rejection?.reason ? { reason: entry.rejection.reason } : {}),
     ...(entry.rejection?.errors ? { errors: entry.rejection.errors } : {}),
-    rejectedAt: entry.rejection?.at ?? 0, action,
+    rejectedAt: entry.rejection?.at ?? 0,
+    action,
   };
 }

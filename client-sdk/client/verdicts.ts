@@ -5,12 +5,17 @@ import { NetworkError, ProblemError } from '../problem.js';
 /** How the client reads the service's answers (and the lack of one). */
 const isServerUnavailable = (e: unknown) => e instanceof ProblemError && (e.status === 429 || e.status === 408 || e.status >= 502);
 
-export const resultRefusal = (r: EventResult): Refusal =>
-  ({ code: r.code ?? 'rejected', message: r.message ?? 'rejected by the service', reason: r.reason, errors: r.errors });
+export const resultRefusal = (r: EventResult): Refusal => ({
+  code: r.code ?? 'rejected',
+  message: r.message ?? 'rejected by the service',
+  reason: r.reason,
+  errors: r.errors,
+});
 export const problemRefusal = (p: ProblemError): Refusal => ({ code: p.code, message: p.detail ?? p.title, errors: p.errors });
 
 /** A 4xx that repeating the same request cannot change, from the service or from a proxy (413). */
-export const isClientError = (e: unknown): e is ProblemError => e instanceof ProblemError && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
+export const isClientError = (e: unknown): e is ProblemError =>
+  e instanceof ProblemError && e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status);
 /** The service said no to the request itself; a proxy's error page is not its verdict, and is tried again later. */
 export const isRejection = (e: unknown) => isClientError(e) && e.fromService;
 /** The service itself answered with this status (a proxy's page of the same status does not count). */

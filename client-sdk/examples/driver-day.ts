@@ -15,7 +15,15 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import sharp from 'sharp';
 import WebSocket from 'ws';
-import { TourlineApi, TourlineClient, type DeliveryDetails, type FetchLike, type TourDetails, type WebSocketFactory, type WebSocketLike } from '@tourline/client';
+import {
+  TourlineApi,
+  TourlineClient,
+  type DeliveryDetails,
+  type FetchLike,
+  type TourDetails,
+  type WebSocketFactory,
+  type WebSocketLike,
+} from '@tourline/client';
 import { FileStore } from '@tourline/client/node';
 
 const baseUrl = process.env.TOURLINE_URL ?? 'http://localhost:3000';
@@ -27,8 +35,15 @@ const euro = (cents: number) => `${(cents / 100).toFixed(2)} EUR`;
 const adminKey = process.env.ADMIN_API_KEY ?? readFileSync(path.join(process.env.DATA_DIR ?? './data', 'admin-api-key'), 'utf8').trim();
 
 async function getToken(): Promise<string> {
-  const response = await fetch(`${baseUrl}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': adminKey }, body: JSON.stringify({ personalnummer: driver }) });
-  if (!response.ok) throw new Error(`POST /dev/token answered ${response.status}: is the service running with AUTH_MODE=dev, and does driver ${driver} exist? ${await response.text()}`);
+  const response = await fetch(`${baseUrl}/dev/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-admin-api-key': adminKey },
+    body: JSON.stringify({ personalnummer: driver }),
+  });
+  if (!response.ok)
+    throw new Error(
+      `POST /dev/token answered ${response.status}: is the service running with AUTH_MODE=dev, and does driver ${driver} exist? ${await response.text()}`,
+    );
   return (await response.json()).accessToken;
 }
 
@@ -65,20 +80,47 @@ async function findOrCreateTour(api: TourlineApi): Promise<string> {
   const address = { street: 'Torstraße', houseNumber: '1', postalCode: '10119', city: 'Berlin', country: 'DE' };
   const run = Date.now().toString(36);
   const delivery = (n: number) => ({
-    belegartId: 1, belegnummer: `EX-${run}-${n}`, customer: { erpCustomerId: 900_000 + n, name: `Beispielkunde ${n}`, address }, deliveryAddress: address,
-    openAmountCents: n === 1 ? 0 : 4500, positions: [
-      { lineNumber: 10, quantity: 3, unitPriceCents: 1500, article: { articleNumber: 'EX-WASSER', name: 'Mineralwasser 12 x 1 l', scannable: true } },
-      { lineNumber: 20, quantity: 1, unitPriceCents: 500, article: { articleNumber: 'EX-FRACHT', name: 'Lieferpauschale', scannable: false } },
-    ], contacts: [],
+    belegartId: 1,
+    belegnummer: `EX-${run}-${n}`,
+    customer: { erpCustomerId: 900_000 + n, name: `Beispielkunde ${n}`, address },
+    deliveryAddress: address,
+    openAmountCents: n === 1 ? 0 : 4500,
+    positions: [
+      {
+        lineNumber: 10,
+        quantity: 3,
+        unitPriceCents: 1500,
+        article: { articleNumber: 'EX-WASSER', name: 'Mineralwasser 12 x 1 l', scannable: true },
+      },
+      {
+        lineNumber: 20,
+        quantity: 1,
+        unitPriceCents: 500,
+        article: { articleNumber: 'EX-FRACHT', name: 'Lieferpauschale', scannable: false },
+      },
+    ],
+    contacts: [],
   });
-  const { tour } = await api.syncTour({ driver: { personalnummer: driver, name: `Fahrer ${driver}` }, tourDate: date, name: 'Beispieltour', deliveries: [delivery(1), delivery(2)] });
+  const { tour } = await api.syncTour({
+    driver: { personalnummer: driver, name: `Fahrer ${driver}` },
+    tourDate: date,
+    name: 'Beispieltour',
+    deliveries: [delivery(1), delivery(2)],
+  });
   log(`no suitable tour today or tomorrow: created tour ${tour.id} for ${date} through POST /sync/tour`);
   return tour.id;
 }
 
 async function main() {
   const appDir = await mkdtemp(path.join(os.tmpdir(), 'tourline-driver-app-'));
-  const options = { baseUrl, getToken: () => getToken(), fetch: phoneFetch, webSocket: phoneWebSocket, pollIntervalMs: 2000, backoff: { baseMs: 250, capMs: 4000 } };
+  const options = {
+    baseUrl,
+    getToken: () => getToken(),
+    fetch: phoneFetch,
+    webSocket: phoneWebSocket,
+    pollIntervalMs: 2000,
+    backoff: { baseMs: 250, capMs: 4000 },
+  };
   let client = await TourlineClient.open({ ...options, storage: await FileStore.open(appDir) });
   const report = (s = client.status()) =>
     `pending ${s.pendingCount} (oldest ${Math.round(s.oldestPendingAgeMs / 1000)} s), rejected ${s.rejected.length}, ${s.online ? 'online' : 'offline'}, live ${s.liveConnected ? 'on' : 'off'}${s.lastError ? `, last error: ${s.lastError.message}` : ''}`;
@@ -108,13 +150,29 @@ async function main() {
       await client.recordPayment(first.id, { paymentMethodId: method.id });
       log(`${first.belegnummer}: collected ${euro(open)} (${method.code})`);
     }
-    const signature = new Uint8Array(await sharp({ create: { width: 300, height: 100, channels: 4, background: '#ffffff' } })
-      .composite([{ input: Buffer.from('<svg width="300" height="100"><path d="M10 70 C 60 10, 90 90, 140 40 S 220 80, 290 30" stroke="#1a237e" stroke-width="4" fill="none"/></svg>') }])
-      .png().toBuffer());
+    const signature = new Uint8Array(
+      await sharp({ create: { width: 300, height: 100, channels: 4, background: '#ffffff' } })
+        .composite([
+          {
+            input: Buffer.from(
+              '<svg width="300" height="100"><path d="M10 70 C 60 10, 90 90, 140 40 S 220 80, 290 30" stroke="#1a237e" stroke-width="4" fill="none"/></svg>',
+            ),
+          },
+        ])
+        .png()
+        .toBuffer(),
+    );
     const noteIds = client.delivery(first.id)!.notes.map((n) => n.id);
     await client.complete(first.id, {
-      customerSignature: signature, driverSignature: signature,
-      acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: noteIds, paymentCollected: open > 0, internalNote: 'Beispielfahrt' },
+      customerSignature: signature,
+      driverSignature: signature,
+      acknowledgements: {
+        receiptConfirmed: true,
+        notesAcknowledged: true,
+        acknowledgedNoteIds: noteIds,
+        paymentCollected: open > 0,
+        internalNote: 'Beispielfahrt',
+      },
     });
     log(`${first.belegnummer}: completed with both signatures (view: ${client.delivery(first.id)!.state})`);
 
@@ -137,7 +195,9 @@ async function main() {
     client = await TourlineClient.open({ ...options, storage: await FileStore.open(appDir) });
     client.start();
     const after = client.delivery(second.id)!;
-    log(`after the restart the outbox still holds ${client.status().pendingCount} actions; the view shows ${second.belegnummer} ${after.state}, credit ${euro(after.credit?.amountCents ?? 0)}`);
+    log(
+      `after the restart the outbox still holds ${client.status().pendingCount} actions; the view shows ${second.belegnummer} ${after.state}, credit ${euro(after.credit?.amountCents ?? 0)}`,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1500));
     setOffline(false);
     log('--- back online ---');
@@ -153,21 +213,35 @@ async function main() {
     if (server1.state !== 'completed') problems.push(`${first.belegnummer} is ${server1.state}, not completed`);
     for (const [id, quantity] of expectedScans) {
       const p = server1.positions.find((x) => x.id === id)!;
-      if (p.scannedQuantity !== quantity || p.state !== 'Done') problems.push(`line ${p.lineNumber} of ${first.belegnummer}: ${p.scannedQuantity}/${quantity} ${p.state}`);
+      if (p.scannedQuantity !== quantity || p.state !== 'Done')
+        problems.push(`line ${p.lineNumber} of ${first.belegnummer}: ${p.scannedQuantity}/${quantity} ${p.state}`);
     }
     if (!server1.notes.some((n) => n.text === 'Ware im Hinterhof abgestellt')) problems.push(`the note of ${first.belegnummer} is missing`);
     if (server2.state !== 'active') problems.push(`${second.belegnummer} is ${server2.state}, not active`);
-    if (server2.credit?.amountCents !== 1000) problems.push(`${second.belegnummer} has credit ${JSON.stringify(server2.credit)}, not 10.00 EUR`);
+    if (server2.credit?.amountCents !== 1000)
+      problems.push(`${second.belegnummer} has credit ${JSON.stringify(server2.credit)}, not 10.00 EUR`);
     const line2 = server2.positions.find((p) => p.id === line.id)!;
-    if (line2.scannedQuantity !== line.scannedQuantity + 1) problems.push(`line ${line2.lineNumber} of ${second.belegnummer}: ${line2.scannedQuantity} scanned, expected ${line.scannedQuantity + 1}`);
-    if (client.rejected().length) problems.push(`rejected: ${client.rejected().map((r) => `${r.type} ${r.code} ${r.message}`).join('; ')}`);
-    if (!isDeepStrictEqual(sortTour(client.view(tourId)!), sortTour(tour))) problems.push('the local view differs from the service\'s tour read');
+    if (line2.scannedQuantity !== line.scannedQuantity + 1)
+      problems.push(
+        `line ${line2.lineNumber} of ${second.belegnummer}: ${line2.scannedQuantity} scanned, expected ${line.scannedQuantity + 1}`,
+      );
+    if (client.rejected().length)
+      problems.push(
+        `rejected: ${client
+          .rejected()
+          .map((r) => `${r.type} ${r.code} ${r.message}`)
+          .join('; ')}`,
+      );
+    if (!isDeepStrictEqual(sortTour(client.view(tourId)!), sortTour(tour)))
+      problems.push("the local view differs from the service's tour read");
 
     console.log('\nFinal state on the service:');
     for (const d of tour.deliveries) {
       const loaded = d.positions.filter((p) => p.scannable);
-      console.log(`  ${d.belegnummer.padEnd(22)} ${d.state.padEnd(10)} lines done ${loaded.filter((p) => p.state === 'Done').length}/${loaded.length}`
-        + `  open ${euro(d.openAmountCents)}${d.credit ? `  credit ${euro(d.credit.amountCents)}` : ''}${d.notes.length ? `  notes ${d.notes.length}` : ''}`);
+      console.log(
+        `  ${d.belegnummer.padEnd(22)} ${d.state.padEnd(10)} lines done ${loaded.filter((p) => p.state === 'Done').length}/${loaded.length}` +
+          `  open ${euro(d.openAmountCents)}${d.credit ? `  credit ${euro(d.credit.amountCents)}` : ''}${d.notes.length ? `  notes ${d.notes.length}` : ''}`,
+      );
     }
     if (problems.length) {
       console.error(`\nThe final state is NOT what the driver did:\n  - ${problems.join('\n  - ')}`);
@@ -185,9 +259,16 @@ async function main() {
 function sortTour(tour: TourDetails) {
   const byId = <T extends { id: string }>(list: T[]) => [...list].sort((a, b) => a.id.localeCompare(b.id));
   return {
-    ...tour, customers: byId(tour.customers), articles: byId(tour.articles), warehouses: byId(tour.warehouses),
+    ...tour,
+    customers: byId(tour.customers),
+    articles: byId(tour.articles),
+    warehouses: byId(tour.warehouses),
     deliveries: byId(tour.deliveries).map((d) => ({
-      ...d, positions: byId(d.positions), notes: byId(d.notes), contacts: byId(d.contacts), attachments: byId(d.attachments),
+      ...d,
+      positions: byId(d.positions),
+      notes: byId(d.notes),
+      contacts: byId(d.contacts),
+      attachments: byId(d.attachments),
       serviceValues: [...d.serviceValues].sort((a, b) => a.serviceId.localeCompare(b.serviceId)),
     })),
   };

@@ -5,10 +5,11 @@ import type { KeyValueStore, KeyValueWrite } from './keyValue.js';
 const STORE = 'kv';
 const ATTACHMENTS = 'attachments';
 
-const done = <T>(request: IDBRequest<T>) => new Promise<T>((resolve, reject) => {
-  request.onsuccess = () => resolve(request.result);
-  request.onerror = () => reject(request.error);
-});
+const done = <T>(request: IDBRequest<T>) =>
+  new Promise<T>((resolve, reject) => {
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
 
 async function openDb(name: string, factory: IDBFactory | undefined, store: string) {
   if (!factory) throw new Error('IndexedDB is not available here; pass an IDBFactory');
@@ -35,7 +36,12 @@ export class IndexedDbStore implements KeyValueStore {
   /** Every tab of the origin opens the same database: the client coordinates with the others under this name. */
   readonly shared: string;
 
-  private constructor(private readonly db: IDBDatabase, name: string) { this.shared = name; }
+  private constructor(
+    private readonly db: IDBDatabase,
+    name: string,
+  ) {
+    this.shared = name;
+  }
 
   static async open(name = 'tourline', factory: IDBFactory | undefined = globalThis.indexedDB): Promise<IndexedDbStore> {
     return new IndexedDbStore(await openDb(name, factory, STORE), name);
@@ -46,8 +52,12 @@ export class IndexedDbStore implements KeyValueStore {
     return typeof value === 'string' ? value : undefined;
   }
 
-  set(key: string, value: string) { return write(this.db, STORE, (store) => store.put(value, key)); }
-  delete(key: string) { return write(this.db, STORE, (store) => store.delete(key)); }
+  set(key: string, value: string) {
+    return write(this.db, STORE, (store) => store.put(value, key));
+  }
+  delete(key: string) {
+    return write(this.db, STORE, (store) => store.delete(key));
+  }
 
   /** One transaction: all the writes commit together, or none. */
   batch(writes: KeyValueWrite[]) {
@@ -65,7 +75,9 @@ export class IndexedDbStore implements KeyValueStore {
     return (keys as string[]).filter((k) => k.startsWith(prefix)).sort();
   }
 
-  async close() { this.db.close(); }
+  async close() {
+    this.db.close();
+  }
 }
 
 /** Photos and signatures as Blobs in IndexedDB (a database of their own, `<name>-attachments`). */
@@ -87,7 +99,11 @@ export class IndexedDbAttachmentStore implements AttachmentStore {
     return value ?? undefined;
   }
 
-  delete(id: string) { return write(this.db, ATTACHMENTS, (store) => store.delete(id)); }
+  delete(id: string) {
+    return write(this.db, ATTACHMENTS, (store) => store.delete(id));
+  }
 
-  async close() { this.db.close(); }
+  async close() {
+    this.db.close();
+  }
 }

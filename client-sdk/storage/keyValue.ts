@@ -1,5 +1,8 @@
 /** One write of a batch: `value` sets the key, no value deletes it. */
-export interface KeyValueWrite { key: string; value?: string }
+export interface KeyValueWrite {
+  key: string;
+  value?: string;
+}
 
 /**
  * The storage the SDK needs: string values under string keys. An app backs it with whatever
@@ -28,10 +31,18 @@ export interface KeyValueStore {
 export class MemoryStore implements KeyValueStore {
   private readonly data = new Map<string, string>();
 
-  async get(key: string) { return this.data.get(key); }
-  async set(key: string, value: string) { this.data.set(key, value); }
-  async delete(key: string) { this.data.delete(key); }
-  async keys(prefix = '') { return [...this.data.keys()].filter((k) => k.startsWith(prefix)).sort(); }
+  async get(key: string) {
+    return this.data.get(key);
+  }
+  async set(key: string, value: string) {
+    this.data.set(key, value);
+  }
+  async delete(key: string) {
+    this.data.delete(key);
+  }
+  async keys(prefix = '') {
+    return [...this.data.keys()].filter((k) => k.startsWith(prefix)).sort();
+  }
   async batch(writes: KeyValueWrite[]) {
     for (const { key, value } of writes) {
       if (value === undefined) this.data.delete(key);
@@ -44,7 +55,10 @@ export class MemoryStore implements KeyValueStore {
 export const SET_ASIDE_PREFIX = 'corrupt/';
 
 /** A stored value the SDK could not read: moved to `corrupt/<key>` instead of stopping the start. */
-export interface SetAside { key: string; reason: string }
+export interface SetAside {
+  key: string;
+  reason: string;
+}
 
 /** JSON on top of a KeyValueStore; unreadable values are set aside and reported in `setAside`. */
 export class JsonStore {
@@ -57,8 +71,12 @@ export class JsonStore {
     return raw === undefined ? undefined : this.parse<T>(key, raw, valid);
   }
 
-  set(key: string, value: unknown) { return this.kv.set(key, JSON.stringify(value)); }
-  delete(key: string) { return this.kv.delete(key); }
+  set(key: string, value: unknown) {
+    return this.kv.set(key, JSON.stringify(value));
+  }
+  delete(key: string) {
+    return this.kv.delete(key);
+  }
 
   /** Sets and deletes (`undefined`) in one batch. */
   batch(writes: [string, unknown][]) {
@@ -90,6 +108,9 @@ export class JsonStore {
 
   private write(writes: KeyValueWrite[]): Promise<void> {
     if (this.kv.batch) return this.kv.batch(writes);
-    return writes.reduce((chain, { key, value }) => chain.then(() => (value === undefined ? this.kv.delete(key) : this.kv.set(key, value))), Promise.resolve());
+    return writes.reduce(
+      (chain, { key, value }) => chain.then(() => (value === undefined ? this.kv.delete(key) : this.kv.set(key, value))),
+      Promise.resolve(),
+    );
   }
 }

@@ -26,10 +26,18 @@ function accountReader(db: Db) {
   const read = combining<AccountRequest>({ concurrency: 1, maxWeight: 500 }, async (requests) => {
     try {
       const numbers = requests.map((r) => r.personalnummer);
-      const rows = await executePrepared<{ account: Record<string, unknown> }>(db, 'accounts_by_number',
+      const rows = await executePrepared<{ account: Record<string, unknown> }>(
+        db,
+        'accounts_by_number',
         () => sql`SELECT to_json(${accounts}) AS account FROM ${accounts} WHERE ${inPlaceholder(accounts.personalnummer, 'numbers')}`,
-        { numbers: arrayLiteral(numbers) });
-      const byNumber = new Map(fromJsonRows(accounts, rows.map((r) => r.account)).map((row) => [row.personalnummer, row]));
+        { numbers: arrayLiteral(numbers) },
+      );
+      const byNumber = new Map(
+        fromJsonRows(
+          accounts,
+          rows.map((r) => r.account),
+        ).map((row) => [row.personalnummer, row]),
+      );
       for (const r of requests) r.answer.resolve(byNumber.get(r.personalnummer));
     } catch (error) {
       for (const r of requests) r.answer.reject(error);
@@ -57,13 +65,20 @@ export function createAuthenticator(deps: {
       try {
         verified = await deps.verifyToken(token);
       } catch (error) {
-        if (error instanceof IssuerUnreachable) throw unavailable(`The identity provider cannot be asked: ${error.message}`, error.retryAfterSeconds);
+        if (error instanceof IssuerUnreachable)
+          throw unavailable(`The identity provider cannot be asked: ${error.message}`, error.retryAfterSeconds);
         deps.onFailure?.((error as Error).message);
         throw unauthorized();
       }
       const account = await readAccount(verified.personalnummer);
       if (!account?.active) throw unauthorized();
-      return { kind: 'driver', personalnummer: account.personalnummer, name: account.name, tokenExpiresAt: verified.expiresAt, syncRole: verified.syncRole };
+      return {
+        kind: 'driver',
+        personalnummer: account.personalnummer,
+        name: account.name,
+        tokenExpiresAt: verified.expiresAt,
+        syncRole: verified.syncRole,
+      };
     },
     admin(key) {
       if (!deps.adminKeyMatches(key)) throw unauthorized();

@@ -7,7 +7,13 @@ import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
  * The development identity provider: the server acts as its own OIDC issuer with one ES256
  * key kept in the data directory, so tokens survive restarts.
  */
-export async function createDevIdentityProvider(options: { dataDir?: string; audience: string; claim: string; roleClaim: string; ttlSeconds: number }) {
+export async function createDevIdentityProvider(options: {
+  dataDir?: string;
+  audience: string;
+  claim: string;
+  roleClaim: string;
+  ttlSeconds: number;
+}) {
   const file = options.dataDir && path.join(options.dataDir, 'dev-idp-key.json');
   let privateJwk: JWK;
   if (file && existsSync(file)) {

@@ -9,7 +9,10 @@ const KeySetBody = z.object({ keys: z.array(z.looseObject({ kty: z.string(), kid
  * the token may well be good, so this is no reason to send the driver back to the login.
  */
 export class IssuerUnreachable extends Error {
-  constructor(message: string, readonly retryAfterSeconds: number) {
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+  ) {
     super(message);
   }
 }
@@ -86,7 +89,8 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
     if (!jwksUri) {
       const metadata = Discovery.safeParse(await ask('discovery', `${issuer}/.well-known/openid-configuration`));
       if (!metadata.success) throw new IssuerUnreachable('OIDC discovery answered no valid metadata', retryAfterSeconds());
-      if (metadata.data.issuer.replace(/\/$/, '') !== issuer) throw new IssuerUnreachable('OIDC discovery names another issuer', retryAfterSeconds());
+      if (metadata.data.issuer.replace(/\/$/, '') !== issuer)
+        throw new IssuerUnreachable('OIDC discovery names another issuer', retryAfterSeconds());
       jwksUri = metadata.data.jwks_uri;
     }
     const body = KeySetBody.safeParse(await ask('key set', jwksUri));
@@ -105,7 +109,10 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
     };
   };
   /** One fetch at a time: requests that need the set meanwhile wait for the same answer. */
-  const refresh = () => (fetching ??= fetchKeySet().finally(() => { fetching = undefined; }));
+  const refresh = () =>
+    (fetching ??= fetchKeySet().finally(() => {
+      fetching = undefined;
+    }));
 
   /** The set's key for a header; undefined when the set has none by that kid (or, without a kid, none for the algorithm). */
   const pick = async (set: KeySet, header: JWSHeaderParameters) => {
@@ -122,8 +129,8 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
   // Asking again cannot help for a key the issuer withdrew, nor when a set fetched well after the
   // token was issued lacks its key.
   const hopeless = (set: KeySet, header: JWSHeaderParameters, issuedAt: number | undefined) =>
-    (header.kid !== undefined && withdrawn.has(header.kid))
-    || (issuedAt !== undefined && set.fetchedAt > (issuedAt + options.clockToleranceSeconds) * 1000 + PUBLICATION_LAG_MS);
+    (header.kid !== undefined && withdrawn.has(header.kid)) ||
+    (issuedAt !== undefined && set.fetchedAt > (issuedAt + options.clockToleranceSeconds) * 1000 + PUBLICATION_LAG_MS);
 
   return {
     /**
@@ -132,9 +139,14 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
      */
     async key(header: JWSHeaderParameters, issuedAt: number | undefined): Promise<{ key: CryptoKey; generation: number }> {
       const mustAsk = !held || isOld(held) || (!(await pick(held, header)) && !hopeless(held, header, issuedAt));
-      const failure: unknown = mustAsk ? await refresh().then(() => undefined, (error: unknown) => error) : undefined;
+      const failure: unknown = mustAsk
+        ? await refresh().then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+        : undefined;
       // An old set keeps serving the keys it holds while the issuer cannot be asked.
-      const found = held && await pick(held, header);
+      const found = held && (await pick(held, header));
       if (found) return found;
       const notPublished = new KeyNotPublished(`the issuer's key set holds no key ${header.kid ?? `for ${header.alg}`}`);
       throw failure && !(held && hopeless(held, header, issuedAt)) ? failure : notPublished;

@@ -9,7 +9,9 @@ export class RecentCache<K, V> {
     if (!Number.isInteger(capacity) || capacity < 1) throw new Error('a cache holds at least one entry');
   }
 
-  get size() { return this.entries.size; }
+  get size() {
+    return this.entries.size;
+  }
 
   get(key: K): V | undefined {
     const value = this.entries.get(key);

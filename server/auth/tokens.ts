@@ -59,7 +59,8 @@ function readUnverified(token: string, algorithms: string[], issuers: string[], 
   if (!alg || !algorithms.includes(alg)) throw new TokenError(`algorithm ${alg} is not accepted`);
   if (typeof payload.iss !== 'string' || !issuers.includes(payload.iss)) throw new TokenError('unexpected "iss" claim value');
   // jose checks `iat` only against a maximum token age.
-  if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockToleranceSeconds) throw new TokenError('"iat" claim is in the future');
+  if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockToleranceSeconds)
+    throw new TokenError('"iat" claim is in the future');
   return payload;
 }
 
@@ -93,11 +94,15 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     let generation = 0;
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, async (header) => {
-        const found = await keys.key(header, unverified.iat);
-        generation = found.generation;
-        return found.key;
-      }, { issuer: issuers, audience: options.audience, algorithms, requiredClaims: ['exp'], clockTolerance: clockToleranceSeconds }));
+      ({ payload } = await jwtVerify(
+        token,
+        async (header) => {
+          const found = await keys.key(header, unverified.iat);
+          generation = found.generation;
+          return found.key;
+        },
+        { issuer: issuers, audience: options.audience, algorithms, requiredClaims: ['exp'], clockTolerance: clockToleranceSeconds },
+      ));
     } catch (error) {
       if (error instanceof IssuerUnreachable) throw error;
       throw new TokenError((error as Error).message);

@@ -8,7 +8,9 @@ const END = '<!-- /error-codes -->';
 
 /** The error table as the README shows it, from the catalogue. */
 export function errorTable(): string {
-  const rows = Object.entries(errorCatalogue).map(([code, { status, title, cause }]) => `| \`${code}\` | ${status} | ${title} | ${cause} |`);
+  const rows = Object.entries(errorCatalogue).map(
+    ([code, { status, title, cause }]) => `| \`${code}\` | ${status} | ${title} | ${cause} |`,
+  );
   return ['| Code | Status | Title | Cause |', '|---|---|---|---|', ...rows].join('\n');
 }
 

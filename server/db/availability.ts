@@ -8,15 +8,29 @@ import type { Logger } from 'pino';
  */
 const busyStates = new Set(['53300', '53400', '55P03', '57014']);
 const unreachableStates = new Set(['57P01', '57P02', '57P03']);
-const unreachableNodeCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+const unreachableNodeCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
 // node-postgres and pg-pool say these in words only.
-const unreachableMessages = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection ended/i;
+const unreachableMessages =
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection ended/i;
 
 export type DatabaseFault = 'unreachable' | 'busy';
 
 /** Whether `error` (or an error it wraps, as drizzle does) is the database out of reach or too busy, rather than a bug. */
 export function databaseFault(error: unknown): DatabaseFault | undefined {
-  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (e instanceof DatabaseUnavailable) return 'unreachable';
     const code = typeof e.code === 'string' ? e.code : '';
     if (busyStates.has(code)) return 'busy';
@@ -110,7 +124,9 @@ export class DatabaseHealth {
         try {
           await this.probe();
           this.recovered();
-        } catch { /* still down */ }
+        } catch {
+          /* still down */
+        }
       }
     } finally {
       this.probing = false;

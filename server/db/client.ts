@@ -15,7 +15,9 @@ import * as schema from './schema.js';
 
 export type Schema = typeof schema;
 /** Raw results of both drivers (pg and PGlite) carry their rows in `rows`. */
-interface Rows<T> { rows: T[] }
+interface Rows<T> {
+  rows: T[];
+}
 export interface RowsResultHKT extends PgQueryResultHKT {
   type: Rows<this['row']>;
 }
@@ -41,7 +43,7 @@ export async function executePrepared<T>(db: Db, name: string, build: () => SQL,
     statementTexts.set(name, query);
   }
   const prepared = db._.session.prepareQuery(query, undefined, name, false);
-  const result = await prepared.execute(values) as Rows<T>;
+  const result = (await prepared.execute(values)) as Rows<T>;
   return result.rows;
 }
 
@@ -77,7 +79,11 @@ export interface DatabaseOptions {
 /** Opens PostgreSQL when a URL is given, else PGlite under `dataDir` (in memory without one); migrates. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const queries = { count: 0 };
-  const logger = { logQuery: () => { queries.count += 1; } };
+  const logger = {
+    logQuery: () => {
+      queries.count += 1;
+    },
+  };
   const health = new DatabaseHealth(options.logger);
   let database: Omit<Database, 'epoch' | 'health' | 'check'>;
   let checkTimeoutMs = 5000;
@@ -88,14 +94,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const directUrl = options.directUrl ?? url;
     await migratePostgres(directUrl, timeouts, options.logger);
     const pool = new PatientPool({ ...connectionConfig(url, timeouts), max: options.poolSize ?? 10 }, timeouts.poolWaitMs, health);
-    pool.on('error', () => { /* an idle client lost its connection; the pool replaces it */ });
+    pool.on('error', () => {
+      /* an idle client lost its connection; the pool replaces it */
+    });
     // A connection lost while checked out (mid-transaction) emits 'error' on its client, which
     // without a listener ends the process; the query in flight fails anyway, and the pool drops
     // the dead client when it is released.
-    pool.on('connect', (client) => { client.on('error', () => undefined); });
+    pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+    });
     const db = drizzlePg({ client: pool as pg.Pool, schema, logger });
     database = {
-      kind: 'postgres', db: db as unknown as Db, queries,
+      kind: 'postgres',
+      db: db as unknown as Db,
+      queries,
       listen: (channel, onPayload) => listenPostgres({ url: directUrl, timeouts, health }, channel, onPayload),
       poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: () => pool.end(),
@@ -108,17 +120,23 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     }
     // Loaded only here: a service on PostgreSQL should not spend its start loading PGlite.
     const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
-      import('@electric-sql/pglite'), import('drizzle-orm/pglite'), import('drizzle-orm/pglite/migrator'),
+      import('@electric-sql/pglite'),
+      import('drizzle-orm/pglite'),
+      import('drizzle-orm/pglite/migrator'),
     ]);
     const client = await PGlite.create(dataDir ? { dataDir } : {});
     const db = drizzlePglite({ client, schema, logger });
     await migratePglite(db, { migrationsFolder });
     await buildLateIndexes((text, values) => client.query(text, values), false);
     database = {
-      kind: 'pglite', db: db as unknown as Db, queries,
+      kind: 'pglite',
+      db: db as unknown as Db,
+      queries,
       listen: async (channel, onPayload) => {
         const unlisten = await client.listen(channel, onPayload);
-        return async () => { await unlisten(); };
+        return async () => {
+          await unlisten();
+        };
       },
       close: () => client.close(),
     };
@@ -141,6 +159,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
 async function ensureEpoch(db: Db): Promise<string> {
   await db.insert(schema.meta).values({ key: 'epoch', value: randomUUID() }).onConflictDoNothing();
-  const [row] = await db.select().from(schema.meta).where(sql`${schema.meta.key} = 'epoch'`);
+  const [row] = await db
+    .select()
+    .from(schema.meta)
+    .where(sql`${schema.meta.key} = 'epoch'`);
   return row.value;
 }

@@ -7,7 +7,10 @@
  */
 export function combining<T>(
   options: {
-    concurrency: number; maxItems?: number; maxWeight?: number; weight?: (item: T) => number;
+    concurrency: number;
+    maxItems?: number;
+    maxWeight?: number;
+    weight?: (item: T) => number;
     /** A run still going after this long stops counting against `concurrency` (it waits for something, say a lock). */
     slowAfterMs?: number;
   },
@@ -50,6 +53,9 @@ export function combining<T>(
 export function deferred<T>() {
   let resolve!: (value: T) => void;
   let reject!: (error: unknown) => void;
-  const promise = new Promise<T>((res, rej) => { resolve = res; reject = rej; });
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
   return { promise, resolve, reject };
 }

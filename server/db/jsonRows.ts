@@ -46,7 +46,9 @@ export const arrayLiteral = (values: readonly (string | number)[]): string =>
   `{${[...new Set(values)].map((v) => `"${String(v).replace(/["\\]/g, '\\$&')}"`).join(',')}}`;
 
 /** `column = ANY(values)`, the values as one array parameter (see `arrayOf`). */
-export const inList = (column: PgColumn, values: readonly (string | number)[]): SQL => sql`${column} = ANY(${arrayOf(values, column.getSQLType())})`;
+export const inList = (column: PgColumn, values: readonly (string | number)[]): SQL =>
+  sql`${column} = ANY(${arrayOf(values, column.getSQLType())})`;
 
 /** `column = ANY(placeholder)`: `inList` for a statement built once, the values bound as `arrayLiteral(values)` under `key`. */
-export const inPlaceholder = (column: PgColumn, key: string): SQL => sql`${column} = ANY(${sql.placeholder(key)}::${sql.raw(column.getSQLType())}[])`;
+export const inPlaceholder = (column: PgColumn, key: string): SQL =>
+  sql`${column} = ANY(${sql.placeholder(key)}::${sql.raw(column.getSQLType())}[])`;

@@ -8,7 +8,10 @@
  */
 const lateIndexes = [
   // The follow-ups still to do (write-back or report) among every completion ever: what the write-back job polls.
-  { name: 'completions_follow_up_idx', on: `completions (completed_at) WHERE erp_push_status <> 'succeeded' OR report_attachment_id IS NULL` },
+  {
+    name: 'completions_follow_up_idx',
+    on: `completions (completed_at) WHERE erp_push_status <> 'succeeded' OR report_attachment_id IS NULL`,
+  },
   // The few completed deliveries whose mail is open, among every completion ever (delivered-belegnummern).
   { name: 'deliveries_mail_open_idx', on: `deliveries (completed_at) WHERE state = 'completed' AND mail_sent_at IS NULL` },
   // The removals and their undoing among every scan ever: the review's changes, read from the index alone.

@@ -34,11 +34,21 @@ export async function listenPostgres(
     health.listenerLost(error);
     poll ??= setInterval(() => onPayload(''), LISTENER_DOWN_POLL_MS).unref();
     clearTimeout(retry);
-    retry = setTimeout(() => { void connect(); }, Math.min(250 * 2 ** attempt++, 5000)).unref();
+    retry = setTimeout(
+      () => {
+        void connect();
+      },
+      Math.min(250 * 2 ** attempt++, 5000),
+    ).unref();
   };
 
   const connect = async () => {
-    const c = new pg.Client({ ...connectionConfig(options.url, options.timeouts), application_name: 'tourline listen', statement_timeout: undefined, lock_timeout: undefined });
+    const c = new pg.Client({
+      ...connectionConfig(options.url, options.timeouts),
+      application_name: 'tourline listen',
+      statement_timeout: undefined,
+      lock_timeout: undefined,
+    });
     let failed = false;
     const fail = (error: unknown) => {
       if (failed) return;
@@ -48,7 +58,9 @@ export async function listenPostgres(
     };
     c.on('error', fail);
     c.on('end', () => fail(new Error('Connection ended')));
-    c.on('notification', (n) => { if (n.channel === channel && n.payload !== undefined) onPayload(n.payload); });
+    c.on('notification', (n) => {
+      if (n.channel === channel && n.payload !== undefined) onPayload(n.payload);
+    });
     try {
       await c.connect();
       await c.query(listen);
@@ -66,7 +78,9 @@ export async function listenPostgres(
     poll = undefined;
     health.listenerBack();
     // LISTEN again is a no-op that proves the connection alive (and keeps the session findable by its query).
-    heartbeat = setInterval(() => { c.query(listen).catch(fail); }, HEARTBEAT_MS).unref();
+    heartbeat = setInterval(() => {
+      c.query(listen).catch(fail);
+    }, HEARTBEAT_MS).unref();
     // Notifications sent while it was down are gone: a payload-less wake-up makes listeners re-read.
     onPayload('');
   };

@@ -16,7 +16,15 @@ export interface DatabaseTimeouts {
   migrationLockMs: number;
 }
 
-export const defaultTimeouts: DatabaseTimeouts = { connectMs: 3000, poolWaitMs: 3000, statementMs: 5000, lockMs: 3000, idleInTransactionMs: 10_000, startMs: 0, migrationLockMs: 600_000 };
+export const defaultTimeouts: DatabaseTimeouts = {
+  connectMs: 3000,
+  poolWaitMs: 3000,
+  statementMs: 5000,
+  lockMs: 3000,
+  idleInTransactionMs: 10_000,
+  startMs: 0,
+  migrationLockMs: 600_000,
+};
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // Keepalive probes notice a connection dropped silently (NAT, failover).
@@ -25,9 +33,12 @@ const KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: 10_000 };
 /** Settings of every connection: the server cancels long statements and lock waits, and ends abandoned transactions. */
 export function connectionConfig(url: string, timeouts: DatabaseTimeouts): pg.ClientConfig {
   return {
-    connectionString: url, application_name: 'tourline', ...KEEPALIVE,
+    connectionString: url,
+    application_name: 'tourline',
+    ...KEEPALIVE,
     connectionTimeoutMillis: timeouts.connectMs,
-    statement_timeout: timeouts.statementMs, lock_timeout: timeouts.lockMs,
+    statement_timeout: timeouts.statementMs,
+    lock_timeout: timeouts.lockMs,
     idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     // A frozen server cancels nothing: the client gives up a little after the server would have.
     query_timeout: timeouts.statementMs + 1000,
@@ -41,15 +52,26 @@ export function connectionConfig(url: string, timeouts: DatabaseTimeouts): pg.Cl
 class GuardedClient extends pg.Client {
   query(...args: unknown[]): never {
     const drop = (error: unknown) => {
-      if ((error as Error | undefined)?.message === 'Query read timeout') (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      if ((error as Error | undefined)?.message === 'Query read timeout')
+        (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
     };
     const last = args.at(-1);
     if (typeof last === 'function') {
-      args[args.length - 1] = (error: unknown, result: unknown) => { drop(error); last(error, result); };
+      args[args.length - 1] = (error: unknown, result: unknown) => {
+        drop(error);
+        last(error, result);
+      };
       return (pg.Client.prototype.query as (...a: unknown[]) => never).apply(this, args);
     }
     const result = (pg.Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args) as Promise<unknown> | undefined;
-    return (result && typeof result.catch === 'function' ? result.catch((error: unknown) => { drop(error); throw error; }) : result) as never;
+    return (
+      result && typeof result.catch === 'function'
+        ? result.catch((error: unknown) => {
+            drop(error);
+            throw error;
+          })
+        : result
+    ) as never;
   }
 }
 
@@ -60,16 +82,29 @@ class GuardedClient extends pg.Client {
  * down, it is not.
  */
 export class PatientPool extends pg.Pool {
-  constructor(config: pg.PoolConfig, private readonly waitMs: number, private readonly health: DatabaseHealth) {
-    super({ ...config, Client: GuardedClient as typeof pg.Client, connectionTimeoutMillis: Math.max(config.connectionTimeoutMillis ?? 0, waitMs) });
+  constructor(
+    config: pg.PoolConfig,
+    private readonly waitMs: number,
+    private readonly health: DatabaseHealth,
+  ) {
+    super({
+      ...config,
+      Client: GuardedClient as typeof pg.Client,
+      connectionTimeoutMillis: Math.max(config.connectionTimeoutMillis ?? 0, waitMs),
+    });
   }
 
   connect(): Promise<pg.PoolClient>;
   connect(callback: (error: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
-  connect(callback?: (error: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+  connect(
+    callback?: (error: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+  ): Promise<pg.PoolClient> | void {
     const acquired = this.acquire();
     if (!callback) return acquired;
-    acquired.then((client) => callback(undefined, client, (release) => client.release(release as Error)), (error: Error) => callback(error, undefined, () => undefined));
+    acquired.then(
+      (client) => callback(undefined, client, (release) => client.release(release as Error)),
+      (error: Error) => callback(error, undefined, () => undefined),
+    );
   }
 
   private async acquire(): Promise<pg.PoolClient> {
@@ -96,7 +131,12 @@ export async function connectAtStart(url: string, timeouts: DatabaseTimeouts, lo
   const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     // No statement timeout: migrations may take long.
-    const client = new pg.Client({ connectionString: url, application_name: 'tourline start', ...KEEPALIVE, connectionTimeoutMillis: timeouts.connectMs });
+    const client = new pg.Client({
+      connectionString: url,
+      application_name: 'tourline start',
+      ...KEEPALIVE,
+      connectionTimeoutMillis: timeouts.connectMs,
+    });
     client.on('error', () => undefined);
     try {
       await client.connect();
@@ -108,7 +148,9 @@ export async function connectAtStart(url: string, timeouts: DatabaseTimeouts, lo
       if (!databaseFault(error)) throw new Error(`cannot connect to the database: ${reason}`, { cause: error });
       const elapsed = Date.now() - started;
       if (timeouts.startMs > 0 && elapsed >= timeouts.startMs) {
-        throw new Error(`database unreachable for ${Math.round(elapsed / 1000)} s (DATABASE_START_TIMEOUT_MS), giving up: ${reason}`, { cause: error });
+        throw new Error(`database unreachable for ${Math.round(elapsed / 1000)} s (DATABASE_START_TIMEOUT_MS), giving up: ${reason}`, {
+          cause: error,
+        });
       }
       const delay = Math.min(500 * 2 ** (attempt - 1), 5000);
       logger?.warn(`database unreachable (try ${attempt}: ${reason}); trying again in ${delay / 1000} s`);
@@ -129,22 +171,47 @@ export async function takeMigrationLock(client: pg.Client, key: number, timeoutM
   let logged = 0;
   let holderText = 'another session';
   for (;;) {
-    const { rows: [{ taken }] } = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1) AS taken', [key]);
+    const {
+      rows: [{ taken }],
+    } = await client.query<{ taken: boolean }>('SELECT pg_try_advisory_lock($1) AS taken', [key]);
     if (taken) return;
     const waited = Date.now() - started;
     if (timeoutMs > 0 && waited >= timeoutMs) {
-      throw new MigrationLockTimeout(`the migration lock is still held by ${holderText} after ${Math.round(waited / 1000)} s (DATABASE_MIGRATION_LOCK_TIMEOUT_MS)`);
+      throw new MigrationLockTimeout(
+        `the migration lock is still held by ${holderText} after ${Math.round(waited / 1000)} s (DATABASE_MIGRATION_LOCK_TIMEOUT_MS)`,
+      );
     }
     if (Date.now() - logged >= 10_000 || (timeoutMs > 0 && waited + 250 >= timeoutMs)) {
       logged = Date.now();
-      const { rows } = await client.query<{ pid: number; application_name: string; client_addr: string | null; backend_start: Date; state: string }>(
+      const { rows } = await client.query<{
+        pid: number;
+        application_name: string;
+        client_addr: string | null;
+        backend_start: Date;
+        state: string;
+      }>(
         `SELECT a.pid, a.application_name, a.client_addr::text, a.backend_start, a.state FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1`, [key]);
+          WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 0 AND l.objid = $1`,
+        [key],
+      );
       const holder = rows[0];
-      holderText = holder ? `pid ${holder.pid} (${holder.application_name || 'no application name'}, ${holder.client_addr ?? 'local'})` : 'another session';
-      logger?.warn(holder
-        ? { holder: { pid: holder.pid, application: holder.application_name, address: holder.client_addr, since: holder.backend_start, state: holder.state } }
-        : {}, `waiting for the migration lock, held by ${holderText}`);
+      holderText = holder
+        ? `pid ${holder.pid} (${holder.application_name || 'no application name'}, ${holder.client_addr ?? 'local'})`
+        : 'another session';
+      logger?.warn(
+        holder
+          ? {
+              holder: {
+                pid: holder.pid,
+                application: holder.application_name,
+                address: holder.client_addr,
+                since: holder.backend_start,
+                state: holder.state,
+              },
+            }
+          : {},
+        `waiting for the migration lock, held by ${holderText}`,
+      );
     }
     await sleep(250);
   }

@@ -39,11 +39,27 @@ interface Entry {
  * A refusal; or, given the current state, the answer to a copy of a refused event: a `duplicate`
  * (an id seen before) that still tells its sender why (see `isRefusal`).
  */
-const refusal = (event: SyncEvent, { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>, copy?: { entity: EngineResult['entity'] }): EngineResult =>
-  ({ eventId: event.eventId, status: copy ? 'duplicate' : 'rejected', code, reason, message, ...(errors && { errors }), ...copy });
+const refusal = (
+  event: SyncEvent,
+  { code, reason, message, errors }: Pick<EngineResult, 'code' | 'reason' | 'message' | 'errors'>,
+  copy?: { entity: EngineResult['entity'] },
+): EngineResult => ({
+  eventId: event.eventId,
+  status: copy ? 'duplicate' : 'rejected',
+  code,
+  reason,
+  message,
+  ...(errors && { errors }),
+  ...copy,
+});
 /** A copy whose id stands for another event: nothing of what it names was touched under that id. */
-const reusedId = (event: SyncEvent): EngineResult =>
-  ({ eventId: event.eventId, status: 'duplicate', entity: null, reason: 'other_event', message: 'This id was already used for another event' });
+const reusedId = (event: SyncEvent): EngineResult => ({
+  eventId: event.eventId,
+  status: 'duplicate',
+  entity: null,
+  reason: 'other_event',
+  message: 'This id was already used for another event',
+});
 /** Named by what the event addresses, whatever stood in the way: a foreign note reads like a missing one. */
 const notFound = (event: SyncEvent) => {
   const what = event.type === 'scan' ? 'Delivery item' : event.type === 'note.update' || event.type === 'note.delete' ? 'Note' : 'Delivery';
@@ -64,16 +80,26 @@ export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[
 }
 
 /** Applies one event for a REST call: returns the touched entity, or throws the rejection as a DomainError. */
-export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, options: Pick<ApplyOptions, 'attachment' | 'onResult'> = {}): Promise<unknown> {
+export async function applyEvent(
+  db: Db,
+  actor: DriverActor,
+  event: SyncEvent,
+  options: Pick<ApplyOptions, 'attachment' | 'onResult'> = {},
+): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
   if (isRefusal(result)) {
     // A copy of a refused event: the id is spent, so a corrected request needs a new one.
-    const spent = result.status === 'duplicate' ? [{ path: 'clientEventId', message: 'refused before under this id; a corrected request needs a new id' }] : [];
+    const spent =
+      result.status === 'duplicate'
+        ? [{ path: 'clientEventId', message: 'refused before under this id; a corrected request needs a new id' }]
+        : [];
     throw new DomainError(result.code as Rejection['code'], result.message ?? 'Rejected', [...(result.errors ?? []), ...spent]);
   }
   // Over REST only a credit's, a payment's and a note image's id is the client's.
   if (result.reason === 'other_event') {
-    throw validation('This clientEventId was already used for another event', [{ path: 'clientEventId', message: 'already used for another event' }]);
+    throw validation('This clientEventId was already used for another event', [
+      { path: 'clientEventId', message: 'already used for another event' },
+    ]);
   }
   // A repeat that shows nothing is the caller's own event on a delivery that has moved to another driver.
   if (result.status === 'duplicate' && result.entity === null && (event.type === 'credit' || event.type === 'payment')) {
@@ -89,12 +115,17 @@ export async function applyEvent(db: Db, actor: DriverActor, event: SyncEvent, o
 const tooOld = (since: Date): Outcome => ({
   ok: false,
   rejection: {
-    code: 'validation', reason: 'event_too_old', message: 'The event is older than the service remembers event ids; it cannot be told from a copy',
+    code: 'validation',
+    reason: 'event_too_old',
+    message: 'The event is older than the service remembers event ids; it cannot be told from a copy',
     errors: [{ path: 'occurredAt', message: `before ${since.toISOString()}, the start of the deduplication window` }],
   },
 });
 
-interface Request { entries: Entry[]; done: ReturnType<typeof deferred<void>> }
+interface Request {
+  entries: Entry[];
+  done: ReturnType<typeof deferred<void>>;
+}
 
 /** How long requests that go together wait for a row lock before each is tried alone. */
 const COMBINED_LOCK_WAIT_MS = 100;
@@ -117,7 +148,10 @@ const SLOW_RUN_MS = 200;
  */
 function createWriter(db: Db) {
   const patient = combining<Request>({ concurrency: 4, maxItems: 1 }, async ([r]) => {
-    await applyBatch(db, r.entries.filter((e) => !e.result)).then(r.done.resolve, r.done.reject);
+    await applyBatch(
+      db,
+      r.entries.filter((e) => !e.result),
+    ).then(r.done.resolve, r.done.reject);
   });
   const options = { concurrency: 2, maxItems: 16, maxWeight: 2000, weight: (r: Request) => r.entries.length, slowAfterMs: SLOW_RUN_MS };
   return combining<Request>(options, async (requests) => {
@@ -126,7 +160,11 @@ function createWriter(db: Db) {
       return;
     }
     try {
-      await applyBatch(db, requests.flatMap((r) => r.entries), COMBINED_LOCK_WAIT_MS);
+      await applyBatch(
+        db,
+        requests.flatMap((r) => r.entries),
+        COMBINED_LOCK_WAIT_MS,
+      );
       for (const r of requests) r.done.resolve();
       return;
     } catch {
@@ -134,8 +172,11 @@ function createWriter(db: Db) {
     }
     for (const r of requests) {
       // Entries answered by a transaction that committed keep that answer.
-      await applyBatch(db, r.entries.filter((e) => !e.result), COMBINED_LOCK_WAIT_MS)
-        .then(r.done.resolve, (error: unknown) => (isLockTimeout(error) ? patient(r) : r.done.reject(error)));
+      await applyBatch(
+        db,
+        r.entries.filter((e) => !e.result),
+        COMBINED_LOCK_WAIT_MS,
+      ).then(r.done.resolve, (error: unknown) => (isLockTimeout(error) ? patient(r) : r.done.reject(error)));
     }
   });
 }
@@ -177,10 +218,18 @@ async function applyBatch(db: Db, entries: Entry[], lockWaitMs?: number) {
       await applyInTransaction(db, entries, lockWaitMs);
     } else if (violation === 'unique') {
       // An id the client chose (a note's) is taken by a row this event cannot see: another delivery's.
-      entries[0].result = refusal(entries[0].event, { code: 'conflict', reason: 'conflict', message: 'An id this event brings is already taken' });
+      entries[0].result = refusal(entries[0].event, {
+        code: 'conflict',
+        reason: 'conflict',
+        message: 'An id this event brings is already taken',
+      });
     } else if (violation === 'foreign_key') {
       // A payment method or service looked up in the transaction was deleted before its write.
-      entries[0].result = refusal(entries[0].event, { code: 'not_found', reason: 'not_found', message: 'A payment method or service the event names was deleted meanwhile' });
+      entries[0].result = refusal(entries[0].event, {
+        code: 'not_found',
+        reason: 'not_found',
+        message: 'A payment method or service the event names was deleted meanwhile',
+      });
     } else {
       throw error;
     }
@@ -202,11 +251,14 @@ function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (ev
   for (const e of events) if (e.type === 'note.create' && !noteDelivery.has(e.noteId)) noteDelivery.set(e.noteId, e.deliveryId);
   const noteOn = (event: SyncEventOf<'note.update' | 'note.delete'>) => {
     const own = noteDelivery.get(event.noteId);
-    return own && event.deliveryId && own !== event.deliveryId ? undefined : own ?? event.deliveryId;
+    return own && event.deliveryId && own !== event.deliveryId ? undefined : (own ?? event.deliveryId);
   };
-  return (event) => (event.type === 'scan' ? lineDelivery.get(event.deliveryItemId)
-    : event.type === 'note.update' || event.type === 'note.delete' ? noteOn(event)
-      : event.deliveryId);
+  return (event) =>
+    event.type === 'scan'
+      ? lineDelivery.get(event.deliveryItemId)
+      : event.type === 'note.update' || event.type === 'note.delete'
+        ? noteOn(event)
+        : event.deliveryId;
 }
 
 async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
@@ -229,7 +281,12 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
   };
   const staged = await db.transaction(async (tx) => {
     if (lockWaitMs !== undefined) await tx.execute(sql.raw(`SET LOCAL lock_timeout = ${lockWaitMs}`));
-    const { sets, processed } = await loadWorkingSets(tx, targets, needs, events.map((e) => e.eventId));
+    const { sets, processed } = await loadWorkingSets(
+      tx,
+      targets,
+      needs,
+      events.map((e) => e.eventId),
+    );
     const lookups = await loadLookups(tx, entries);
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const deliveryOf = deliveryFinder(sets, events);
@@ -258,10 +315,21 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
         const recorded = event.type === 'scan' ? { ...event, deliveryItemId: seen.lineId ?? event.deliveryItemId } : event;
         // A copy naming nothing that exists (a deleted note) contradicts nothing: its own resend.
         const sameEvent = seen.type === event.type && (deliveryId === undefined || seen.deliveryId === deliveryId);
-        const entity = ws ? entityOf(ws, recorded, paymentRows.find((p) => p.clientEventId === event.eventId)) : null;
-        out.set(entry, !sameEvent ? reusedId(event)
-          : seen.rejection ? refusal(event, seen.rejection, { entity })
-            : { eventId: event.eventId, status: 'duplicate', entity });
+        const entity = ws
+          ? entityOf(
+              ws,
+              recorded,
+              paymentRows.find((p) => p.clientEventId === event.eventId),
+            )
+          : null;
+        out.set(
+          entry,
+          !sameEvent
+            ? reusedId(event)
+            : seen.rejection
+              ? refusal(event, seen.rejection, { entity })
+              : { eventId: event.eventId, status: 'duplicate', entity },
+        );
         continue;
       }
       if (!deliveryId || !ws) {
@@ -274,14 +342,26 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
         continue;
       }
       const { acceptedSince } = entry.options;
-      const outcome = acceptedSince && new Date(event.occurredAt) < acceptedSince ? tooOld(acceptedSince)
-        : applyOperation({ ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment }, event);
-      const result: EngineResult = outcome.ok ? { eventId: event.eventId, status: 'applied', entity: outcome.entity } : refusal(event, outcome.rejection);
+      const outcome =
+        acceptedSince && new Date(event.occurredAt) < acceptedSince
+          ? tooOld(acceptedSince)
+          : applyOperation(
+              { ws, lookups: lookups(accountId), occurredAt: new Date(event.occurredAt), attachment: entry.options.attachment },
+              event,
+            );
+      const result: EngineResult = outcome.ok
+        ? { eventId: event.eventId, status: 'applied', entity: outcome.entity }
+        : refusal(event, outcome.rejection);
       // A refusal is as final for the id as an application: a resend (after a lost answer, say)
       // must not apply it in a state that later events of its batch made.
       ws.inserts.processed.push({
-        eventId: event.eventId, type: event.type, clientId: entry.options.clientId ?? null, accountId,
-        deliveryId, occurredAt: new Date(event.occurredAt), rejection: outcome.ok ? null : outcome.rejection,
+        eventId: event.eventId,
+        type: event.type,
+        clientId: entry.options.clientId ?? null,
+        accountId,
+        deliveryId,
+        occurredAt: new Date(event.occurredAt),
+        rejection: outcome.ok ? null : outcome.rejection,
       });
       out.set(entry, result);
     }
@@ -290,13 +370,19 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
       if (first === entry) continue;
       const original = out.get(first)!;
       const ws = ownSet(deliveryOf(first.event), entry.actor.personalnummer);
-      const payment = paymentRows.find((p) => p.clientEventId === first.event.eventId)
-        ?? ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined;
+      const payment =
+        paymentRows.find((p) => p.clientEventId === first.event.eventId) ??
+        (ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined);
       const sameEvent = entry.event.type === first.event.type && deliveryOf(entry.event) === deliveryOf(first.event);
       const entity = ws ? entityOf(ws, first.event, payment) : original.entity;
-      out.set(entry, !sameEvent ? reusedId(entry.event)
-        : isRefusal(original) ? refusal(entry.event, original, { entity: entity ?? null })
-          : { eventId: entry.event.eventId, status: 'duplicate', entity });
+      out.set(
+        entry,
+        !sameEvent
+          ? reusedId(entry.event)
+          : isRefusal(original)
+            ? refusal(entry.event, original, { entity: entity ?? null })
+            : { eventId: entry.event.eventId, status: 'duplicate', entity },
+      );
     }
     const changed = [...sets.values()].filter((ws) => ws.inserts.processed.length > 0);
     const seqs = changed.length > 0 ? await flushWorkingSets(tx, changed) : new Map<number, number>();

@@ -14,13 +14,19 @@ import { notFound } from '../errors.js';
 export async function markMailSent(db: Db, numbers: string[]): Promise<MarkMailSentResponse> {
   const requested = [...new Set(numbers)];
   return db.transaction(async (tx) => {
-    const marked = await tx.update(deliveries).set({ mailSentAt: sql`now()` })
+    const marked = await tx
+      .update(deliveries)
+      .set({ mailSentAt: sql`now()` })
       .where(and(inArray(deliveries.belegnummer, requested), eq(deliveries.state, 'completed'), isNull(deliveries.mailSentAt)))
       .returning({ belegnummer: deliveries.belegnummer });
-    const known = await tx.select({
-      belegnummer: deliveries.belegnummer,
-      completed: sql<boolean>`bool_or(${deliveries.state} = 'completed')`.mapWith(Boolean),
-    }).from(deliveries).where(inArray(deliveries.belegnummer, requested)).groupBy(deliveries.belegnummer);
+    const known = await tx
+      .select({
+        belegnummer: deliveries.belegnummer,
+        completed: sql<boolean>`bool_or(${deliveries.state} = 'completed')`.mapWith(Boolean),
+      })
+      .from(deliveries)
+      .where(inArray(deliveries.belegnummer, requested))
+      .groupBy(deliveries.belegnummer);
 
     const markedSet = new Set(marked.map((r) => r.belegnummer));
     const completedOf = new Map(known.map((r) => [r.belegnummer, r.completed]));

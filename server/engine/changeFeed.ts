@@ -9,8 +9,9 @@ import { validation } from '../errors.js';
 /** `meta` key of the highest pruned seq: every change up to it may be gone. */
 export const HORIZON_KEY = 'change_log_horizon';
 
-export const RESYNC_ADVICE = 'Resync: drop the local copy, take a fresh cursor with GET /sync/cursor, '
-  + 'read the tours again (GET /me/tours, GET /tours/{id}), then continue from that cursor.';
+export const RESYNC_ADVICE =
+  'Resync: drop the local copy, take a fresh cursor with GET /sync/cursor, ' +
+  'read the tours again (GET /me/tours, GET /tours/{id}), then continue from that cursor.';
 
 const CursorBody = z.object({ epoch: z.string().min(1), seq: z.number().int().min(0) });
 
@@ -31,7 +32,9 @@ export function decodeCursor(epoch: string, cursor: string, field = 'query.since
   }
   if (!body) throw validation('The cursor is not one this server issued', [{ path: field, message: 'not a cursor' }]);
   if (body.epoch !== epoch) {
-    throw validation(`The cursor belongs to another database (it was reset). ${RESYNC_ADVICE}`, [{ path: field, message: 'cursor from another database' }]);
+    throw validation(`The cursor belongs to another database (it was reset). ${RESYNC_ADVICE}`, [
+      { path: field, message: 'cursor from another database' },
+    ]);
   }
   return body.seq;
 }
@@ -46,7 +49,15 @@ export interface ChangePage {
 type FeedRow = {
   horizon: string;
   head: string | null;
-  changes: Array<{ seq: number; entity: string; op: 'upsert' | 'delete'; id: string; tourId: string | null; data: unknown; eventIds: string[] | null }>;
+  changes: Array<{
+    seq: number;
+    entity: string;
+    op: 'upsert' | 'delete';
+    id: string;
+    tourId: string | null;
+    data: unknown;
+    eventIds: string[] | null;
+  }>;
 };
 
 /**
@@ -56,7 +67,13 @@ type FeedRow = {
  * cursor jump to the head when the page is not full, which keeps quiet accounts' cursors young.
  * Horizon and page come from ONE statement, which makes "too old" exact.
  */
-export async function readChanges(db: Db, personalnummer: number, sinceSeq: number | undefined, limit: number, field = 'query.since'): Promise<ChangePage> {
+export async function readChanges(
+  db: Db,
+  personalnummer: number,
+  sinceSeq: number | undefined,
+  limit: number,
+  field = 'query.since',
+): Promise<ChangePage> {
   const since = sinceSeq ?? -1;
   const stable = await stableHead(db);
   const result = await db.execute<FeedRow>(sql`
@@ -80,7 +97,7 @@ export async function readChanges(db: Db, personalnummer: number, sinceSeq: numb
   if (sinceSeq !== undefined && sinceSeq > Number(row.head ?? 0)) {
     throw validation(`The cursor is ahead of this database's change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'not a cursor' }]);
   }
-  const rows = typeof row.changes === 'string' ? JSON.parse(row.changes) as FeedRow['changes'] : row.changes;
+  const rows = typeof row.changes === 'string' ? (JSON.parse(row.changes) as FeedRow['changes']) : row.changes;
   const hasMore = rows.length > limit;
   const changes = rows.slice(0, limit).map(toChange);
   const start = Math.max(since, horizon, 0);
@@ -91,7 +108,10 @@ export async function readChanges(db: Db, personalnummer: number, sinceSeq: numb
 function toChange(row: FeedRow['changes'][number]): Change {
   // The row was written from a ChangeRecord, whose data is its entity's shape.
   return {
-    seq: Number(row.seq), entity: row.entity, op: row.op, id: row.id,
+    seq: Number(row.seq),
+    entity: row.entity,
+    op: row.op,
+    id: row.id,
     ...(row.tourId ? { tourId: row.tourId } : {}),
     ...(row.data !== null && row.data !== undefined ? { data: row.data } : {}),
     ...(row.eventIds ? { eventIds: row.eventIds } : {}),

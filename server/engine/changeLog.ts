@@ -61,10 +61,17 @@ export function changeLogValues(changes: ChangeRecord[]): { changes: string; aud
   const owners = new Set(changes.map((c) => c.accountId ?? null));
   const named = owners.has(null) ? '*' : [...owners].join(',');
   return {
-    changes: JSON.stringify(changes.map((c) => ({
-      entity: c.entity, op: c.op, entity_id: c.id, tour_id: c.tourId ?? null, account_id: c.accountId ?? null, data: c.data ?? null,
-      ...(c.eventIds?.length ? { event_ids: c.eventIds } : {}),
-    }))),
+    changes: JSON.stringify(
+      changes.map((c) => ({
+        entity: c.entity,
+        op: c.op,
+        entity_id: c.id,
+        tour_id: c.tourId ?? null,
+        account_id: c.accountId ?? null,
+        data: c.data ?? null,
+        ...(c.eventIds?.length ? { event_ids: c.eventIds } : {}),
+      })),
+    ),
     audience: named.length > MAX_AUDIENCE_CHARS ? '*' : named,
   };
 }
@@ -80,8 +87,13 @@ export async function announceDeactivation(tx: Db, personalnummer: number) {
 /** Appends change records to the transaction (see `changeLogAppend`); answers the highest seq taken. */
 export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<number | undefined> {
   if (changes.length === 0) return undefined;
-  const [result] = await executePrepared<{ max_seq: string }>(tx, 'change_log_append', () => sql`WITH ${sql.join(changeLogAppend.parts, sql`, `)}
-    SELECT (SELECT max(seq) FROM change_rows)::text AS max_seq, ${changeLogAppend.notify}`, changeLogValues(changes));
+  const [result] = await executePrepared<{ max_seq: string }>(
+    tx,
+    'change_log_append',
+    () => sql`WITH ${sql.join(changeLogAppend.parts, sql`, `)}
+    SELECT (SELECT max(seq) FROM change_rows)::text AS max_seq, ${changeLogAppend.notify}`,
+    changeLogValues(changes),
+  );
   return Number(result.max_seq);
 }
 
@@ -98,11 +110,15 @@ const probes = new WeakMap<Db, Promise<number>>();
 export function stableHead(db: Db): Promise<number> {
   const running = probes.get(db);
   if (running) return running;
-  const probe = db.transaction(async (tx) => {
-    await tx.execute(sql`SELECT pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`);
-    const result = await tx.execute<{ head: string }>(sql`SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS head FROM change_log_seq_seq`);
-    return Number(result.rows[0].head);
-  }).finally(() => probes.delete(db));
+  const probe = db
+    .transaction(async (tx) => {
+      await tx.execute(sql`SELECT pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`);
+      const result = await tx.execute<{ head: string }>(
+        sql`SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS head FROM change_log_seq_seq`,
+      );
+      return Number(result.rows[0].head);
+    })
+    .finally(() => probes.delete(db));
   probes.set(db, probe);
   return probe;
 }

@@ -65,11 +65,15 @@ export async function createChangeNotifier(database: Database, logger: Logger): 
   return {
     subscribe(onWake) {
       subscribers.add(onWake);
-      return () => { subscribers.delete(onWake); };
+      return () => {
+        subscribers.delete(onWake);
+      };
     },
     onDeactivated(listener) {
       deactivationListeners.add(listener);
-      return () => { deactivationListeners.delete(listener); };
+      return () => {
+        deactivationListeners.delete(listener);
+      };
     },
     async close() {
       subscribers.clear();

@@ -15,11 +15,18 @@ export function setDeliveryOrder(db: Db, accountId: number, tourId: string, deli
     // The tour's row first, then its deliveries, as a re-sync locks them: the other way round the
     // two could wait on each other. No key update: a delivery joining the tour meanwhile only
     // needs the key (its foreign key check), and may.
-    const [tour] = await tx.select({ id: tours.id }).from(tours)
-      .where(and(eq(tours.id, tourId), eq(tours.accountId, accountId))).for('no key update');
+    const [tour] = await tx
+      .select({ id: tours.id })
+      .from(tours)
+      .where(and(eq(tours.id, tourId), eq(tours.accountId, accountId)))
+      .for('no key update');
     if (!tour) throw notFound('Tour');
-    const current = await tx.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.tourId, tourId))
-      .orderBy(deliveries.id).for('update');
+    const current = await tx
+      .select({ id: deliveries.id })
+      .from(deliveries)
+      .where(eq(deliveries.tourId, tourId))
+      .orderBy(deliveries.id)
+      .for('update');
     const inTour = new Set(current.map((d) => d.id));
 
     const problems: FieldProblem[] = [];
@@ -34,19 +41,45 @@ export function setDeliveryOrder(db: Db, accountId: number, tourId: string, deli
     if (problems.length) throw validation('deliveryIds must name every delivery of the tour exactly once', problems);
     if (deliveryIds.length === 0) return { tourId, deliveryIds };
     // Kept apart from the order itself, which may happen to equal the ERP's now or after a re-sync.
-    await tx.update(tours).set({ orderedByDriverAt: sql`now()` }).where(and(eq(tours.id, tourId), isNull(tours.orderedByDriverAt)));
+    await tx
+      .update(tours)
+      .set({ orderedByDriverAt: sql`now()` })
+      .where(and(eq(tours.id, tourId), isNull(tours.orderedByDriverAt)));
 
-    const position = sql`CASE ${deliveries.id} ${sql.join(deliveryIds.map((id, i) => sql`WHEN ${id}::uuid THEN ${i}::integer`), sql` `)} END`;
-    const changed = await tx.update(deliveries).set({ sortOrder: position, updatedAt: sql`now()` })
+    const position = sql`CASE ${deliveries.id} ${sql.join(
+      deliveryIds.map((id, i) => sql`WHEN ${id}::uuid THEN ${i}::integer`),
+      sql` `,
+    )} END`;
+    const changed = await tx
+      .update(deliveries)
+      .set({ sortOrder: position, updatedAt: sql`now()` })
       // Only the locked deliveries: one a re-sync added since has no place in this order (and keeps its own).
-      .where(and(eq(deliveries.tourId, tourId), inArray(deliveries.id, deliveryIds), sql`${deliveries.sortOrder} IS DISTINCT FROM ${position}`))
+      .where(
+        and(eq(deliveries.tourId, tourId), inArray(deliveries.id, deliveryIds), sql`${deliveries.sortOrder} IS DISTINCT FROM ${position}`),
+      )
       .returning();
     if (changed.length) {
-      const items = await tx.select().from(deliveryItems).where(inArray(deliveryItems.deliveryId, changed.map((d) => d.id)));
+      const items = await tx
+        .select()
+        .from(deliveryItems)
+        .where(
+          inArray(
+            deliveryItems.deliveryId,
+            changed.map((d) => d.id),
+          ),
+        );
       const itemsOf = (id: string): ItemRow[] => items.filter((i) => i.deliveryId === id);
-      await recordChanges(tx, changed.map((d) => ({
-        entity: 'delivery', op: 'upsert' as const, id: d.id, tourId, accountId, data: toDelivery(d, itemsOf(d.id)),
-      })));
+      await recordChanges(
+        tx,
+        changed.map((d) => ({
+          entity: 'delivery',
+          op: 'upsert' as const,
+          id: d.id,
+          tourId,
+          accountId,
+          data: toDelivery(d, itemsOf(d.id)),
+        })),
+      );
     }
     return { tourId, deliveryIds };
   });

@@ -14,9 +14,13 @@ export async function loadLookups(db: Db, entries: { event: SyncEvent; actor: Dr
   const events = entries.map((e) => e.event);
   const serviceIds = events.flatMap((e) => (e.type === 'service.set' || e.type === 'service.clear' ? [e.serviceId] : []));
   const methodIds = events.flatMap((e) => (e.type === 'payment' ? [e.paymentMethodId] : []));
-  const carOwners = [...new Set(entries
-    .filter(({ event: e }) => ('authorCarId' in e && e.authorCarId) || (e.type === 'delivery.assignCar' && e.carId))
-    .map((e) => e.actor.personalnummer))];
+  const carOwners = [
+    ...new Set(
+      entries
+        .filter(({ event: e }) => ('authorCarId' in e && e.authorCarId) || (e.type === 'delivery.assignCar' && e.carId))
+        .map((e) => e.actor.personalnummer),
+    ),
+  ];
   const [carRows, serviceRows, methodRows] = await Promise.all([
     carOwners.length ? db.select().from(cars).where(inArray(cars.accountId, carOwners)) : [],
     serviceIds.length ? db.select().from(services).where(inArray(services.id, serviceIds)) : [],

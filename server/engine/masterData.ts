@@ -1,7 +1,10 @@
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { z } from 'zod';
 import type {
-  CreatePaymentMethodRequest, CreateServiceRequest, UpdatePaymentMethodRequest, UpdateServiceRequest,
+  CreatePaymentMethodRequest,
+  CreateServiceRequest,
+  UpdatePaymentMethodRequest,
+  UpdateServiceRequest,
 } from '../../shared/schemas/masterData.js';
 import type { Db } from '../db/client.js';
 import { constraintViolation } from '../db/errors.js';
@@ -28,7 +31,8 @@ async function unreferenced<T>(remove: () => Promise<T>, what: string): Promise<
   try {
     return await remove();
   } catch (error) {
-    if (constraintViolation(error)?.kind === 'foreign_key') throw conflict(`${what} is still referenced by deliveries; deactivate it instead`);
+    if (constraintViolation(error)?.kind === 'foreign_key')
+      throw conflict(`${what} is still referenced by deliveries; deactivate it instead`);
     throw error;
   }
 }
@@ -36,7 +40,9 @@ async function unreferenced<T>(remove: () => Promise<T>, what: string): Promise<
 // ---------- cars ----------
 
 export async function listCars(db: Db, accountId: number, includeInactive: boolean) {
-  const rows = await db.select().from(cars)
+  const rows = await db
+    .select()
+    .from(cars)
     .where(and(eq(cars.accountId, accountId), includeInactive ? undefined : eq(cars.active, true)))
     .orderBy(asc(cars.plate));
   return rows.map(toCar);
@@ -45,33 +51,51 @@ export async function listCars(db: Db, accountId: number, includeInactive: boole
 const duplicatePlate = () => validation('A car with this plate exists', [{ path: 'plate', message: 'plate already exists' }]);
 
 export function createCar(db: Db, accountId: number, plate: string) {
-  return uniquely(() => db.transaction(async (tx) => {
-    const [row] = await tx.insert(cars).values({ accountId, plate: plate.trim(), plateKey: plateKey(plate) }).returning();
-    const car = toCar(row);
-    await recordChanges(tx, [{ entity: 'car', op: 'upsert', id: car.id, accountId, data: car }]);
-    return car;
-  }), duplicatePlate);
+  return uniquely(
+    () =>
+      db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(cars)
+          .values({ accountId, plate: plate.trim(), plateKey: plateKey(plate) })
+          .returning();
+        const car = toCar(row);
+        await recordChanges(tx, [{ entity: 'car', op: 'upsert', id: car.id, accountId, data: car }]);
+        return car;
+      }),
+    duplicatePlate,
+  );
 }
 
 export function updateCar(db: Db, accountId: number, carId: string, patch: { plate?: string; active?: boolean }) {
-  return uniquely(() => db.transaction(async (tx) => {
-    const [row] = await tx.update(cars).set({
-      ...(patch.plate !== undefined ? { plate: patch.plate.trim(), plateKey: plateKey(patch.plate) } : {}),
-      ...(patch.active !== undefined ? { active: patch.active } : {}),
-      updatedAt: new Date(),
-    }).where(and(eq(cars.id, carId), eq(cars.accountId, accountId))).returning();
-    if (!row) throw notFound('Car');
-    const car = toCar(row);
-    await recordChanges(tx, [{ entity: 'car', op: 'upsert', id: car.id, accountId, data: car }]);
-    return car;
-  }), duplicatePlate);
+  return uniquely(
+    () =>
+      db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(cars)
+          .set({
+            ...(patch.plate !== undefined ? { plate: patch.plate.trim(), plateKey: plateKey(patch.plate) } : {}),
+            ...(patch.active !== undefined ? { active: patch.active } : {}),
+            updatedAt: new Date(),
+          })
+          .where(and(eq(cars.id, carId), eq(cars.accountId, accountId)))
+          .returning();
+        if (!row) throw notFound('Car');
+        const car = toCar(row);
+        await recordChanges(tx, [{ entity: 'car', op: 'upsert', id: car.id, accountId, data: car }]);
+        return car;
+      }),
+    duplicatePlate,
+  );
 }
 
 // ---------- payment methods ----------
 
 export async function listPaymentMethods(db: Db, includeInactive: boolean) {
-  const rows = await db.select().from(paymentMethods)
-    .where(includeInactive ? undefined : eq(paymentMethods.active, true)).orderBy(asc(paymentMethods.name));
+  const rows = await db
+    .select()
+    .from(paymentMethods)
+    .where(includeInactive ? undefined : eq(paymentMethods.active, true))
+    .orderBy(asc(paymentMethods.name));
   return rows.map(toPaymentMethod);
 }
 
@@ -79,17 +103,28 @@ const publishPaymentMethod = (tx: Db, method: PaymentMethod) =>
   recordChanges(tx, [{ entity: 'paymentMethod', op: 'upsert', id: method.id, data: method }]);
 
 export function createPaymentMethod(db: Db, input: z.output<typeof CreatePaymentMethodRequest>) {
-  return uniquely(() => db.transaction(async (tx) => {
-    const [row] = await tx.insert(paymentMethods).values({ code: input.code, name: input.name, collectOnSite: input.collectOnSite ?? false }).returning();
-    const method = toPaymentMethod(row);
-    await publishPaymentMethod(tx, method);
-    return method;
-  }), () => validation('A payment method with this code exists', [{ path: 'code', message: 'code already exists' }]));
+  return uniquely(
+    () =>
+      db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(paymentMethods)
+          .values({ code: input.code, name: input.name, collectOnSite: input.collectOnSite ?? false })
+          .returning();
+        const method = toPaymentMethod(row);
+        await publishPaymentMethod(tx, method);
+        return method;
+      }),
+    () => validation('A payment method with this code exists', [{ path: 'code', message: 'code already exists' }]),
+  );
 }
 
 export function updatePaymentMethod(db: Db, id: string, patch: z.output<typeof UpdatePaymentMethodRequest>) {
   return db.transaction(async (tx) => {
-    const [row] = await tx.update(paymentMethods).set({ ...patch, updatedAt: new Date() }).where(eq(paymentMethods.id, id)).returning();
+    const [row] = await tx
+      .update(paymentMethods)
+      .set({ ...patch, updatedAt: new Date() })
+      .where(eq(paymentMethods.id, id))
+      .returning();
     if (!row) throw notFound('Payment method');
     const method = toPaymentMethod(row);
     await publishPaymentMethod(tx, method);
@@ -98,17 +133,23 @@ export function updatePaymentMethod(db: Db, id: string, patch: z.output<typeof U
 }
 
 export function deletePaymentMethod(db: Db, id: string) {
-  return unreferenced(() => db.transaction(async (tx) => {
-    const [row] = await tx.delete(paymentMethods).where(eq(paymentMethods.id, id)).returning({ id: paymentMethods.id });
-    if (!row) throw notFound('Payment method');
-    await recordChanges(tx, [{ entity: 'paymentMethod', op: 'delete', id }]);
-  }), 'The payment method');
+  return unreferenced(
+    () =>
+      db.transaction(async (tx) => {
+        const [row] = await tx.delete(paymentMethods).where(eq(paymentMethods.id, id)).returning({ id: paymentMethods.id });
+        if (!row) throw notFound('Payment method');
+        await recordChanges(tx, [{ entity: 'paymentMethod', op: 'delete', id }]);
+      }),
+    'The payment method',
+  );
 }
 
 // ---------- services ----------
 
 export async function listServices(db: Db, includeInactive: boolean) {
-  const rows = await db.select().from(services)
+  const rows = await db
+    .select()
+    .from(services)
     .where(includeInactive ? undefined : eq(services.active, true))
     .orderBy(sql`${services.sortOrder} ASC NULLS LAST`, asc(services.name));
   return rows.map(toService);
@@ -116,7 +157,9 @@ export async function listServices(db: Db, includeInactive: boolean) {
 
 function checkLimits(kind: Service['kind'], minValue: number | null, maxValue: number | null) {
   if (kind === 'boolean' && (minValue !== null || maxValue !== null)) {
-    throw validation('A boolean service has no limits', [{ path: minValue !== null ? 'minValue' : 'maxValue', message: 'only numeric services have limits' }]);
+    throw validation('A boolean service has no limits', [
+      { path: minValue !== null ? 'minValue' : 'maxValue', message: 'only numeric services have limits' },
+    ]);
   }
   if (minValue !== null && maxValue !== null && minValue > maxValue) {
     throw validation('minValue must not exceed maxValue', [{ path: 'minValue', message: 'must be <= maxValue' }]);
@@ -130,14 +173,26 @@ export function createService(db: Db, input: z.output<typeof CreateServiceReques
   const minValue = input.minValue ?? null;
   const maxValue = input.maxValue ?? null;
   checkLimits(input.kind, minValue, maxValue);
-  return uniquely(() => db.transaction(async (tx) => {
-    const [row] = await tx.insert(services).values({
-      key: input.key, name: input.name, kind: input.kind, minValue, maxValue, sortOrder: input.sortOrder ?? null,
-    }).returning();
-    const service = toService(row);
-    await publishService(tx, service);
-    return service;
-  }), () => conflict(`A service with key ${input.key} exists`));
+  return uniquely(
+    () =>
+      db.transaction(async (tx) => {
+        const [row] = await tx
+          .insert(services)
+          .values({
+            key: input.key,
+            name: input.name,
+            kind: input.kind,
+            minValue,
+            maxValue,
+            sortOrder: input.sortOrder ?? null,
+          })
+          .returning();
+        const service = toService(row);
+        await publishService(tx, service);
+        return service;
+      }),
+    () => conflict(`A service with key ${input.key} exists`),
+  );
 }
 
 export function updateService(db: Db, id: string, patch: z.output<typeof UpdateServiceRequest>) {
@@ -147,7 +202,11 @@ export function updateService(db: Db, id: string, patch: z.output<typeof UpdateS
     const minValue = patch.minValue !== undefined ? patch.minValue : current.minValue;
     const maxValue = patch.maxValue !== undefined ? patch.maxValue : current.maxValue;
     checkLimits(current.kind, minValue, maxValue);
-    const [row] = await tx.update(services).set({ ...patch, updatedAt: new Date() }).where(eq(services.id, id)).returning();
+    const [row] = await tx
+      .update(services)
+      .set({ ...patch, updatedAt: new Date() })
+      .where(eq(services.id, id))
+      .returning();
     const service = toService(row);
     await publishService(tx, service);
     return service;
@@ -155,9 +214,13 @@ export function updateService(db: Db, id: string, patch: z.output<typeof UpdateS
 }
 
 export function deleteService(db: Db, id: string) {
-  return unreferenced(() => db.transaction(async (tx) => {
-    const [row] = await tx.delete(services).where(eq(services.id, id)).returning({ id: services.id });
-    if (!row) throw notFound('Service');
-    await recordChanges(tx, [{ entity: 'service', op: 'delete', id }]);
-  }), 'The service');
+  return unreferenced(
+    () =>
+      db.transaction(async (tx) => {
+        const [row] = await tx.delete(services).where(eq(services.id, id)).returning({ id: services.id });
+        if (!row) throw notFound('Service');
+        await recordChanges(tx, [{ entity: 'service', op: 'delete', id }]);
+      }),
+    'The service',
+  );
 }

@@ -13,7 +13,9 @@ import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type Pay
 import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
 
 /** `errors` names the fields of the event (the same as the REST request's) that broke the rule. */
-export interface Rejection extends RecordedRejection { code: ErrorCode }
+export interface Rejection extends RecordedRejection {
+  code: ErrorCode;
+}
 export type Outcome = { ok: true; entity: EventEntity | null } | { ok: false; rejection: Rejection };
 
 /** What an operation may look up besides its delivery; loaded once per batch. */
@@ -23,7 +25,11 @@ export interface Lookups {
   paymentMethods: Map<string, typeof paymentMethods.$inferSelect>;
 }
 
-export interface AttachmentInput { reference: string; contentType: string; sizeBytes: number }
+export interface AttachmentInput {
+  reference: string;
+  contentType: string;
+  sizeBytes: number;
+}
 
 export interface OperationInput {
   ws: WorkingSet;
@@ -32,12 +38,15 @@ export interface OperationInput {
   attachment?: AttachmentInput;
 }
 
-const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[]): Outcome =>
-  ({ ok: false, rejection: { code, reason, message, ...(errors && { errors }) } });
+const rejected = (code: ErrorCode, reason: string, message: string, errors?: FieldProblem[]): Outcome => ({
+  ok: false,
+  rejection: { code, reason, message, ...(errors && { errors }) },
+});
 const invalid = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors);
 const notOwnCar = (path: 'authorCarId' | 'carId') =>
   invalid('The car does not belong to your account', 'car_not_of_account', [{ path, message: 'is not a car of your account' }]);
-const notActive = (ws: WorkingSet) => rejected('invalid_state_transition', 'delivery_not_active', `The delivery is ${ws.delivery.state}, not active`);
+const notActive = (ws: WorkingSet) =>
+  rejected('invalid_state_transition', 'delivery_not_active', `The delivery is ${ws.delivery.state}, not active`);
 
 // Scan rejections that concern the state of a line rather than the request.
 const stateReasons = new Set(['item_removed', 'invalid_action']);
@@ -47,9 +56,12 @@ function checkCar(lookups: Lookups, carId: string | null | undefined): Outcome |
   return undefined;
 }
 
-const openAmount = (ws: WorkingSet) => openAmountCents({
-  erpOpenAmountCents: ws.delivery.erpOpenAmountCents, creditAmountCents: ws.delivery.creditAmountCents, positions: [...ws.items.values()].map((i) => i.row),
-});
+const openAmount = (ws: WorkingSet) =>
+  openAmountCents({
+    erpOpenAmountCents: ws.delivery.erpOpenAmountCents,
+    creditAmountCents: ws.delivery.creditAmountCents,
+    positions: [...ws.items.values()].map((i) => i.row),
+  });
 
 /** The state of what the event touches, as its result (also for duplicates). */
 export function entityOf(ws: WorkingSet, event: SyncEvent, payment?: PaymentRow): EventEntity | null {
@@ -62,11 +74,14 @@ export function entityOf(ws: WorkingSet, event: SyncEvent, payment?: PaymentRow)
       return { credit: toCredit(ws.delivery), openAmountCents: openAmount(ws) };
     case 'payment':
       return payment ? { payment: toPayment(payment), openAmountCents: openAmount(ws) } : null;
-    case 'note.create': case 'note.update': case 'note.delete': {
+    case 'note.create':
+    case 'note.update':
+    case 'note.delete': {
       const note = ws.notes?.get(event.noteId);
       return note && note.state !== 'deleted' ? currentNote(ws, note.row) : null;
     }
-    case 'service.set': case 'service.clear': {
+    case 'service.set':
+    case 'service.clear': {
       const value = ws.serviceValues?.get(event.serviceId);
       return value && value.state !== 'deleted' ? toServiceValue(value.row) : null;
     }
@@ -83,14 +98,23 @@ function scan(input: OperationInput, event: SyncEventOf<'scan'>, eventId: string
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
   const outcome = applyItemAction({ ...item.row, scannable: item.scannable }, event.action, event.quantity);
-  if (!outcome.ok) return rejected(stateReasons.has(outcome.code) ? 'invalid_state_transition' : 'validation', outcome.code, outcome.message);
+  if (!outcome.ok)
+    return rejected(stateReasons.has(outcome.code) ? 'invalid_state_transition' : 'validation', outcome.code, outcome.message);
   const { state, scannedQuantity, creditedQuantity } = outcome.item;
   item.row = { ...item.row, state, scannedQuantity, creditedQuantity };
   item.dirty = true;
   ws.inserts.audit.push({
-    clientScanId: eventId, deliveryId: ws.delivery.id, deliveryItemId: item.row.id, action: event.action,
-    quantity: event.quantity ?? null, reason: event.reason?.trim() || null, scannedQuantityAfter: scannedQuantity,
-    creditedQuantityAfter: creditedQuantity, stateAfter: state, accountId: ws.accountId, authorCarId: event.authorCarId ?? null,
+    clientScanId: eventId,
+    deliveryId: ws.delivery.id,
+    deliveryItemId: item.row.id,
+    action: event.action,
+    quantity: event.quantity ?? null,
+    reason: event.reason?.trim() || null,
+    scannedQuantityAfter: scannedQuantity,
+    creditedQuantityAfter: creditedQuantity,
+    stateAfter: state,
+    accountId: ws.accountId,
+    authorCarId: event.authorCarId ?? null,
     occurredAt: input.occurredAt,
   });
   if (event.action === 'unremove' && ws.notes) {
@@ -112,7 +136,8 @@ function transition(input: OperationInput, operation: DeliveryOperation, reason:
   const { ws } = input;
   // The state comes first: an operation the state does not allow is refused as such, whatever it carries.
   const next = nextDeliveryState(ws.delivery.state, operation);
-  if (!next) return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
+  if (!next)
+    return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
   const problem = reason === null ? null : reasonProblem(reason);
   if (problem) return invalid(`A reason to ${operation} is required`, 'validation', [problem]);
   changeDelivery(ws, { state: next, stateReason: reason?.trim() ?? null });
@@ -133,8 +158,13 @@ function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: st
     changeDelivery(ws, { creditAmountCents: null, creditReason: null, creditUpdatedAt: input.occurredAt });
   }
   ws.inserts.credits.push({
-    clientEventId: eventId, deliveryId: ws.delivery.id, action: event.action, amountCents: event.action === 'set' ? event.amountCents! : null,
-    reason: event.action === 'set' ? event.reason!.trim() : null, accountId: ws.accountId, authorCarId: event.authorCarId ?? null,
+    clientEventId: eventId,
+    deliveryId: ws.delivery.id,
+    action: event.action,
+    amountCents: event.action === 'set' ? event.amountCents! : null,
+    reason: event.action === 'set' ? event.reason!.trim() : null,
+    accountId: ws.accountId,
+    authorCarId: event.authorCarId ?? null,
     occurredAt: input.occurredAt,
   });
   return { ok: true, entity: { credit: toCredit(ws.delivery), openAmountCents: openAmount(ws) } };
@@ -147,11 +177,23 @@ function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: 
   if (car) return car;
   const method = input.lookups.paymentMethods.get(event.paymentMethodId);
   const open = openAmount(ws);
-  const problem = paymentProblem({ methodActive: method?.active ?? false, openAmountCents: open, expectedAmountCents: event.expectedAmountCents });
+  const problem = paymentProblem({
+    methodActive: method?.active ?? false,
+    openAmountCents: open,
+    expectedAmountCents: event.expectedAmountCents,
+  });
   if (problem) return invalid(problem.message, problem.code, problem.path ? [{ path: problem.path, message: problem.message }] : undefined);
   const row: PaymentRow = {
-    id: randomUUID(), clientEventId: eventId, deliveryId: ws.delivery.id, paymentMethodId: method!.id, paymentMethodCode: method!.code,
-    amountCents: open, accountId: ws.accountId, authorCarId: event.authorCarId ?? null, occurredAt: input.occurredAt, receivedAt: new Date(),
+    id: randomUUID(),
+    clientEventId: eventId,
+    deliveryId: ws.delivery.id,
+    paymentMethodId: method!.id,
+    paymentMethodCode: method!.code,
+    amountCents: open,
+    accountId: ws.accountId,
+    authorCarId: event.authorCarId ?? null,
+    occurredAt: input.occurredAt,
+    receivedAt: new Date(),
   };
   ws.inserts.payments.push(row);
   return { ok: true, entity: { payment: toPayment(row), openAmountCents: open } };
@@ -163,18 +205,33 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
   if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) {
-    return invalid('creditDeliveryItemId is not a line of this delivery', 'validation', [{ path: 'creditDeliveryItemId', message: 'is not a line of this delivery' }]);
+    return invalid('creditDeliveryItemId is not a line of this delivery', 'validation', [
+      { path: 'creditDeliveryItemId', message: 'is not a line of this delivery' },
+    ]);
   }
   if (ws.notes!.has(event.noteId)) return rejected('conflict', 'conflict', 'A note with this id exists');
   const now = new Date();
   const row = {
-    id: event.noteId, deliveryId: ws.delivery.id, text: noteText(event.text),
-    imageAttachment: noteImageReference(event.imageAttachment), authorCarId: event.authorCarId ?? null,
-    creditDeliveryItemId: event.creditDeliveryItemId ?? null, isAmountCreditNote: event.isAmountCreditNote ?? false, createdAt: now, updatedAt: now,
+    id: event.noteId,
+    deliveryId: ws.delivery.id,
+    text: noteText(event.text),
+    imageAttachment: noteImageReference(event.imageAttachment),
+    authorCarId: event.authorCarId ?? null,
+    creditDeliveryItemId: event.creditDeliveryItemId ?? null,
+    isAmountCreditNote: event.isAmountCreditNote ?? false,
+    createdAt: now,
+    updatedAt: now,
   };
   ws.notes!.set(row.id, { row, state: 'new' });
   if (input.attachment) {
-    const image = { id: randomUUID(), deliveryId: ws.delivery.id, noteId: row.id, kind: 'note_image' as const, ...input.attachment, createdAt: now };
+    const image = {
+      id: randomUUID(),
+      deliveryId: ws.delivery.id,
+      noteId: row.id,
+      kind: 'note_image' as const,
+      ...input.attachment,
+      createdAt: now,
+    };
     ws.inserts.attachments.push(image);
     ws.noteImages.set(row.id, image);
   }
@@ -224,8 +281,12 @@ function serviceSet(input: OperationInput, event: SyncEventOf<'service.set'>): O
   const problem = serviceValueProblem(service, event);
   if (problem) return invalid(`${problem.path} ${problem.message}`, 'invalid_service_value', [problem]);
   const row = {
-    deliveryId: ws.delivery.id, serviceId: service.id, boolValue: event.boolValue ?? null, numericValue: event.numericValue ?? null,
-    authorCarId: null, updatedAt: new Date(),
+    deliveryId: ws.delivery.id,
+    serviceId: service.id,
+    boolValue: event.boolValue ?? null,
+    numericValue: event.numericValue ?? null,
+    authorCarId: null,
+    updatedAt: new Date(),
   };
   ws.serviceValues!.set(service.id, { row, state: 'dirty' });
   return { ok: true, entity: toServiceValue(row) };
@@ -254,17 +315,29 @@ function assignCar(input: OperationInput, event: SyncEventOf<'delivery.assignCar
 /** Applies one event to the working set in memory, or says why not; nothing is written here. */
 export function applyOperation(input: OperationInput, event: SyncEvent): Outcome {
   switch (event.type) {
-    case 'scan': return scan(input, event, event.eventId);
-    case 'delivery.hold': return transition(input, 'hold', event.reason);
-    case 'delivery.resume': return transition(input, 'resume', null);
-    case 'delivery.cancel': return transition(input, 'cancel', event.reason);
-    case 'delivery.assignCar': return assignCar(input, event);
-    case 'credit': return credit(input, event, event.eventId);
-    case 'payment': return payment(input, event, event.eventId);
-    case 'note.create': return noteCreate(input, event);
-    case 'note.update': return noteUpdate(input, event);
-    case 'note.delete': return noteDelete(input, event);
-    case 'service.set': return serviceSet(input, event);
-    case 'service.clear': return serviceClear(input, event);
+    case 'scan':
+      return scan(input, event, event.eventId);
+    case 'delivery.hold':
+      return transition(input, 'hold', event.reason);
+    case 'delivery.resume':
+      return transition(input, 'resume', null);
+    case 'delivery.cancel':
+      return transition(input, 'cancel', event.reason);
+    case 'delivery.assignCar':
+      return assignCar(input, event);
+    case 'credit':
+      return credit(input, event, event.eventId);
+    case 'payment':
+      return payment(input, event, event.eventId);
+    case 'note.create':
+      return noteCreate(input, event);
+    case 'note.update':
+      return noteUpdate(input, event);
+    case 'note.delete':
+      return noteDelete(input, event);
+    case 'service.set':
+      return serviceSet(input, event);
+    case 'service.clear':
+      return serviceClear(input, event);
   }
 }

@@ -4,11 +4,29 @@ import { serviceValueChangeId } from '../../shared/rules/services.js';
 import { executePrepared, type Db } from '../db/client.js';
 import { arrayLiteral, fromJsonRows, inList, inPlaceholder } from '../db/jsonRows.js';
 import {
-  articles, attachments, creditEvents, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol,
-  processedEvents, scanAudit, tours,
+  articles,
+  attachments,
+  creditEvents,
+  deliveries,
+  deliveryItems,
+  deliveryServiceValues,
+  notes,
+  paymentProtocol,
+  processedEvents,
+  scanAudit,
+  tours,
 } from '../db/schema.js';
 import {
-  toAttachment, toDelivery, toItem, toNote, toPayment, toServiceValue, type AttachmentRow, type DeliveryRow, type ItemRow, type NoteRow,
+  toAttachment,
+  toDelivery,
+  toItem,
+  toNote,
+  toPayment,
+  toServiceValue,
+  type AttachmentRow,
+  type DeliveryRow,
+  type ItemRow,
+  type NoteRow,
   type ServiceValueRow,
 } from '../shapes/rows.js';
 import { changeLogAppend, changeLogValues, type ChangeRecord } from './changeLog.js';
@@ -44,7 +62,11 @@ export interface WorkingSet {
 type JsonRows = Record<string, unknown>[] | null;
 
 /** What a batch's events name: deliveries, and the lines and notes that lead to theirs. */
-export interface Targets { deliveryIds: string[]; itemIds: string[]; noteIds: string[] }
+export interface Targets {
+  deliveryIds: string[];
+  itemIds: string[];
+  noteIds: string[];
+}
 
 /**
  * Locks the deliveries the events name, directly or through a line or a note (in id order, so
@@ -57,27 +79,53 @@ export interface Targets { deliveryIds: string[]; itemIds: string[]; noteIds: st
  * deliveries in that snapshot is safe.
  */
 export async function loadWorkingSets(
-  tx: Db, targets: Targets, needs: { notes: boolean; services: boolean }, eventIds: string[],
+  tx: Db,
+  targets: Targets,
+  needs: { notes: boolean; services: boolean },
+  eventIds: string[],
 ): Promise<{ sets: Map<string, WorkingSet>; processed: RecordedEvent[] }> {
   const has = { items: targets.itemIds.length > 0, notes: targets.noteIds.length > 0 };
-  const lockedRows = await executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(tx, `engine_lock${shape(has)}`, () => {
-    const named = [sql`SELECT unnest(${sql.placeholder('deliveryIds')}::uuid[])`];
-    if (has.items) named.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inPlaceholder(deliveryItems.id, 'itemIds')}`);
-    if (has.notes) named.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inPlaceholder(notes.id, 'noteIds')}`);
-    return sql`
+  const lockedRows = await executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(
+    tx,
+    `engine_lock${shape(has)}`,
+    () => {
+      const named = [sql`SELECT unnest(${sql.placeholder('deliveryIds')}::uuid[])`];
+      if (has.items)
+        named.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inPlaceholder(deliveryItems.id, 'itemIds')}`);
+      if (has.notes) named.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inPlaceholder(notes.id, 'noteIds')}`);
+      return sql`
       SELECT to_json(${deliveries}) AS delivery, ${tours.accountId} AS account_id
       FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId}
       WHERE ${deliveries.id} IN (${sql.join(named, sql` UNION ALL `)})
       ORDER BY ${deliveries.id} FOR UPDATE OF ${deliveries}`;
-  }, { deliveryIds: arrayLiteral(targets.deliveryIds), itemIds: arrayLiteral(targets.itemIds), noteIds: arrayLiteral(targets.noteIds) });
-  const locked = fromJsonRows(deliveries, lockedRows.map((r) => r.delivery)).map((delivery, i) => ({ delivery, accountId: Number(lockedRows[i].account_id) }));
-  const sets = new Map<string, WorkingSet>(locked.map(({ delivery, accountId }) => [delivery.id, {
-    accountId, delivery, deliveryDirty: false, items: new Map(), noteImages: new Map(), releasedImages: [],
-    notes: needs.notes ? new Map() : undefined, serviceValues: needs.services ? new Map() : undefined,
-    inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
-  }]));
+    },
+    { deliveryIds: arrayLiteral(targets.deliveryIds), itemIds: arrayLiteral(targets.itemIds), noteIds: arrayLiteral(targets.noteIds) },
+  );
+  const locked = fromJsonRows(
+    deliveries,
+    lockedRows.map((r) => r.delivery),
+  ).map((delivery, i) => ({ delivery, accountId: Number(lockedRows[i].account_id) }));
+  const sets = new Map<string, WorkingSet>(
+    locked.map(({ delivery, accountId }) => [
+      delivery.id,
+      {
+        accountId,
+        delivery,
+        deliveryDirty: false,
+        items: new Map(),
+        noteImages: new Map(),
+        releasedImages: [],
+        notes: needs.notes ? new Map() : undefined,
+        serviceValues: needs.services ? new Map() : undefined,
+        inserts: { audit: [], credits: [], payments: [], attachments: [], processed: [] },
+      },
+    ]),
+  );
   const ofSets = (column: PgColumn) => inPlaceholder(column, 'deliveryIds');
-  const [read] = await executePrepared<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(tx, `engine_read${shape(needs)}`, () => sql`SELECT
+  const [read] = await executePrepared<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(
+    tx,
+    `engine_read${shape(needs)}`,
+    () => sql`SELECT
     (SELECT json_agg(json_build_object('item', ${deliveryItems}, 'scannable', ${articles.scannable}))
       FROM ${deliveryItems} JOIN ${articles} ON ${articles.id} = ${deliveryItems.articleId} WHERE ${ofSets(deliveryItems.deliveryId)}) AS items,
     ${needs.notes ? sql`(SELECT json_agg(${notes}) FROM ${notes} WHERE ${ofSets(notes.deliveryId)})` : sql`NULL`} AS notes,
@@ -86,19 +134,35 @@ export async function loadWorkingSets(
     (SELECT json_agg(json_build_object('event', ${processedEvents}, 'line',
         (SELECT scan_audit.delivery_item_id FROM ${scanAudit} WHERE scan_audit.client_scan_id = processed_events.event_id)))
       FROM ${processedEvents} WHERE ${inPlaceholder(processedEvents.eventId, 'eventIds')}) AS processed`,
-  { deliveryIds: arrayLiteral([...sets.keys()]), eventIds: arrayLiteral(eventIds) });
+    { deliveryIds: arrayLiteral([...sets.keys()]), eventIds: arrayLiteral(eventIds) },
+  );
   const lines = (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[];
-  fromJsonRows(deliveryItems, lines.map((l) => l.item)).forEach((row, i) => {
+  fromJsonRows(
+    deliveryItems,
+    lines.map((l) => l.item),
+  ).forEach((row, i) => {
     sets.get(row.deliveryId)!.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false });
   });
   for (const row of fromJsonRows(notes, read.notes)) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
-  for (const image of fromJsonRows(attachments, read.images)) if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image);
-  for (const row of fromJsonRows(deliveryServiceValues, read.service_values)) sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
+  for (const image of fromJsonRows(attachments, read.images))
+    if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image);
+  for (const row of fromJsonRows(deliveryServiceValues, read.service_values))
+    sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
   const recorded = (read.processed ?? []) as { event: Record<string, unknown>; line: string | null }[];
-  return { sets, processed: fromJsonRows(processedEvents, recorded.map((r) => r.event)).map((row, i) => ({ ...row, lineId: recorded[i].line })) };
+  return {
+    sets,
+    processed: fromJsonRows(
+      processedEvents,
+      recorded.map((r) => r.event),
+    ).map((row, i) => ({ ...row, lineId: recorded[i].line })),
+  };
 }
 
-export const currentDelivery = (ws: WorkingSet) => toDelivery(ws.delivery, [...ws.items.values()].map((i) => i.row));
+export const currentDelivery = (ws: WorkingSet) =>
+  toDelivery(
+    ws.delivery,
+    [...ws.items.values()].map((i) => i.row),
+  );
 
 /** A note of the working set in its public shape, with the image it shows now. */
 export const currentNote = (ws: WorkingSet, row: NoteRow) => toNote(row, ws.noteImages.get(row.id)?.id ?? null);
@@ -109,7 +173,10 @@ export class ConcurrentDuplicate extends Error {}
  * The engine's statements differ only by which of their optional parts are present; each
  * variant is a prepared statement of its own, named by the parts it has (see `executePrepared`).
  */
-const shape = (parts: Record<string, unknown>) => Object.entries(parts).map(([key, present]) => (present ? `_${key}` : '')).join('');
+const shape = (parts: Record<string, unknown>) =>
+  Object.entries(parts)
+    .map(([key, present]) => (present ? `_${key}` : ''))
+    .join('');
 
 const json = (rows: unknown[]) => JSON.stringify(rows);
 
@@ -132,48 +199,73 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
   const audit = all((ws) => ws.inserts.audit);
   const has = { items: dirtyItems.length > 0, audit: audit.length > 0, changes: changes.length > 0 };
   const values = {
-    processed: json(processed.map((p) => ({
-      event_id: p.eventId, type: p.type, client_id: p.clientId, account_id: p.accountId, delivery_id: p.deliveryId,
-      occurred_at: p.occurredAt?.toISOString() ?? null, rejection: p.rejection ?? null,
-    }))),
+    processed: json(
+      processed.map((p) => ({
+        event_id: p.eventId,
+        type: p.type,
+        client_id: p.clientId,
+        account_id: p.accountId,
+        delivery_id: p.deliveryId,
+        occurred_at: p.occurredAt?.toISOString() ?? null,
+        rejection: p.rejection ?? null,
+      })),
+    ),
     items: json(dirtyItems.map(({ row }) => ({ id: row.id, s: row.scannedQuantity, c: row.creditedQuantity, st: row.state }))),
     itemIds: arrayLiteral(dirtyItems.map(({ row }) => row.id)),
-    audit: json(audit.map((a) => ({
-      client_scan_id: a.clientScanId, delivery_id: a.deliveryId, delivery_item_id: a.deliveryItemId, action: a.action,
-      quantity: a.quantity, reason: a.reason, scanned_after: a.scannedQuantityAfter, credited_after: a.creditedQuantityAfter,
-      state_after: a.stateAfter, account_id: a.accountId, author_car_id: a.authorCarId, occurred_at: a.occurredAt.toISOString(),
-    }))),
+    audit: json(
+      audit.map((a) => ({
+        client_scan_id: a.clientScanId,
+        delivery_id: a.deliveryId,
+        delivery_item_id: a.deliveryItemId,
+        action: a.action,
+        quantity: a.quantity,
+        reason: a.reason,
+        scanned_after: a.scannedQuantityAfter,
+        credited_after: a.creditedQuantityAfter,
+        state_after: a.stateAfter,
+        account_id: a.accountId,
+        author_car_id: a.authorCarId,
+        occurred_at: a.occurredAt.toISOString(),
+      })),
+    ),
     ...changeLogValues(changes),
   };
-  const [written] = await executePrepared<{ inserted: number; account_seqs?: Record<string, number> | null }>(tx, `engine_write${shape(has)}`, () => {
-    const parts = [sql`p AS (
+  const [written] = await executePrepared<{ inserted: number; account_seqs?: Record<string, number> | null }>(
+    tx,
+    `engine_write${shape(has)}`,
+    () => {
+      const parts = [
+        sql`p AS (
       INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, rejection)
       SELECT * FROM jsonb_to_recordset(${sql.placeholder('processed')}::jsonb)
         AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, occurred_at timestamptz, rejection jsonb)
-      ON CONFLICT DO NOTHING RETURNING event_id)`];
-    // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
-    // planner takes any record set for 100 rows, and for a table of some thousand rows it then
-    // scans the whole table to join them; with the array it looks the few rows up by key.
-    if (has.items) {
-      parts.push(sql`i AS (
+      ON CONFLICT DO NOTHING RETURNING event_id)`,
+      ];
+      // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
+      // planner takes any record set for 100 rows, and for a table of some thousand rows it then
+      // scans the whole table to join them; with the array it looks the few rows up by key.
+      if (has.items) {
+        parts.push(sql`i AS (
         UPDATE ${deliveryItems} SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
         FROM jsonb_to_recordset(${sql.placeholder('items')}::jsonb) AS v(id uuid, s int, c int, st text)
         WHERE ${deliveryItems.id} = v.id AND ${inPlaceholder(deliveryItems.id, 'itemIds')} RETURNING 1)`);
-    }
-    if (has.audit) {
-      parts.push(sql`a AS (
+      }
+      if (has.audit) {
+        parts.push(sql`a AS (
         INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason, scanned_quantity_after,
           credited_quantity_after, state_after, account_id, author_car_id, occurred_at)
         SELECT * FROM jsonb_to_recordset(${sql.placeholder('audit')}::jsonb)
           AS r(client_scan_id uuid, delivery_id uuid, delivery_item_id uuid, action text, quantity int, reason text, scanned_after int,
             credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)
         ON CONFLICT DO NOTHING RETURNING 1)`);
-    }
-    if (has.changes) parts.push(...changeLogAppend.parts);
-    // Every part of a WITH that writes runs to completion, read or not.
-    return sql`WITH ${sql.join(parts, sql`, `)}
+      }
+      if (has.changes) parts.push(...changeLogAppend.parts);
+      // Every part of a WITH that writes runs to completion, read or not.
+      return sql`WITH ${sql.join(parts, sql`, `)}
       SELECT (SELECT count(*) FROM p)::int + ${has.audit ? sql`(SELECT count(*) FROM a)::int` : sql`0`} AS inserted${has.changes ? sql`, ${changeLogAppend.accountSeqs} AS account_seqs, ${changeLogAppend.notify}` : sql``}`;
-  }, values);
+    },
+    values,
+  );
   // Another transaction recorded one of these ids (a scan's also in its audit) for another delivery since we looked.
   if (Number(written.inserted) !== processed.length + audit.length) throw new ConcurrentDuplicate();
 
@@ -193,7 +285,10 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
     await tx.execute(sql`
       UPDATE ${notes} SET text = v.text, image_attachment = v.image, updated_at = v.at
       FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz)
-      WHERE ${notes.id} = v.id AND ${inList(notes.id, updated.map((n) => n.id))}`);
+      WHERE ${notes.id} = v.id AND ${inList(
+        notes.id,
+        updated.map((n) => n.id),
+      )}`);
   }
   const released = all((ws) => ws.releasedImages).map((image) => image.id);
   if (released.length) await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.id, released));
@@ -205,31 +300,53 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
   const upserts = valueEntries.filter((v) => v.state === 'dirty').map((v) => v.row);
   const removed = valueEntries.filter((v) => v.state === 'deleted').map((v) => v.row);
   if (upserts.length) {
-    await tx.insert(deliveryServiceValues).values(upserts).onConflictDoUpdate({
-      target: [deliveryServiceValues.deliveryId, deliveryServiceValues.serviceId],
-      set: { boolValue: sql`excluded.bool_value`, numericValue: sql`excluded.numeric_value`, authorCarId: sql`excluded.author_car_id`, updatedAt: sql`excluded.updated_at` },
-    });
+    await tx
+      .insert(deliveryServiceValues)
+      .values(upserts)
+      .onConflictDoUpdate({
+        target: [deliveryServiceValues.deliveryId, deliveryServiceValues.serviceId],
+        set: {
+          boolValue: sql`excluded.bool_value`,
+          numericValue: sql`excluded.numeric_value`,
+          authorCarId: sql`excluded.author_car_id`,
+          updatedAt: sql`excluded.updated_at`,
+        },
+      });
   }
   if (removed.length) {
     const keys = json(removed.map((v) => ({ d: v.deliveryId, s: v.serviceId })));
     await tx.execute(sql`
       DELETE FROM ${deliveryServiceValues} USING jsonb_to_recordset(${keys}::jsonb) AS k(d uuid, s uuid)
       WHERE ${deliveryServiceValues.deliveryId} = k.d AND ${deliveryServiceValues.serviceId} = k.s
-        AND ${inList(deliveryServiceValues.deliveryId, removed.map((v) => v.deliveryId))}`);
+        AND ${inList(
+          deliveryServiceValues.deliveryId,
+          removed.map((v) => v.deliveryId),
+        )}`);
   }
 
   // Only the engine's own fields change; one statement for every delivery of the batch.
   if (dirtyDeliveries.length) {
-    const values = json(dirtyDeliveries.map((d) => ({
-      id: d.id, state: d.state, reason: d.stateReason, car: d.assignedCarId, credit: d.creditAmountCents,
-      credit_reason: d.creditReason, credit_at: d.creditUpdatedAt?.toISOString() ?? null, at: d.updatedAt.toISOString(),
-    })));
+    const values = json(
+      dirtyDeliveries.map((d) => ({
+        id: d.id,
+        state: d.state,
+        reason: d.stateReason,
+        car: d.assignedCarId,
+        credit: d.creditAmountCents,
+        credit_reason: d.creditReason,
+        credit_at: d.creditUpdatedAt?.toISOString() ?? null,
+        at: d.updatedAt.toISOString(),
+      })),
+    );
     await tx.execute(sql`
       UPDATE ${deliveries} SET state = v.state, state_reason = v.reason, assigned_car_id = v.car, credit_amount_cents = v.credit,
         credit_reason = v.credit_reason, credit_updated_at = v.credit_at, updated_at = v.at
       FROM jsonb_to_recordset(${values}::jsonb)
         AS v(id uuid, state text, reason text, car uuid, credit int, credit_reason text, credit_at timestamptz, at timestamptz)
-      WHERE ${deliveries.id} = v.id AND ${inList(deliveries.id, dirtyDeliveries.map((d) => d.id))}`);
+      WHERE ${deliveries.id} = v.id AND ${inList(
+        deliveries.id,
+        dirtyDeliveries.map((d) => d.id),
+      )}`);
   }
   return new Map(Object.entries(written.account_seqs ?? {}).map(([account, seq]) => [Number(account), Number(seq)]));
 }
@@ -248,15 +365,23 @@ function changesOf(ws: WorkingSet): ChangeRecord[] {
       changes.push({ entity: 'note', op: 'delete', id: note.row.id, ...owner });
     }
   }
-  for (const image of ws.releasedImages) changes.push({ entity: 'attachment', op: 'upsert', id: image.id, ...owner, data: toAttachment({ ...image, noteId: null }) });
-  for (const row of ws.inserts.attachments) changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
+  for (const image of ws.releasedImages)
+    changes.push({ entity: 'attachment', op: 'upsert', id: image.id, ...owner, data: toAttachment({ ...image, noteId: null }) });
+  for (const row of ws.inserts.attachments)
+    changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
   for (const value of ws.serviceValues?.values() ?? []) {
     const id = serviceValueChangeId(value.row);
     if (value.state === 'dirty') changes.push({ entity: 'serviceValue', op: 'upsert', id, ...owner, data: toServiceValue(value.row) });
     else if (value.state === 'deleted') changes.push({ entity: 'serviceValue', op: 'delete', id, ...owner });
   }
   for (const payment of ws.inserts.payments) {
-    changes.push({ entity: 'payment', op: 'upsert', id: payment.id!, ...owner, data: toPayment(payment as Parameters<typeof toPayment>[0]) });
+    changes.push({
+      entity: 'payment',
+      op: 'upsert',
+      id: payment.id!,
+      ...owner,
+      data: toPayment(payment as Parameters<typeof toPayment>[0]),
+    });
   }
   const applied = ws.inserts.processed.filter((p) => !p.rejection).map((p) => p.eventId);
   // Scans and credits change the open amount, so the delivery is republished whenever anything

@@ -38,8 +38,12 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   app.use(refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }));
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });
-  app.get('/openapi.json', (_req, res) => { res.json(openApi); });
-  app.get('/docs', (_req, res) => { res.type('html').send(docsPage); });
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openApi);
+  });
+  app.get('/docs', (_req, res) => {
+    res.type('html').send(docsPage);
+  });
   app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
 
   const router = express.Router();

@@ -21,7 +21,8 @@ function withinBudget(body: Buffer, maxContainers: number, maxValues: number): b
   for (let i = 0; i < body.length; i++) {
     const c = body[i];
     if (inString) {
-      if (c === 0x5c) i++; // a backslash escapes the next byte
+      if (c === 0x5c)
+        i++; // a backslash escapes the next byte
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x2c) {

@@ -10,8 +10,7 @@ type Io = 'input' | 'output';
 const DEFS = '#/$defs/';
 const COMPONENTS = '#/components/schemas/';
 
-const refsOf = (value: unknown): string[] =>
-  [...JSON.stringify(value).matchAll(/"\$ref":"#\/\$defs\/([^"]+)"/g)].map((m) => m[1]);
+const refsOf = (value: unknown): string[] => [...JSON.stringify(value).matchAll(/"\$ref":"#\/\$defs\/([^"]+)"/g)].map((m) => m[1]);
 
 /**
  * Turns zod schemas into JSON Schema whose named parts (`.meta({ id })`) land in
@@ -24,7 +23,8 @@ function schemaConverter(components: Record<string, Json>) {
 
   // Also takes JSON Schema that a route generated itself (a multipart part), so its `$defs` land here too.
   return (schema: z.ZodType | Json, io: Io): Json => {
-    const json = schema instanceof z.ZodType ? z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json : schema;
+    const json =
+      schema instanceof z.ZodType ? (z.toJSONSchema(schema, { io, target: 'draft-2020-12', unrepresentable: 'any' }) as Json) : schema;
     const { $defs = {}, $schema: _schema, id, ...root } = json as Json & { $defs?: Record<string, Json>; id?: unknown };
     const defs: Record<string, Json> = { ...$defs };
     let top: Json = root;
@@ -45,7 +45,10 @@ function schemaConverter(components: Record<string, Json>) {
       }
     }
     const target = (name: string) => (renamed.has(name) ? `${name}${io === 'input' ? 'Input' : 'Output'}` : name);
-    const relink = (value: Json) => JSON.parse(JSON.stringify(value).replace(/"\$ref":"#\/\$defs\/([^"]+)"/g, (_m, name: string) => `"$ref":"${COMPONENTS}${target(name)}"`)) as Json;
+    const relink = (value: Json) =>
+      JSON.parse(
+        JSON.stringify(value).replace(/"\$ref":"#\/\$defs\/([^"]+)"/g, (_m, name: string) => `"$ref":"${COMPONENTS}${target(name)}"`),
+      ) as Json;
 
     for (const [name, def] of Object.entries(defs)) {
       const finalName = target(name);
@@ -66,8 +69,12 @@ function rawBodySchema(schema: Json, convert: ReturnType<typeof schemaConverter>
 
 /** Properties of an object schema, following a component reference or an `allOf`. */
 function objectShape(json: Json, components: Record<string, Json>): { properties: Record<string, Json>; required: string[] } {
-  if (typeof json.$ref === 'string' && json.$ref.startsWith(COMPONENTS)) return objectShape(components[json.$ref.slice(COMPONENTS.length)] ?? {}, components);
-  const shape = { properties: { ...(json.properties as Record<string, Json> | undefined) }, required: [...((json.required as string[] | undefined) ?? [])] };
+  if (typeof json.$ref === 'string' && json.$ref.startsWith(COMPONENTS))
+    return objectShape(components[json.$ref.slice(COMPONENTS.length)] ?? {}, components);
+  const shape = {
+    properties: { ...(json.properties as Record<string, Json> | undefined) },
+    required: [...((json.required as string[] | undefined) ?? [])],
+  };
   for (const part of (json.allOf as Json[] | undefined) ?? []) {
     const inner = objectShape(part, components);
     Object.assign(shape.properties, inner.properties);
@@ -78,18 +85,30 @@ function objectShape(json: Json, components: Record<string, Json>): { properties
 
 function parameters(route: AnyRoute, convert: ReturnType<typeof schemaConverter>, components: Record<string, Json>) {
   const list: Json[] = [];
-  for (const [location, schema] of [['path', route.params], ['query', route.query]] as const) {
+  for (const [location, schema] of [
+    ['path', route.params],
+    ['query', route.query],
+  ] as const) {
     if (!schema) continue;
     const { properties, required } = objectShape(convert(schema, 'input'), components);
     for (const [name, { description, ...property }] of Object.entries(properties)) {
       list.push({
-        name, in: location, required: location === 'path' || required.includes(name),
-        ...(typeof description === 'string' ? { description } : {}), schema: property,
+        name,
+        in: location,
+        required: location === 'path' || required.includes(name),
+        ...(typeof description === 'string' ? { description } : {}),
+        schema: property,
       });
     }
   }
   if (route.conditional) {
-    list.push({ name: 'If-None-Match', in: 'header', required: false, description: 'An ETag of an earlier answer: 304 while it is still current.', schema: { type: 'string' } });
+    list.push({
+      name: 'If-None-Match',
+      in: 'header',
+      required: false,
+      description: 'An ETag of an earlier answer: 304 while it is still current.',
+      schema: { type: 'string' },
+    });
   }
   // A path placeholder without a params schema still has to be declared.
   for (const [, name] of route.path.matchAll(/\{(\w+)\}/g)) {
@@ -98,13 +117,16 @@ function parameters(route: AnyRoute, convert: ReturnType<typeof schemaConverter>
   return list;
 }
 
-const operationId = (route: AnyRoute) => route.method + route.path
-  .split('/').filter(Boolean)
-  .map((segment) => segment.replace(/^\{(\w+)\}$/, 'By_$1'))
-  .flatMap((segment) => segment.split(/[^A-Za-z0-9]+/))
-  .filter(Boolean)
-  .map((word) => word[0].toUpperCase() + word.slice(1))
-  .join('');
+const operationId = (route: AnyRoute) =>
+  route.method +
+  route.path
+    .split('/')
+    .filter(Boolean)
+    .map((segment) => segment.replace(/^\{(\w+)\}$/, 'By_$1'))
+    .flatMap((segment) => segment.split(/[^A-Za-z0-9]+/))
+    .filter(Boolean)
+    .map((word) => word[0].toUpperCase() + word.slice(1))
+    .join('');
 
 function errorStatuses(route: AnyRoute): number[] {
   const statuses = new Set(route.errors ?? []);
@@ -124,7 +146,10 @@ function errorStatuses(route: AnyRoute): number[] {
 
 // `sync` takes either scheme.
 const securityOf: Record<AuthKind, Json[]> = {
-  none: [], bearer: [{ bearer_auth: [] }], admin: [{ admin_api_key: [] }], sync: [{ bearer_auth: [] }, { admin_api_key: [] }],
+  none: [],
+  bearer: [{ bearer_auth: [] }],
+  admin: [{ admin_api_key: [] }],
+  sync: [{ bearer_auth: [] }, { admin_api_key: [] }],
 };
 
 export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
@@ -141,33 +166,57 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     else if (route.webSocket) {
       // OpenAPI has no words for messages over a socket: the server's go in the 101 answer, the client's beside them.
       responses['101'] = {
-        description: 'Switching Protocols: from then on a WebSocket, not an HTTP body. Each frame is one JSON text message: '
-          + 'the server sends the messages of this schema, the client those of x-client-messages (see the operation description).',
+        description:
+          'Switching Protocols: from then on a WebSocket, not an HTTP body. Each frame is one JSON text message: ' +
+          'the server sends the messages of this schema, the client those of x-client-messages (see the operation description).',
         content: { 'application/json': { schema: convert(route.webSocket.serverMessages, 'output') } },
         'x-client-messages': convert(route.webSocket.clientMessages, 'input'),
       };
     } else {
       const content = route.produces
-        ? Object.fromEntries(route.produces.map((type) => [type, { schema: type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } }]))
+        ? Object.fromEntries(
+            route.produces.map((type) => [
+              type,
+              { schema: type.startsWith('text/') ? { type: 'string' } : { type: 'string', format: 'binary' } },
+            ]),
+          )
         : { 'application/json': { schema: responseSchemas.get(route) } };
-      const etag = route.conditional ? { ETag: { description: 'The version of the answer; send it back in If-None-Match.', schema: { type: 'string' } } } : {};
-      const link = route.paged ? { Link: { description: 'On a page that is not the last: `<url>; rel="next"`, the next page\'s URL with its cursor.', schema: { type: 'string' } } } : {};
+      const etag = route.conditional
+        ? { ETag: { description: 'The version of the answer; send it back in If-None-Match.', schema: { type: 'string' } } }
+        : {};
+      const link = route.paged
+        ? {
+            Link: {
+              description: 'On a page that is not the last: `<url>; rel="next"`, the next page\'s URL with its cursor.',
+              schema: { type: 'string' },
+            },
+          }
+        : {};
       responses['200'] = { description: 'OK', headers: { 'X-Request-Id': requestId, ...etag, ...link }, content };
-      if (route.conditional) responses['304'] = { description: 'Not Modified: unchanged since the ETag named in If-None-Match', headers: { 'X-Request-Id': requestId } };
+      if (route.conditional)
+        responses['304'] = {
+          description: 'Not Modified: unchanged since the ETag named in If-None-Match',
+          headers: { 'X-Request-Id': requestId },
+        };
     }
     for (const status of errorStatuses(route)) {
       const entry = Object.values(errorCatalogue).find((e) => e.status === status);
-      const retryAfter = status === 503 ? { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } } : {};
+      const retryAfter =
+        status === 503 ? { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } } : {};
       responses[String(status)] = {
-        description: status === 503 ? 'Service Unavailable: the database or the identity provider is out of reach; try again after Retry-After'
-          : entry?.title ?? STATUS_CODES[status] ?? 'Error',
+        description:
+          status === 503
+            ? 'Service Unavailable: the database or the identity provider is out of reach; try again after Retry-After'
+            : (entry?.title ?? STATUS_CODES[status] ?? 'Error'),
         headers: { 'X-Request-Id': requestId, ...retryAfter },
         content: { 'application/problem+json': { schema: problem } },
       };
     }
     const requestBody = route.rawBody
       ? { required: true, content: { [route.rawBody.contentType]: { schema: rawBodySchema(route.rawBody.schema, convert) } } }
-      : route.body ? { required: true, content: { 'application/json': { schema: convert(route.body, 'input') } } } : undefined;
+      : route.body
+        ? { required: true, content: { 'application/json': { schema: convert(route.body, 'input') } } }
+        : undefined;
     paths[route.path] ??= {};
     paths[route.path][route.method] = {
       operationId: operationId(route),
@@ -189,7 +238,10 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
     components: {
       schemas: components,
       headers: {
-        RequestId: { description: 'Id of the request in the service log; a valid incoming `X-Request-Id` is echoed.', schema: { type: 'string' } },
+        RequestId: {
+          description: 'Id of the request in the service log; a valid incoming `X-Request-Id` is echoed.',
+          schema: { type: 'string' },
+        },
       },
       securitySchemes: {
         bearer_auth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },

@@ -4,7 +4,10 @@ import { PAGE_LIMIT_DEFAULT } from '../../shared/schemas/admin.js';
 import { DomainError } from '../errors.js';
 
 /** What one page of an admin list is asked for: how many, and after which entry (none: from the start). */
-export interface PageRequest<K> { limit: number; after: K | null }
+export interface PageRequest<K> {
+  limit: number;
+  after: K | null;
+}
 
 /**
  * The cursor of one admin list: the list's name, the filter it was made under and the sort key

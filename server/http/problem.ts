@@ -86,7 +86,10 @@ export function parseInput<T extends z.ZodType>(schema: T, value: unknown, detai
 }
 
 const clientErrorCodes: Partial<Record<number, ErrorCode>> = {
-  401: 'unauthorized', 404: 'not_found', 413: 'payload_too_large', 415: 'unsupported_media_type',
+  401: 'unauthorized',
+  404: 'not_found',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
 };
 
 /** The one error handler: typed errors become problem+json; anything else is a logged 500 without details. */
@@ -110,7 +113,8 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
   if (type === 'entity.parse.failed') return sendProblem(res, 'validation', 'The body is not valid JSON');
   if (type === 'entity.too.complex') return sendProblem(res, 'validation', (error as Error).message);
   if (type === 'entity.too.large') return sendProblem(res, 'payload_too_large', 'The body exceeds the size limit');
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') return sendProblem(res, 'unsupported_media_type', 'Unsupported body encoding');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported')
+    return sendProblem(res, 'unsupported_media_type', 'Unsupported body encoding');
   if (type === 'request.aborted') return void res.destroy();
   // Other client errors raised by express itself (a path segment that is not valid percent-encoding).
   const status = (error as { status?: unknown }).status;
@@ -133,14 +137,19 @@ export function answerUnparsableRequest(error: Error & { code?: string }, socket
     socket.destroy();
     return;
   }
-  const [status, code, detail]: [number, ErrorCode, string] = error.code === 'HPE_HEADER_OVERFLOW'
-    ? [431, 'payload_too_large', 'The request headers exceed the size limit']
-    : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW' ? [413, 'payload_too_large', 'The chunk extensions exceed the size limit']
-      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'validation', 'The request did not arrive in time']
-        : [400, 'validation', 'The request is not valid HTTP'];
+  const [status, code, detail]: [number, ErrorCode, string] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'payload_too_large', 'The request headers exceed the size limit']
+      : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+        ? [413, 'payload_too_large', 'The chunk extensions exceed the size limit']
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'validation', 'The request did not arrive in time']
+          : [400, 'validation', 'The request is not valid HTTP'];
   const body = JSON.stringify(problemBody(code, detail, undefined, status));
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+  );
   // A peer that never reads or closes must not keep the socket.
   socket.setTimeout(5_000, () => socket.destroy());
 }

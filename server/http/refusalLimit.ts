@@ -35,7 +35,9 @@ export function refusalLimit(options: { limit: number; windowMs: number; now?: (
       res.setHeader('Retry-After', String(Math.max(1, Math.ceil((window.endsAt - now()) / 1000))));
       return sendProblem(res, 'rate_limited', 'Too many refused requests from this address; try again later');
     }
-    res.once('finish', () => { if (res.statusCode === 401) recordRefusal(client); });
+    res.once('finish', () => {
+      if (res.statusCode === 401) recordRefusal(client);
+    });
     next();
   };
 }

@@ -29,9 +29,10 @@ const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 /** Binds route definitions to express: authenticate, read the body, parse params, query and body apart, call, answer. */
 export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppContext) {
   const jsonParser = express.json({ limit: ctx.config.bodyLimitBytes, verify: densityBudget(ctx.config.bodyLimitBytes) });
-  const readJson = (req: Request, res: Response) => new Promise<void>((resolve, reject) => {
-    jsonParser(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
-  });
+  const readJson = (req: Request, res: Response) =>
+    new Promise<void>((resolve, reject) => {
+      jsonParser(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
+    });
   for (const route of routes) {
     const handler: RequestHandler = async (req, res) => {
       const actor = await authenticate(route, req, ctx);

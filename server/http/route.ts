@@ -6,8 +6,13 @@ export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 /** `sync`: a bearer token, or the admin key (ERP connectors, back-office tools) when `X-Admin-Api-Key` is sent. */
 export type AuthKind = 'none' | 'bearer' | 'admin' | 'sync';
 
-type ActorFor<A extends AuthKind> = A extends 'bearer' ? DriverActor : A extends 'admin' ? Extract<Actor, { kind: 'admin' }>
-  : A extends 'sync' ? Actor : undefined;
+type ActorFor<A extends AuthKind> = A extends 'bearer'
+  ? DriverActor
+  : A extends 'admin'
+    ? Extract<Actor, { kind: 'admin' }>
+    : A extends 'sync'
+      ? Actor
+      : undefined;
 type Out<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 export interface HandlerInput<P, Q, B, A extends AuthKind> {
@@ -66,7 +71,10 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
 }
 
 /** JSON already made, with a version that changes whenever it does. */
-export interface Versioned { version: string; body: Buffer }
+export interface Versioned {
+  version: string;
+  body: Buffer;
+}
 
 export function route<
   A extends AuthKind,

@@ -49,7 +49,12 @@ function sharedReader(ctx: AppContext): ReadPage {
     let read = inTurn.get(key);
     if (!read) {
       read = readChanges(ctx.database.db, personalnummer, after, PAGE_SIZE, 'cursor').then((page) => ({
-        ...page, text: JSON.stringify({ type: 'changes', changes: page.changes, cursor: encodeCursor(ctx.database.epoch, page.seq) } satisfies WsServerMessage),
+        ...page,
+        text: JSON.stringify({
+          type: 'changes',
+          changes: page.changes,
+          cursor: encodeCursor(ctx.database.epoch, page.seq),
+        } satisfies WsServerMessage),
       }));
       inTurn.set(key, read);
       queueMicrotask(() => inTurn.delete(key));
@@ -70,8 +75,10 @@ function refuse(socket: Duplex, code: ErrorCode, detail: string, error?: DomainE
   const body = JSON.stringify(problemBody(code, detail, undefined, error?.status));
   const status = JSON.parse(body).status as number;
   const retryAfter = error?.retryAfterSeconds === undefined ? '' : `Retry-After: ${error.retryAfterSeconds}\r\n`;
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n${retryAfter}`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n${retryAfter}` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
 }
 
 /** What `ws` would refuse in its own words (text/html), found first so that the answer is a problem. */
@@ -104,7 +111,10 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     // Change pages over COMPRESSION_MIN_BYTES go compressed to clients that offer it. No context
     // takeover and a small window keep each connection's zlib memory small with thousands open.
     perMessageDeflate: {
-      threshold: ctx.config.compressionMinBytes, serverNoContextTakeover: true, clientNoContextTakeover: true, serverMaxWindowBits: 12,
+      threshold: ctx.config.compressionMinBytes,
+      serverNoContextTakeover: true,
+      clientNoContextTakeover: true,
+      serverMaxWindowBits: 12,
       zlibDeflateOptions: { level: 3, memLevel: 7 },
     },
     handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
@@ -135,9 +145,13 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     for (const n of numbers) if (!active.has(n)) closeAccount(n);
   };
 
-  const heartbeat = new HeartbeatWheel<SyncConnection>(heartbeatMs, (connection) => connection.beat(), () => {
-    recheckAccounts().catch((error) => ctx.logger.warn({ err: error }, 'checking the accounts of WebSockets failed'));
-  });
+  const heartbeat = new HeartbeatWheel<SyncConnection>(
+    heartbeatMs,
+    (connection) => connection.beat(),
+    () => {
+      recheckAccounts().catch((error) => ctx.logger.warn({ err: error }, 'checking the accounts of WebSockets failed'));
+    },
+  );
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', () => socket.destroy());
@@ -189,7 +203,9 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
       const open = allConnections();
       for (let i = 0; i < open.length; i += batchSize) {
         if (i > 0) await new Promise((resolve) => setTimeout(resolve, CLOSE_BATCH_PAUSE_MS));
-        await Promise.all(open.slice(i, i + batchSize).map((c) => c.closeAndWait(CloseCode.serviceRestart, 'server restarting, reconnect')));
+        await Promise.all(
+          open.slice(i, i + batchSize).map((c) => c.closeAndWait(CloseCode.serviceRestart, 'server restarting, reconnect')),
+        );
       }
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
@@ -238,18 +254,26 @@ class SyncConnection {
     private readonly readPage: ReadPage,
   ) {
     this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
-    ws.on('pong', () => { this.alive = true; });
+    ws.on('pong', () => {
+      this.alive = true;
+    });
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     ws.on('error', (error) => ctx.logger.debug({ err: error }, 'WebSocket error'));
     this.armExpiry();
   }
 
-  private get open() { return this.ws.readyState === WebSocket.OPEN; }
+  private get open() {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
 
-  get personalnummer() { return this.actor.personalnummer; }
+  get personalnummer() {
+    return this.actor.personalnummer;
+  }
 
   /** The seq this connection has been sent up to, once resumed. */
-  get sentSeq() { return this.resumed ? this.lastSent ?? 0 : undefined; }
+  get sentSeq() {
+    return this.resumed ? (this.lastSent ?? 0) : undefined;
+  }
 
   closeIfAccount(personalnummer: number) {
     if (this.actor.personalnummer === personalnummer && this.open) this.ws.close(CloseCode.accountDeactivated, 'account deactivated');
@@ -268,7 +292,11 @@ class SyncConnection {
     this.alive = true;
     const message = isBinary ? undefined : parseClientMessage(data.toString());
     if (!message) {
-      this.send({ type: 'error', code: 'validation', message: 'Send JSON text messages: {"type":"resume","cursor":"..."} or {"type":"ping"}' });
+      this.send({
+        type: 'error',
+        code: 'validation',
+        message: 'Send JSON text messages: {"type":"resume","cursor":"..."} or {"type":"ping"}',
+      });
       return;
     }
     if (message.type === 'ping') {
@@ -365,13 +393,18 @@ class SyncConnection {
   private sendError(error: unknown) {
     const domain = error instanceof DomainError ? error : undefined;
     this.send({
-      type: 'error', code: domain?.code ?? 'internal', message: domain?.message ?? 'An internal error occurred',
+      type: 'error',
+      code: domain?.code ?? 'internal',
+      message: domain?.message ?? 'An internal error occurred',
       ...(domain?.errors?.length ? { errors: domain.errors } : {}),
     });
   }
 
   private closeSlowConsumer() {
-    this.ctx.logger.warn({ personalnummer: this.actor.personalnummer, buffered: this.ws.bufferedAmount }, 'closing a WebSocket that does not keep up');
+    this.ctx.logger.warn(
+      { personalnummer: this.actor.personalnummer, buffered: this.ws.bufferedAmount },
+      'closing a WebSocket that does not keep up',
+    );
     this.ws.close(CloseCode.slowConsumer, 'slow consumer, resume from your cursor');
   }
 

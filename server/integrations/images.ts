@@ -11,7 +11,9 @@ export function loadSharp(): Promise<typeof sharpModule> {
 /** What sharp reads of an image (format, size, pages), or undefined when the bytes are no image it knows. */
 export async function imageMetadata(bytes: Buffer) {
   const sharp = await loadSharp();
-  return sharp(bytes).metadata().catch(() => undefined);
+  return sharp(bytes)
+    .metadata()
+    .catch(() => undefined);
 }
 
 /** Larger images are refused (signatures and note images): a decode costs four bytes a pixel, and a photo of a note needs no more. */
@@ -38,8 +40,13 @@ export async function checkImage(bytes: Buffer, maxPixels = IMAGE_MAX_PIXELS): P
   if (!withinImageLimits(metadata, maxPixels)) return { ok: false, reason: 'too_many_pixels' };
   const sharp = await loadSharp();
   // A thumbnail reads every pixel (a JPEG only at the scale it needs) at a fraction of a preview's cost.
-  return sharp(bytes, { limitInputPixels: maxPixels }).resize(64, 64, { fit: 'inside' }).toBuffer()
-    .then(() => ({ ok: true as const, format: metadata.format }), () => ({ ok: false as const, reason: 'not_an_image' as const }));
+  return sharp(bytes, { limitInputPixels: maxPixels })
+    .resize(64, 64, { fit: 'inside' })
+    .toBuffer()
+    .then(
+      () => ({ ok: true as const, format: metadata.format }),
+      () => ({ ok: false as const, reason: 'not_an_image' as const }),
+    );
 }
 
 /**
@@ -51,7 +58,8 @@ export async function checkImage(bytes: Buffer, maxPixels = IMAGE_MAX_PIXELS): P
 export async function plainPng(bytes: Buffer, maxPixels = IMAGE_MAX_PIXELS): Promise<Buffer | undefined> {
   const sharp = await loadSharp();
   const image = sharp(bytes, { limitInputPixels: maxPixels });
-  return image.metadata()
+  return image
+    .metadata()
     .then((metadata) => (metadata.format === 'png' && withinImageLimits(metadata, maxPixels) ? image.png().toBuffer() : undefined))
     .catch(() => undefined);
 }

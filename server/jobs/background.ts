@@ -15,7 +15,9 @@ export function createBackgroundWork(): BackgroundWork {
   return {
     add(work) {
       running.add(work);
-      const remove = () => { running.delete(work); };
+      const remove = () => {
+        running.delete(work);
+      };
       work.then(remove, remove);
       return work;
     },

@@ -31,7 +31,9 @@ export async function pruneChangeLog(db: Db, before: Date): Promise<{ horizon: n
       SELECT max(seq)::text AS last, count(*)::text AS deleted FROM gone`);
     const { last, deleted } = pruned.rows[0];
     if (last === null) return { horizon: await readHorizon(tx), deleted: 0 };
-    await tx.insert(meta).values({ key: HORIZON_KEY, value: last })
+    await tx
+      .insert(meta)
+      .values({ key: HORIZON_KEY, value: last })
       .onConflictDoUpdate({ target: meta.key, set: { value: sql`greatest(${meta.value}::bigint, excluded.value::bigint)::text` } });
     return { horizon: await readHorizon(tx), deleted: Number(deleted) };
   });
@@ -47,9 +49,13 @@ async function readHorizon(db: Db): Promise<number> {
  * Every instance may run it: pruning twice deletes nothing more and the horizon only grows.
  */
 export function startChangeRetention(options: {
-  db: Db; retentionDays: number; eventRetentionDays: number; logger: Logger;
+  db: Db;
+  retentionDays: number;
+  eventRetentionDays: number;
+  logger: Logger;
   /** How soon a run that failed on the database is tried again, and the first run after start (tests shorten them). */
-  retryMs?: number; firstRunMs?: number;
+  retryMs?: number;
+  firstRunMs?: number;
 }) {
   let retry: NodeJS.Timeout | undefined;
   const run = async () => {
@@ -70,7 +76,11 @@ export function startChangeRetention(options: {
     }
   };
   let running: Promise<void> | undefined;
-  const tick = () => { running ??= asJobRun('retention', run).finally(() => { running = undefined; }); };
+  const tick = () => {
+    running ??= asJobRun('retention', run).finally(() => {
+      running = undefined;
+    });
+  };
   const first = setTimeout(tick, options.firstRunMs ?? 60_000);
   const daily = setInterval(tick, DAY_MS);
   first.unref();

@@ -21,8 +21,15 @@ export type ImportContext = Pick<AppContext, 'config' | 'database' | 'erp' | 'lo
 export const IMPORT_LOCK = 7_230_100;
 
 const emptyCounters = {
-  tours: 0, tours_created: 0, deliveries_created: 0, deliveries_updated: 0, deliveries_unchanged: 0, deliveries_moved: 0,
-  positions_created: 0, positions_updated: 0, positions_deleted: 0,
+  tours: 0,
+  tours_created: 0,
+  deliveries_created: 0,
+  deliveries_updated: 0,
+  deliveries_unchanged: 0,
+  deliveries_moved: 0,
+  positions_created: 0,
+  positions_updated: 0,
+  positions_deleted: 0,
 };
 type Counters = typeof emptyCounters;
 
@@ -35,8 +42,15 @@ export const importTargetDate = (ctx: Pick<AppContext, 'config'>, now: Date) => 
 /** Makes sure the payment methods the demo ERP's codes name exist (inserted once, never changed). */
 export async function ensureDemoPaymentMethods(db: Db) {
   await db.transaction(async (tx) => {
-    const inserted = await tx.insert(paymentMethods).values([...demoPaymentMethods]).onConflictDoNothing({ target: paymentMethods.code }).returning();
-    await recordChanges(tx, inserted.map(toPaymentMethod).map((m) => ({ entity: 'paymentMethod', op: 'upsert' as const, id: m.id, data: m })));
+    const inserted = await tx
+      .insert(paymentMethods)
+      .values([...demoPaymentMethods])
+      .onConflictDoNothing({ target: paymentMethods.code })
+      .returning();
+    await recordChanges(
+      tx,
+      inserted.map(toPaymentMethod).map((m) => ({ entity: 'paymentMethod', op: 'upsert' as const, id: m.id, data: m })),
+    );
   });
 }
 
@@ -54,7 +68,9 @@ async function withImportLock<T>(ctx: ImportContext, date: string, work: () => P
   try {
     if (ctx.database.kind === 'postgres' && ctx.config.databaseDirectUrl) {
       client = new pg.Client({ connectionString: ctx.config.databaseDirectUrl, application_name: 'tourline import lock' });
-      client.on('error', () => { /* the session ends; its lock goes with it */ });
+      client.on('error', () => {
+        /* the session ends; its lock goes with it */
+      });
       await client.connect();
       const key = Number(date.replaceAll('-', ''));
       const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [IMPORT_LOCK, key]);
@@ -70,9 +86,15 @@ async function withImportLock<T>(ctx: ImportContext, date: string, work: () => P
 
 function summaryOf(run: typeof erpImportRuns.$inferSelect, counters: Counters, skipped: boolean): ImportSummary {
   return {
-    run_id: run.id, target_date: run.targetDate, trigger: run.trigger, success: run.success, skipped,
-    started_at: run.startedAt.toISOString(), finished_at: (run.finishedAt ?? run.startedAt).toISOString(),
-    ...counters, error: run.error,
+    run_id: run.id,
+    target_date: run.targetDate,
+    trigger: run.trigger,
+    success: run.success,
+    skipped,
+    started_at: run.startedAt.toISOString(),
+    finished_at: (run.finishedAt ?? run.startedAt).toISOString(),
+    ...counters,
+    error: run.error,
   };
 }
 
@@ -93,10 +115,16 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
   const [run] = await db.insert(erpImportRuns).values({ targetDate: date, trigger }).returning();
   const counters = { ...emptyCounters };
   const finish = async (success: boolean, error: string | null, skipped = false) => {
-    const [done] = await db.update(erpImportRuns).set({ finishedAt: new Date(), success, counters, error })
-      .where(eq(erpImportRuns.id, run.id)).returning();
+    const [done] = await db
+      .update(erpImportRuns)
+      .set({ finishedAt: new Date(), success, counters, error })
+      .where(eq(erpImportRuns.id, run.id))
+      .returning();
     const summary = summaryOf(done, counters, skipped);
-    ctx.logger[success ? 'info' : 'warn']({ import: summary }, `ERP import of ${date} (${trigger}) ${skipped ? 'skipped' : success ? 'succeeded' : 'failed'}`);
+    ctx.logger[success ? 'info' : 'warn'](
+      { import: summary },
+      `ERP import of ${date} (${trigger}) ${skipped ? 'skipped' : success ? 'succeeded' : 'failed'}`,
+    );
     return summary;
   };
 
@@ -105,7 +133,7 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
       if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(db);
       const day = await ctx.erp.fetchTours(date);
       const { tours, conflicts } = consistentDay(day.tours);
-      if (conflicts.length) ctx.logger.warn({ tourDate: date, conflicts }, 'ERP import: the day\'s answer contradicts itself; evened out');
+      if (conflicts.length) ctx.logger.warn({ tourDate: date, conflicts }, "ERP import: the day's answer contradicts itself; evened out");
       if (day.refused.length) ctx.logger.error({ tourDate: date, refused: day.refused }, 'ERP import: tours refused');
       const failures = [...day.refused];
       // Tours of different drivers share little but master data, written in key order, so a few
@@ -128,7 +156,10 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
           } catch (error) {
             // The whole run is tried again later; the other tours would fail alike.
             if (isDatabaseUnavailable(error)) throw error;
-            ctx.logger.error({ err: error, driver: tour.driver.personalnummer, tourDate: tour.tourDate }, 'ERP import: a tour could not be written');
+            ctx.logger.error(
+              { err: error, driver: tour.driver.personalnummer, tourDate: tour.tourDate },
+              'ERP import: a tour could not be written',
+            );
             failures.push(`tour of ${tour.driver.personalnummer} on ${tour.tourDate}: ${(error as Error).message}`);
           }
         }
@@ -151,7 +182,10 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
 
 /** Whether a successful import of the date is logged. */
 export async function hasSuccessfulImport(db: Db, date: string): Promise<boolean> {
-  const [row] = await db.select({ one: sql`1` }).from(erpImportRuns)
-    .where(and(eq(erpImportRuns.targetDate, date), eq(erpImportRuns.success, true))).limit(1);
+  const [row] = await db
+    .select({ one: sql`1` })
+    .from(erpImportRuns)
+    .where(and(eq(erpImportRuns.targetDate, date), eq(erpImportRuns.success, true)))
+    .limit(1);
   return !!row;
 }

@@ -5,7 +5,9 @@ import { asJobRun } from '../observability/requestContext.js';
 
 type Deps = Pick<AppContext, 'database' | 'documents' | 'erp' | 'logger' | 'config'>;
 
-export interface ErpWriteBackJob { stop(): Promise<void> }
+export interface ErpWriteBackJob {
+  stop(): Promise<void>;
+}
 
 /** Polls for due follow-ups (failed write-backs, missing reports) until stopped. */
 export function startErpWriteBackJob(deps: Deps): ErpWriteBackJob {
@@ -13,15 +15,19 @@ export function startErpWriteBackJob(deps: Deps): ErpWriteBackJob {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   const tick = () => {
-    running = asJobRun('erp-writeback', () => runDueFollowUps(deps)
-      .then(() => undefined)
-      // It runs again at the next poll; an outage is logged by the database health, not with a stack per poll.
-      .catch((error) => (isDatabaseUnavailable(error) ? deps.logger.warn('ERP write-back job: database unavailable')
-        : deps.logger.error({ err: error }, 'ERP write-back job failed'))))
-      .finally(() => {
-        running = undefined;
-        if (!stopped) timer = setTimeout(tick, deps.config.erp.pushPollMs).unref();
-      });
+    running = asJobRun('erp-writeback', () =>
+      runDueFollowUps(deps)
+        .then(() => undefined)
+        // It runs again at the next poll; an outage is logged by the database health, not with a stack per poll.
+        .catch((error) =>
+          isDatabaseUnavailable(error)
+            ? deps.logger.warn('ERP write-back job: database unavailable')
+            : deps.logger.error({ err: error }, 'ERP write-back job failed'),
+        ),
+    ).finally(() => {
+      running = undefined;
+      if (!stopped) timer = setTimeout(tick, deps.config.erp.pushPollMs).unref();
+    });
   };
   timer = setTimeout(tick, deps.config.erp.pushPollMs).unref();
   return {

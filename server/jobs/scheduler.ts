@@ -35,11 +35,16 @@ export function startImportJobs(ctx: ImportContext, options: ImportJobOptions = 
   const retryMs = options.retryMs ?? DATABASE_RETRY_MS;
   let stopped = false;
   const pauses = new Set<() => void>();
-  const pause = (ms: number) => new Promise<void>((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() { clearTimeout(timer); pauses.delete(done); resolve(); }
-    pauses.add(done);
-  });
+  const pause = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        pauses.delete(done);
+        resolve();
+      }
+      pauses.add(done);
+    });
   /** `work`, tried again after `retryMs` while it fails on the database: an outage must not cost the day's import. */
   const retrying = async (date: string, work: () => Promise<unknown>) => {
     for (let attempt = 1; ; attempt++) {
@@ -63,16 +68,23 @@ export function startImportJobs(ctx: ImportContext, options: ImportJobOptions = 
 
   const dates = [importTargetDate(ctx, now())];
   if (ctx.config.erp.mode === 'demo') dates.push(berlinDate(now()));
-  const catchUp = inFlight.add((async () => {
-    if (ctx.config.erp.mode === 'demo') await ensureDemoPaymentMethods(ctx.database.db).catch((error) => ctx.logger.error({ err: error }, 'could not create the demo payment methods'));
-    for (const date of new Set(dates)) {
-      try {
-        await retrying(date, async () => { if (!await hasSuccessfulImport(ctx.database.db, date)) await runImport(ctx, date, 'startup'); });
-      } catch (error) {
-        logFailure(date)(error);
+  const catchUp = inFlight.add(
+    (async () => {
+      if (ctx.config.erp.mode === 'demo')
+        await ensureDemoPaymentMethods(ctx.database.db).catch((error) =>
+          ctx.logger.error({ err: error }, 'could not create the demo payment methods'),
+        );
+      for (const date of new Set(dates)) {
+        try {
+          await retrying(date, async () => {
+            if (!(await hasSuccessfulImport(ctx.database.db, date))) await runImport(ctx, date, 'startup');
+          });
+        } catch (error) {
+          logFailure(date)(error);
+        }
       }
-    }
-  })());
+    })(),
+  );
 
   return {
     catchUp,

@@ -6,7 +6,10 @@ import { berlinDay, deliveryModifiedSql } from './adminShapes.js';
 import { cutPage, type Page, type PageRequest } from './page.js';
 
 /** Inclusive bounds on the Berlin calendar day of the completion; null is open. */
-export interface DayRange { from: string | null; to: string | null }
+export interface DayRange {
+  from: string | null;
+  to: string | null;
+}
 
 const completedDay = berlinDay(deliveries.completedAt);
 
@@ -42,11 +45,22 @@ function afterKey([at, belegnummer, belegartId]: CompletedKey): SQL {
 }
 
 type CompletedRow = {
-  belegnummer: string; positions_modified: boolean; delivery_id: string; belegart_id: number; completed_ms: string;
-  completed_day: string; tour_date: string; driver_personalnummer: string; customer_name: string; mail_sent_ms: string | null;
+  belegnummer: string;
+  positions_modified: boolean;
+  delivery_id: string;
+  belegart_id: number;
+  completed_ms: string;
+  completed_day: string;
+  tour_date: string;
+  driver_personalnummer: string;
+  customer_name: string;
+  mail_sent_ms: string | null;
 };
 
-const completedList = (range: DayRange, page?: PageRequest<CompletedKey>) => sql`SELECT ${deliveries.belegnummer} AS belegnummer, ${deliveryModifiedSql} AS positions_modified,
+const completedList = (
+  range: DayRange,
+  page?: PageRequest<CompletedKey>,
+) => sql`SELECT ${deliveries.belegnummer} AS belegnummer, ${deliveryModifiedSql} AS positions_modified,
     ${deliveries.id}::text AS delivery_id, ${deliveries.belegartId} AS belegart_id, ${epochMs(deliveries.completedAt)} AS completed_ms,
     to_char(${completedDay}, 'YYYY-MM-DD') AS completed_day, ${tours.tourDate}::text AS tour_date,
     ${tours.accountId}::text AS driver_personalnummer, ${customers.name} AS customer_name, ${epochMs(deliveries.mailSentAt)} AS mail_sent_ms
@@ -81,21 +95,30 @@ export interface CompletedDeliveriesSink {
  * completion ever, 625,000 at a year of a mid-size company, and is never held whole.
  */
 export async function streamCompletedDeliveries(db: Db, range: DayRange, sink: CompletedDeliveriesSink, pageSize = 1000): Promise<void> {
-  await db.transaction(async (tx) => {
-    const [{ total }] = (await tx.execute<{ total: string }>(sql`SELECT count(*)::text AS total FROM ${deliveries}
-      WHERE ${and(...completedWithin(range))}`)).rows;
-    await sink.count(Number(total));
-    await tx.execute(sql`DECLARE completed_list NO SCROLL CURSOR FOR `.append(completedList(range)));
-    for (;;) {
-      const { rows } = await tx.execute<CompletedRow>(sql`FETCH ${sql.raw(String(pageSize))} FROM completed_list`);
-      if (rows.length > 0) await sink.page(rows.map(toItem));
-      if (rows.length < pageSize) return;
-    }
-  }, { isolationLevel: 'repeatable read', accessMode: 'read only' });
+  await db.transaction(
+    async (tx) => {
+      const [{ total }] = (
+        await tx.execute<{ total: string }>(sql`SELECT count(*)::text AS total FROM ${deliveries}
+      WHERE ${and(...completedWithin(range))}`)
+      ).rows;
+      await sink.count(Number(total));
+      await tx.execute(sql`DECLARE completed_list NO SCROLL CURSOR FOR `.append(completedList(range)));
+      for (;;) {
+        const { rows } = await tx.execute<CompletedRow>(sql`FETCH ${sql.raw(String(pageSize))} FROM completed_list`);
+        if (rows.length > 0) await sink.page(rows.map(toItem));
+        if (rows.length < pageSize) return;
+      }
+    },
+    { isolationLevel: 'repeatable read', accessMode: 'read only' },
+  );
 }
 
 /** One page of the list `streamCompletedDeliveries` sends whole. */
-export async function completedDeliveriesPage(db: Db, range: DayRange, page: PageRequest<CompletedKey>): Promise<Page<CompletedDeliveryItem, CompletedKey>> {
+export async function completedDeliveriesPage(
+  db: Db,
+  range: DayRange,
+  page: PageRequest<CompletedKey>,
+): Promise<Page<CompletedDeliveryItem, CompletedKey>> {
   const { rows } = await db.execute<CompletedRow & { completed_key: string }>(completedList(range, page));
   return cutPage(rows, page.limit, (r): CompletedKey => [r.completed_key, r.belegnummer, r.belegart_id], toItem);
 }
@@ -112,16 +135,31 @@ export async function deliveredBelegnummern(db: Db, day: string | null): Promise
 }
 
 /** One page of `deliveredBelegnummern`. */
-export async function deliveredBelegnummernPage(db: Db, day: string | null, page: PageRequest<DeliveredKey>): Promise<Page<string, DeliveredKey>> {
+export async function deliveredBelegnummernPage(
+  db: Db,
+  day: string | null,
+  page: PageRequest<DeliveredKey>,
+): Promise<Page<string, DeliveredKey>> {
   const rows = await openMails(db, day, page);
-  return cutPage(rows, page.limit, (r): DeliveredKey => [r.first!, r.belegnummer], (r) => r.belegnummer);
+  return cutPage(
+    rows,
+    page.limit,
+    (r): DeliveredKey => [r.first!, r.belegnummer],
+    (r) => r.belegnummer,
+  );
 }
 
 function openMails(db: Db, day: string | null, page?: PageRequest<DeliveredKey>) {
-  const query = db.select({ belegnummer: deliveries.belegnummer, ...(page ? { first: isoMicros(firstCompleted) } : {}) }).from(deliveries)
+  const query = db
+    .select({ belegnummer: deliveries.belegnummer, ...(page ? { first: isoMicros(firstCompleted) } : {}) })
+    .from(deliveries)
     .where(and(...completedWithin({ from: day, to: day }), isNull(deliveries.mailSentAt)))
     .groupBy(deliveries.belegnummer)
-    .having(page?.after ? sql`(${firstCompleted}, ${deliveries.belegnummer}) > (${page.after[0]}::timestamptz, ${page.after[1]}::text)` : undefined)
+    .having(
+      page?.after
+        ? sql`(${firstCompleted}, ${deliveries.belegnummer}) > (${page.after[0]}::timestamptz, ${page.after[1]}::text)`
+        : undefined,
+    )
     .orderBy(firstCompleted, asc(deliveries.belegnummer));
   return page ? query.limit(page.limit + 1) : query;
 }

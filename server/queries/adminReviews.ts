@@ -3,7 +3,17 @@ import { deductedPieces, isPositionModified, reviewState, type ReviewPosition } 
 import type { PendingReviewResponse, ReviewChange } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
 import {
-  accounts, articles, cars, creditEvents, customers, deliveries, deliveryItems, notes, reviewResolutions, scanAudit, tours,
+  accounts,
+  articles,
+  cars,
+  creditEvents,
+  customers,
+  deliveries,
+  deliveryItems,
+  notes,
+  reviewResolutions,
+  scanAudit,
+  tours,
 } from '../db/schema.js';
 import { deliveryModifiedSql, iso, isoOrNull, micros, outerDeliveryId } from './adminShapes.js';
 import { cutPage, type Page, type PageRequest } from './page.js';
@@ -42,61 +52,112 @@ export async function reviewStatuses(
   current: { id: string; creditAmountCents: number | null; positions: ReviewPosition[] }[],
 ): Promise<Map<string, ReviewStatus>> {
   if (current.length === 0) return new Map();
-  const rows = await db.select({ id: deliveries.id, ...reviewTimes }).from(deliveries)
-    .where(inArray(deliveries.id, current.map((d) => d.id)));
+  const rows = await db
+    .select({ id: deliveries.id, ...reviewTimes })
+    .from(deliveries)
+    .where(
+      inArray(
+        deliveries.id,
+        current.map((d) => d.id),
+      ),
+    );
   const times = new Map(rows.map((r) => [r.id, r]));
-  return new Map(current.map((d) => {
-    const t = times.get(d.id)!;
-    const state = reviewState({
-      positions: d.positions, creditAmountCents: d.creditAmountCents,
-      changeTimes: t.lastChangeUs === null ? [] : [t.lastChangeUs], resolvedAt: t.lastResolvedUs,
-    });
-    return [d.id, { pending: state.pending, last_change_at: fromMicros(state.lastChangeAt), last_resolution: resolutionOf(t) }];
-  }));
+  return new Map(
+    current.map((d) => {
+      const t = times.get(d.id)!;
+      const state = reviewState({
+        positions: d.positions,
+        creditAmountCents: d.creditAmountCents,
+        changeTimes: t.lastChangeUs === null ? [] : [t.lastChangeUs],
+        resolvedAt: t.lastResolvedUs,
+      });
+      return [d.id, { pending: state.pending, last_change_at: fromMicros(state.lastChangeAt), last_resolution: resolutionOf(t) }];
+    }),
+  );
 }
 
 type ScanChangeRow = Awaited<ReturnType<typeof loadScanChanges>>[number];
 type CreditChangeRow = Awaited<ReturnType<typeof loadCreditChanges>>[number];
 type ReasonNoteRow = Awaited<ReturnType<typeof loadReasonNotes>>[number];
 
-const loadScanChanges = (db: Db, ids: string[]) => db.select({
-  deliveryId: scanAudit.deliveryId, itemId: scanAudit.deliveryItemId, action: scanAudit.action, quantity: scanAudit.quantity,
-  reason: scanAudit.reason, stateAfter: scanAudit.stateAfter, creditedAfter: scanAudit.creditedQuantityAfter,
-  accountId: scanAudit.accountId, carId: scanAudit.authorCarId, carPlate: cars.plate,
-  occurredAt: scanAudit.occurredAt, receivedAt: scanAudit.receivedAt, receivedUs: micros(scanAudit.receivedAt),
-  lineNumber: deliveryItems.lineNumber, requiredQuantity: deliveryItems.requiredQuantity,
-  articleNumber: articles.articleNumber, articleName: articles.name,
-}).from(scanAudit)
-  .innerJoin(deliveryItems, eq(deliveryItems.id, scanAudit.deliveryItemId))
-  .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
-  .leftJoin(cars, eq(cars.id, scanAudit.authorCarId))
-  .where(and(inArray(scanAudit.deliveryId, ids), inArray(scanAudit.action, ['remove', 'unremove'])))
-  .orderBy(asc(scanAudit.receivedAt), asc(scanAudit.id));
+const loadScanChanges = (db: Db, ids: string[]) =>
+  db
+    .select({
+      deliveryId: scanAudit.deliveryId,
+      itemId: scanAudit.deliveryItemId,
+      action: scanAudit.action,
+      quantity: scanAudit.quantity,
+      reason: scanAudit.reason,
+      stateAfter: scanAudit.stateAfter,
+      creditedAfter: scanAudit.creditedQuantityAfter,
+      accountId: scanAudit.accountId,
+      carId: scanAudit.authorCarId,
+      carPlate: cars.plate,
+      occurredAt: scanAudit.occurredAt,
+      receivedAt: scanAudit.receivedAt,
+      receivedUs: micros(scanAudit.receivedAt),
+      lineNumber: deliveryItems.lineNumber,
+      requiredQuantity: deliveryItems.requiredQuantity,
+      articleNumber: articles.articleNumber,
+      articleName: articles.name,
+    })
+    .from(scanAudit)
+    .innerJoin(deliveryItems, eq(deliveryItems.id, scanAudit.deliveryItemId))
+    .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
+    .leftJoin(cars, eq(cars.id, scanAudit.authorCarId))
+    .where(and(inArray(scanAudit.deliveryId, ids), inArray(scanAudit.action, ['remove', 'unremove'])))
+    .orderBy(asc(scanAudit.receivedAt), asc(scanAudit.id));
 
-const loadCreditChanges = (db: Db, ids: string[]) => db.select({
-  deliveryId: creditEvents.deliveryId, action: creditEvents.action, amountCents: creditEvents.amountCents, reason: creditEvents.reason,
-  accountId: creditEvents.accountId, carId: creditEvents.authorCarId, carPlate: cars.plate,
-  occurredAt: creditEvents.occurredAt, receivedAt: creditEvents.receivedAt, receivedUs: micros(creditEvents.receivedAt),
-}).from(creditEvents)
-  .leftJoin(cars, eq(cars.id, creditEvents.authorCarId))
-  .where(inArray(creditEvents.deliveryId, ids))
-  .orderBy(asc(creditEvents.receivedAt), asc(creditEvents.occurredAt));
+const loadCreditChanges = (db: Db, ids: string[]) =>
+  db
+    .select({
+      deliveryId: creditEvents.deliveryId,
+      action: creditEvents.action,
+      amountCents: creditEvents.amountCents,
+      reason: creditEvents.reason,
+      accountId: creditEvents.accountId,
+      carId: creditEvents.authorCarId,
+      carPlate: cars.plate,
+      occurredAt: creditEvents.occurredAt,
+      receivedAt: creditEvents.receivedAt,
+      receivedUs: micros(creditEvents.receivedAt),
+    })
+    .from(creditEvents)
+    .leftJoin(cars, eq(cars.id, creditEvents.authorCarId))
+    .where(inArray(creditEvents.deliveryId, ids))
+    .orderBy(asc(creditEvents.receivedAt), asc(creditEvents.occurredAt));
 
-const loadReasonNotes = (db: Db, ids: string[]) => db.select({
-  id: notes.id, deliveryId: notes.deliveryId, text: notes.text, imageAttachment: notes.imageAttachment,
-  itemId: notes.creditDeliveryItemId, isAmountCreditNote: notes.isAmountCreditNote,
-}).from(notes)
-  .where(and(inArray(notes.deliveryId, ids), or(sql`${notes.creditDeliveryItemId} IS NOT NULL`, eq(notes.isAmountCreditNote, true))))
-  .orderBy(asc(notes.createdAt));
+const loadReasonNotes = (db: Db, ids: string[]) =>
+  db
+    .select({
+      id: notes.id,
+      deliveryId: notes.deliveryId,
+      text: notes.text,
+      imageAttachment: notes.imageAttachment,
+      itemId: notes.creditDeliveryItemId,
+      isAmountCreditNote: notes.isAmountCreditNote,
+    })
+    .from(notes)
+    .where(and(inArray(notes.deliveryId, ids), or(sql`${notes.creditDeliveryItemId} IS NOT NULL`, eq(notes.isAmountCreditNote, true))))
+    .orderBy(asc(notes.createdAt));
 
-const loadPositions = (db: Db, ids: string[]) => db.select({
-  id: deliveryItems.id, deliveryId: deliveryItems.deliveryId, lineNumber: deliveryItems.lineNumber, state: deliveryItems.state,
-  requiredQuantity: deliveryItems.requiredQuantity, scannedQuantity: deliveryItems.scannedQuantity,
-  creditedQuantity: deliveryItems.creditedQuantity, articleNumber: articles.articleNumber, articleName: articles.name,
-}).from(deliveryItems)
-  .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
-  .where(inArray(deliveryItems.deliveryId, ids))
-  .orderBy(asc(deliveryItems.lineNumber));
+const loadPositions = (db: Db, ids: string[]) =>
+  db
+    .select({
+      id: deliveryItems.id,
+      deliveryId: deliveryItems.deliveryId,
+      lineNumber: deliveryItems.lineNumber,
+      state: deliveryItems.state,
+      requiredQuantity: deliveryItems.requiredQuantity,
+      scannedQuantity: deliveryItems.scannedQuantity,
+      creditedQuantity: deliveryItems.creditedQuantity,
+      articleNumber: articles.articleNumber,
+      articleName: articles.name,
+    })
+    .from(deliveryItems)
+    .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
+    .where(inArray(deliveryItems.deliveryId, ids))
+    .orderBy(asc(deliveryItems.lineNumber));
 
 const groupBy = <T extends { deliveryId: string }>(rows: T[]) => {
   const groups = new Map<string, T[]>();
@@ -108,7 +169,8 @@ const groupBy = <T extends { deliveryId: string }>(rows: T[]) => {
   return (id: string) => groups.get(id) ?? [];
 };
 
-const noteRef = (note: ReasonNoteRow | undefined) => (note ? { id: note.id, text: note.text, image_attachment: note.imageAttachment } : null);
+const noteRef = (note: ReasonNoteRow | undefined) =>
+  note ? { id: note.id, text: note.text, image_attachment: note.imageAttachment } : null;
 
 /**
  * The audit entries of one delivery as review changes, oldest first. A line's reason note is
@@ -149,7 +211,8 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
       article_name: scan.articleName,
       quantity: Math.abs(after - before),
       amount_cents: null,
-      reason_note: isRemoval && scan.receivedUs > (lastUnremoveUs.get(scan.itemId) ?? -Infinity) ? noteRef(lineNote.get(scan.itemId)) : null,
+      reason_note:
+        isRemoval && scan.receivedUs > (lastUnremoveUs.get(scan.itemId) ?? -Infinity) ? noteRef(lineNote.get(scan.itemId)) : null,
     });
   }
 
@@ -161,7 +224,11 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
     changes.push({
       ...common(credit),
       kind: isSet ? 'money_credit_set' : 'money_credit_removed',
-      delivery_item_id: null, line_number: null, article_number: null, article_name: null, quantity: null,
+      delivery_item_id: null,
+      line_number: null,
+      article_number: null,
+      article_name: null,
+      quantity: null,
       amount_cents: amount,
       reason_note: isSet && credit.receivedUs > lastCreditRemovalUs ? noteRef(creditNote) : null,
     });
@@ -189,17 +256,29 @@ const changedSinceConfirmed = sql`${deliveries.id} IN (
 
 type Candidate = Awaited<ReturnType<typeof reviewCandidates>>[number];
 
-const reviewCandidates = (db: Db) => db.select({
-  id: deliveries.id, belegnummer: deliveries.belegnummer, belegartId: deliveries.belegartId, state: deliveries.state,
-  completedAt: deliveries.completedAt, creditAmountCents: deliveries.creditAmountCents,
-  tourId: tours.id, tourDate: tours.tourDate, driverPersonalnummer: accounts.personalnummer, driverName: accounts.name,
-  customerId: customers.id, erpCustomerId: customers.erpCustomerId, customerName: customers.name,
-  ...reviewTimes,
-}).from(deliveries)
-  .innerJoin(tours, eq(tours.id, deliveries.tourId))
-  .innerJoin(accounts, eq(accounts.personalnummer, tours.accountId))
-  .innerJoin(customers, eq(customers.id, deliveries.customerId))
-  .where(and(changedSinceConfirmed, deliveryModifiedSql));
+const reviewCandidates = (db: Db) =>
+  db
+    .select({
+      id: deliveries.id,
+      belegnummer: deliveries.belegnummer,
+      belegartId: deliveries.belegartId,
+      state: deliveries.state,
+      completedAt: deliveries.completedAt,
+      creditAmountCents: deliveries.creditAmountCents,
+      tourId: tours.id,
+      tourDate: tours.tourDate,
+      driverPersonalnummer: accounts.personalnummer,
+      driverName: accounts.name,
+      customerId: customers.id,
+      erpCustomerId: customers.erpCustomerId,
+      customerName: customers.name,
+      ...reviewTimes,
+    })
+    .from(deliveries)
+    .innerJoin(tours, eq(tours.id, deliveries.tourId))
+    .innerJoin(accounts, eq(accounts.personalnummer, tours.accountId))
+    .innerJoin(customers, eq(customers.id, deliveries.customerId))
+    .where(and(changedSinceConfirmed, deliveryModifiedSql));
 
 /** A review's place in the list: its latest change (microseconds since the epoch), then the delivery id. */
 export type ReviewKey = [lastChangeUs: number, deliveryId: string];
@@ -229,9 +308,14 @@ export async function pendingReviewsPage(db: Db, page: PageRequest<ReviewKey>): 
     .sort((a, b) => compareKeys(keyOf(a), keyOf(b)));
   const found: Keyed[] = [];
   for (let start = 0; start < candidates.length && found.length <= page.limit; start += page.limit + 1) {
-    found.push(...await describeReviews(db, candidates.slice(start, start + page.limit + 1)));
+    found.push(...(await describeReviews(db, candidates.slice(start, start + page.limit + 1))));
   }
-  return cutPage(found.sort((a, b) => compareKeys(a.key, b.key)), page.limit, (r) => r.key, (r) => r.review);
+  return cutPage(
+    found.sort((a, b) => compareKeys(a.key, b.key)),
+    page.limit,
+    (r) => r.key,
+    (r) => r.review,
+  );
 }
 
 /** The candidates that are pending by the rule, with the changes from the audit. */
@@ -239,7 +323,10 @@ async function describeReviews(db: Db, candidates: Candidate[]): Promise<Keyed[]
   if (candidates.length === 0) return [];
   const ids = candidates.map((c) => c.id);
   const [positions, scans, credits, reasonNotes] = await Promise.all([
-    loadPositions(db, ids), loadScanChanges(db, ids), loadCreditChanges(db, ids), loadReasonNotes(db, ids),
+    loadPositions(db, ids),
+    loadScanChanges(db, ids),
+    loadCreditChanges(db, ids),
+    loadReasonNotes(db, ids),
   ]).then(([p, s, c, n]) => [groupBy(p), groupBy(s), groupBy(c), groupBy(n)] as const);
 
   const reviews: Keyed[] = [];
@@ -253,32 +340,41 @@ async function describeReviews(db: Db, candidates: Candidate[]): Promise<Keyed[]
       resolvedAt: d.lastResolvedUs,
     });
     if (!state.pending || !state.deviation) continue;
-    reviews.push({ key: [state.lastChangeAt ?? 0, d.id], review: {
-      delivery_id: d.id,
-      belegnummer: d.belegnummer,
-      belegart_id: d.belegartId,
-      tour_id: d.tourId,
-      tour_date: d.tourDate,
-      driver: { personalnummer: d.driverPersonalnummer, name: d.driverName },
-      customer: { id: d.customerId, erp_customer_id: d.erpCustomerId, name: d.customerName },
-      state: d.state,
-      completed_at: isoOrNull(d.completedAt),
-      deviation: {
-        removed_lines: state.deviation.removedLines,
-        credited_lines: state.deviation.creditedLines,
-        credited_pieces: state.deviation.creditedPieces,
-        money_credit_cents: state.deviation.moneyCreditCents,
+    reviews.push({
+      key: [state.lastChangeAt ?? 0, d.id],
+      review: {
+        delivery_id: d.id,
+        belegnummer: d.belegnummer,
+        belegart_id: d.belegartId,
+        tour_id: d.tourId,
+        tour_date: d.tourDate,
+        driver: { personalnummer: d.driverPersonalnummer, name: d.driverName },
+        customer: { id: d.customerId, erp_customer_id: d.erpCustomerId, name: d.customerName },
+        state: d.state,
+        completed_at: isoOrNull(d.completedAt),
+        deviation: {
+          removed_lines: state.deviation.removedLines,
+          credited_lines: state.deviation.creditedLines,
+          credited_pieces: state.deviation.creditedPieces,
+          money_credit_cents: state.deviation.moneyCreditCents,
+        },
+        modified_positions: positions(d.id)
+          .filter(isPositionModified)
+          .map((p) => ({
+            id: p.id,
+            line_number: p.lineNumber,
+            article_number: p.articleNumber,
+            article_name: p.articleName,
+            state: p.state,
+            required_quantity: p.requiredQuantity,
+            scanned_quantity: p.scannedQuantity,
+            credited_quantity: p.creditedQuantity,
+          })),
+        last_change_at: fromMicros(state.lastChangeAt),
+        last_resolution: resolutionOf(d),
+        changes: describeChanges(scanRows, creditRows, reasonNotes(d.id), d.lastResolvedUs),
       },
-      modified_positions: positions(d.id)
-        .filter(isPositionModified)
-        .map((p) => ({
-          id: p.id, line_number: p.lineNumber, article_number: p.articleNumber, article_name: p.articleName, state: p.state,
-          required_quantity: p.requiredQuantity, scanned_quantity: p.scannedQuantity, credited_quantity: p.creditedQuantity,
-        })),
-      last_change_at: fromMicros(state.lastChangeAt),
-      last_resolution: resolutionOf(d),
-      changes: describeChanges(scanRows, creditRows, reasonNotes(d.id), d.lastResolvedUs),
-    } });
+    });
   }
   return reviews;
 }

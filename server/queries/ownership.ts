@@ -4,7 +4,9 @@ import { attachments, deliveries, tours } from '../db/schema.js';
 
 /** Whether the delivery is on one of the account's tours. */
 export async function ownsDelivery(db: Db, accountId: number, deliveryId: string): Promise<boolean> {
-  const [found] = await db.select({ id: deliveries.id }).from(deliveries)
+  const [found] = await db
+    .select({ id: deliveries.id })
+    .from(deliveries)
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
     .where(and(eq(deliveries.id, deliveryId), eq(tours.accountId, accountId)));
   return found !== undefined;
@@ -12,7 +14,9 @@ export async function ownsDelivery(db: Db, accountId: number, deliveryId: string
 
 /** An attachment of a delivery on one of the account's tours; undefined when unknown or foreign. */
 export async function ownAttachment(db: Db, accountId: number, attachmentId: string) {
-  const [attachment] = await db.select({ id: attachments.id, reference: attachments.reference }).from(attachments)
+  const [attachment] = await db
+    .select({ id: attachments.id, reference: attachments.reference })
+    .from(attachments)
     .innerJoin(deliveries, eq(deliveries.id, attachments.deliveryId))
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
     .where(and(eq(attachments.id, attachmentId), eq(tours.accountId, accountId)));

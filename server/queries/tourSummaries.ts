@@ -5,7 +5,7 @@ import { articles, deliveries, deliveryItems, tours } from '../db/schema.js';
 import { toTour } from '../shapes/rows.js';
 
 const count = (condition?: ReturnType<typeof sql>) =>
-  (condition ? sql<number>`count(*) FILTER (WHERE ${condition})::int` : sql<number>`count(*)::int`);
+  condition ? sql<number>`count(*) FILTER (WHERE ${condition})::int` : sql<number>`count(*)::int`;
 
 /**
  * The driver's tours of a day with what the start screen counts: deliveries by state, and the
@@ -13,17 +13,26 @@ const count = (condition?: ReturnType<typeof sql>) =>
  * are not loaded, so they count in neither. Three queries, whatever the number of tours.
  */
 export async function listTourSummaries(db: Db, accountId: number, date: string): Promise<TourSummary[]> {
-  const tourRows = await db.select().from(tours).where(and(eq(tours.accountId, accountId), eq(tours.tourDate, date))).orderBy(asc(tours.createdAt));
+  const tourRows = await db
+    .select()
+    .from(tours)
+    .where(and(eq(tours.accountId, accountId), eq(tours.tourDate, date)))
+    .orderBy(asc(tours.createdAt));
   if (tourRows.length === 0) return [];
   const ids = tourRows.map((t) => t.id);
   const [stateRows, loadRows] = await Promise.all([
-    db.select({ tourId: deliveries.tourId, state: deliveries.state, n: count() }).from(deliveries)
-      .where(inArray(deliveries.tourId, ids)).groupBy(deliveries.tourId, deliveries.state),
-    db.select({
-      tourId: deliveries.tourId,
-      toLoad: count(sql`${deliveryItems.state} <> 'Removed'`),
-      loaded: count(sql`${deliveryItems.state} = 'Done'`),
-    }).from(deliveryItems)
+    db
+      .select({ tourId: deliveries.tourId, state: deliveries.state, n: count() })
+      .from(deliveries)
+      .where(inArray(deliveries.tourId, ids))
+      .groupBy(deliveries.tourId, deliveries.state),
+    db
+      .select({
+        tourId: deliveries.tourId,
+        toLoad: count(sql`${deliveryItems.state} <> 'Removed'`),
+        loaded: count(sql`${deliveryItems.state} = 'Done'`),
+      })
+      .from(deliveryItems)
       .innerJoin(deliveries, eq(deliveries.id, deliveryItems.deliveryId))
       .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
       .where(and(inArray(deliveries.tourId, ids), eq(articles.scannable, true), ne(deliveries.state, 'canceled')))

@@ -2,7 +2,20 @@ import type { z } from 'zod';
 import type { Attachment, Credit, Delivery, DeliveryItem, Note, Payment, ServiceValue } from '../../shared/schemas/deliveries.js';
 import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { Article, ContactSource, Customer, Tour, Warehouse } from '../../shared/schemas/tours.js';
-import type { articles, attachments, contactChannels, contactSources, customers, deliveries, deliveryItems, deliveryServiceValues, notes, paymentProtocol, tours, warehouses } from '../db/schema.js';
+import type {
+  articles,
+  attachments,
+  contactChannels,
+  contactSources,
+  customers,
+  deliveries,
+  deliveryItems,
+  deliveryServiceValues,
+  notes,
+  paymentProtocol,
+  tours,
+  warehouses,
+} from '../db/schema.js';
 
 /** Row-to-API mappers: the one place where database rows become the public camelCase shapes. */
 
@@ -21,7 +34,10 @@ export function toCredit(row: DeliveryRow): Credit | null {
 }
 
 /** `items` must be all positions of the delivery: the open amount depends on them. */
-export function toDelivery(row: DeliveryRow, items: Pick<ItemRow, 'state' | 'requiredQuantity' | 'creditedQuantity' | 'unitPriceCents'>[]): Delivery {
+export function toDelivery(
+  row: DeliveryRow,
+  items: Pick<ItemRow, 'state' | 'requiredQuantity' | 'creditedQuantity' | 'unitPriceCents'>[],
+): Delivery {
   return {
     id: row.id,
     tourId: row.tourId,
@@ -36,7 +52,11 @@ export function toDelivery(row: DeliveryRow, items: Pick<ItemRow, 'state' | 'req
     paymentTerm: row.paymentTerm,
     assignedCarId: row.assignedCarId,
     erpOpenAmountCents: row.erpOpenAmountCents,
-    openAmountCents: openAmountCents({ erpOpenAmountCents: row.erpOpenAmountCents, creditAmountCents: row.creditAmountCents, positions: items }),
+    openAmountCents: openAmountCents({
+      erpOpenAmountCents: row.erpOpenAmountCents,
+      creditAmountCents: row.creditAmountCents,
+      positions: items,
+    }),
     credit: toCredit(row),
     completedAt: row.completedAt ? iso(row.completedAt) : null,
     updatedAt: iso(row.updatedAt),
@@ -101,7 +121,14 @@ export function toServiceValue(row: ServiceValueRow): ServiceValue {
 
 /** The store reference stays internal: clients fetch attachments by id through GET /attachments/{id}. */
 export function toAttachment(row: AttachmentRow): z.infer<typeof Attachment> {
-  return { id: row.id, deliveryId: row.deliveryId, noteId: row.noteId, kind: row.kind, contentType: row.contentType, createdAt: iso(row.createdAt) };
+  return {
+    id: row.id,
+    deliveryId: row.deliveryId,
+    noteId: row.noteId,
+    kind: row.kind,
+    contentType: row.contentType,
+    createdAt: iso(row.createdAt),
+  };
 }
 
 // ---------- the tour aggregate's ERP mirror data ----------
@@ -113,20 +140,44 @@ export type WarehouseRow = typeof warehouses.$inferSelect;
 export type ContactSourceRow = typeof contactSources.$inferSelect;
 export type ContactChannelRow = typeof contactChannels.$inferSelect;
 
-export const toTour = (row: TourRow): z.infer<typeof Tour> => ({ id: row.id, accountId: row.accountId, tourDate: row.tourDate, name: row.name });
-export const toCustomer = (row: CustomerRow): z.infer<typeof Customer> => ({ id: row.id, erpCustomerId: row.erpCustomerId, name: row.name, address: row.address });
+export const toTour = (row: TourRow): z.infer<typeof Tour> => ({
+  id: row.id,
+  accountId: row.accountId,
+  tourDate: row.tourDate,
+  name: row.name,
+});
+export const toCustomer = (row: CustomerRow): z.infer<typeof Customer> => ({
+  id: row.id,
+  erpCustomerId: row.erpCustomerId,
+  name: row.name,
+  address: row.address,
+});
 export const toWarehouse = (row: WarehouseRow): z.infer<typeof Warehouse> => ({ id: row.id, code: row.code, name: row.name });
 export const toArticle = (row: ArticleRow): z.infer<typeof Article> => ({
-  id: row.id, articleNumber: row.articleNumber, name: row.name, scannable: row.scannable, defaultWarehouseId: row.defaultWarehouseId,
+  id: row.id,
+  articleNumber: row.articleNumber,
+  name: row.name,
+  scannable: row.scannable,
+  defaultWarehouseId: row.defaultWarehouseId,
 });
 
 /** `channels` must be the source's channels; they are ordered by kind and ERP position here. */
 export function toContactSource(row: ContactSourceRow, channels: ContactChannelRow[]): z.infer<typeof ContactSource> {
   const kindOrder = ['phone', 'mobile', 'email', 'web'];
   return {
-    id: row.id, deliveryId: row.deliveryId, role: row.role, roles: row.roles, position: row.position,
-    anrede: row.anrede, titel: row.titel, name1: row.name1, name2: row.name2, name3: row.name3,
-    abteilung: row.abteilung, funktion: row.funktion, address: row.address,
+    id: row.id,
+    deliveryId: row.deliveryId,
+    role: row.role,
+    roles: row.roles,
+    position: row.position,
+    anrede: row.anrede,
+    titel: row.titel,
+    name1: row.name1,
+    name2: row.name2,
+    name3: row.name3,
+    abteilung: row.abteilung,
+    funktion: row.funktion,
+    address: row.address,
     channels: [...channels]
       .sort((a, b) => kindOrder.indexOf(a.kind) - kindOrder.indexOf(b.kind) || a.position - b.position)
       .map((c) => ({ id: c.id, sourceId: c.sourceId, kind: c.kind, position: c.position, value: c.value })),

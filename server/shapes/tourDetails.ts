@@ -3,12 +3,32 @@ import type { DeliveryDetails, TourDetails } from '../../shared/schemas/deliveri
 import { executePrepared, type Db } from '../db/client.js';
 import { arrayOf, fromJsonRows } from '../db/jsonRows.js';
 import {
-  articles, attachments, contactChannels, contactSources, customers, deliveries, deliveryItems, deliveryServiceValues,
-  notes, paymentProtocol, tours, warehouses,
+  articles,
+  attachments,
+  contactChannels,
+  contactSources,
+  customers,
+  deliveries,
+  deliveryItems,
+  deliveryServiceValues,
+  notes,
+  paymentProtocol,
+  tours,
+  warehouses,
 } from '../db/schema.js';
 import { notFound } from '../errors.js';
 import {
-  toArticle, toAttachment, toContactSource, toCustomer, toDelivery, toItem, toNote, toPayment, toServiceValue, toTour, toWarehouse,
+  toArticle,
+  toAttachment,
+  toContactSource,
+  toCustomer,
+  toDelivery,
+  toItem,
+  toNote,
+  toPayment,
+  toServiceValue,
+  toTour,
+  toWarehouse,
 } from './rows.js';
 
 export type DeliveryBundle = Omit<TourDetails, 'tour'>;
@@ -122,9 +142,11 @@ function assemble(row: DetailRows) {
 /** Everything a driver needs of the given deliveries (kept in the given order) and the master data they reference. */
 export async function loadDeliveryDetails(db: Db, ids: string[]): Promise<DeliveryBundle> {
   if (ids.length === 0) return { deliveries: [], customers: [], articles: [], warehouses: [] };
-  const result = await db.execute<DetailRows>(detailsJson(sql`
+  const result = await db.execute<DetailRows>(
+    detailsJson(sql`
     SELECT d AS r, d.xmin AS v, d.id, d.customer_id, k.n FROM unnest(${arrayOf(ids, 'uuid')}) WITH ORDINALITY AS k(id, n)
-    JOIN deliveries d ON d.id = k.id`));
+    JOIN deliveries d ON d.id = k.id`),
+  );
   return assemble(result.rows[0]).bundle;
 }
 
@@ -149,7 +171,12 @@ export interface RenderedTour {
 export async function renderTour(db: Db, tourId: string, accountId: number, known?: string): Promise<RenderedTour | 'unchanged'> {
   const values = { tourId, accountId };
   if (known !== undefined) {
-    const [current] = await executePrepared<{ v: string }>(db, 'tour_version', () => sql`${detailRows(tourDeliveries(), tourKey, false)} SELECT v FROM version`, values);
+    const [current] = await executePrepared<{ v: string }>(
+      db,
+      'tour_version',
+      () => sql`${detailRows(tourDeliveries(), tourKey, false)} SELECT v FROM version`,
+      values,
+    );
     if (current.v === known) return 'unchanged';
   }
   const [rows] = await executePrepared<DetailRows>(db, 'tour_details', () => detailsJson(tourDeliveries(), tourKey), values);

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { COMPLETION_TIME_MAX_AGE_MS, completionProblem, completionTime, paymentSettlement, type CompletionGateInput } from './completion.js';
+import {
+  COMPLETION_TIME_MAX_AGE_MS,
+  completionProblem,
+  completionTime,
+  paymentSettlement,
+  type CompletionGateInput,
+} from './completion.js';
 
 const ready: CompletionGateInput = {
   state: 'active',
@@ -42,15 +48,29 @@ describe('completion gates', () => {
 
   it('checks the gates in the order of the spec', () => {
     const everythingWrong: CompletionGateInput = {
-      ...ready, state: 'held', positions: [{ id: 'x', lineNumber: 1, state: 'Held', scannable: true }], noteCount: 1,
-      acknowledgements: { receiptConfirmed: false }, openAmountCents: 500, method: bar,
+      ...ready,
+      state: 'held',
+      positions: [{ id: 'x', lineNumber: 1, state: 'Held', scannable: true }],
+      noteCount: 1,
+      acknowledgements: { receiptConfirmed: false },
+      openAmountCents: 500,
+      method: bar,
     };
     expect(completionProblem(everythingWrong)?.reason).toBe('not_active');
     expect(completionProblem({ ...everythingWrong, state: 'active' })?.reason).toBe('open_scans');
     expect(completionProblem({ ...everythingWrong, state: 'active', positions: ready.positions })?.reason).toBe('notes_not_acknowledged');
-    expect(completionProblem({ ...everythingWrong, state: 'active', positions: ready.positions, noteCount: 0 })?.reason).toBe('receipt_not_confirmed');
-    expect(completionProblem({ ...everythingWrong, state: 'active', positions: ready.positions, noteCount: 0, acknowledgements: { receiptConfirmed: true } })?.reason)
-      .toBe('payment_not_collected');
+    expect(completionProblem({ ...everythingWrong, state: 'active', positions: ready.positions, noteCount: 0 })?.reason).toBe(
+      'receipt_not_confirmed',
+    );
+    expect(
+      completionProblem({
+        ...everythingWrong,
+        state: 'active',
+        positions: ready.positions,
+        noteCount: 0,
+        acknowledgements: { receiptConfirmed: true },
+      })?.reason,
+    ).toBe('payment_not_collected');
   });
 
   describe('payment duty', () => {

@@ -38,7 +38,9 @@ export function completionTime(occurredAt: string | undefined, now: Date, notBef
 /** How the payment duty is met: by a logged payment, by the legacy on-site confirmation, or not needed. */
 export type PaymentSettlement = 'none_open' | 'logged_payment' | 'collected_on_site' | 'not_collected_on_site';
 
-export function paymentSettlement(input: Pick<CompletionGateInput, 'openAmountCents' | 'latestPaymentCents' | 'method'>): PaymentSettlement {
+export function paymentSettlement(
+  input: Pick<CompletionGateInput, 'openAmountCents' | 'latestPaymentCents' | 'method'>,
+): PaymentSettlement {
   if (input.openAmountCents <= 0) return 'none_open';
   if (input.latestPaymentCents === input.openAmountCents) return 'logged_payment';
   return input.method?.collectOnSite ? 'collected_on_site' : 'not_collected_on_site';
@@ -56,26 +58,33 @@ export function completionProblem(input: CompletionGateInput): CompletionProblem
   const open = input.positions.filter((p) => !isFinished(p));
   if (open.length) {
     return {
-      code: 'validation', reason: 'open_scans', message: 'Open scans: every scannable position must be Done or Removed',
+      code: 'validation',
+      reason: 'open_scans',
+      message: 'Open scans: every scannable position must be Done or Removed',
       errors: open.map((p) => ({ path: `positions.${p.id}`, message: `line ${p.lineNumber} is ${p.state}` })),
     };
   }
   const ack = input.acknowledgements;
   if (input.noteCount > 0 && ack.notesAcknowledged !== true) {
     return {
-      code: 'validation', reason: 'notes_not_acknowledged', message: 'Unacknowledged notes: the delivery has notes, acknowledge them first',
+      code: 'validation',
+      reason: 'notes_not_acknowledged',
+      message: 'Unacknowledged notes: the delivery has notes, acknowledge them first',
       errors: [{ path: 'acknowledgements.notesAcknowledged', message: 'must be true when the delivery has notes' }],
     };
   }
   if (ack.receiptConfirmed !== true) {
     return {
-      code: 'validation', reason: 'receipt_not_confirmed', message: 'The receipt must be confirmed',
+      code: 'validation',
+      reason: 'receipt_not_confirmed',
+      message: 'The receipt must be confirmed',
       errors: [{ path: 'acknowledgements.receiptConfirmed', message: 'must be true' }],
     };
   }
   if (paymentSettlement(input) === 'collected_on_site' && ack.paymentCollected !== true) {
     return {
-      code: 'validation', reason: 'payment_not_collected',
+      code: 'validation',
+      reason: 'payment_not_collected',
       message: `Payment: ${input.openAmountCents} cents are open and ${input.method!.name} is collected on site; log the payment or confirm paymentCollected`,
       errors: [{ path: 'acknowledgements.paymentCollected', message: 'must be true for an on-site payment method with an open amount' }],
     };

@@ -6,16 +6,16 @@ const shop: Address = { street: 'Hauptstraße', houseNumber: '12', postalCode: '
 const depot: Address = { ...shop, street: 'Lagerweg', houseNumber: '3' };
 
 const contact = (overrides: Partial<ContactInput>): ContactInput => ({
-  role: 'header', name1: 'Bäckerei Schulz GmbH', address: shop, channels: [], ...overrides,
+  role: 'header',
+  name1: 'Bäckerei Schulz GmbH',
+  address: shop,
+  channels: [],
+  ...overrides,
 });
 
 describe('mergeContacts', () => {
   it('merges records equal in every name field and the address into one entry with all roles', () => {
-    const merged = mergeContacts([
-      contact({ role: 'delivery' }),
-      contact({ role: 'header' }),
-      contact({ role: 'billing' }),
-    ]);
+    const merged = mergeContacts([contact({ role: 'delivery' }), contact({ role: 'header' }), contact({ role: 'billing' })]);
     expect(merged).toHaveLength(1);
     expect(merged[0].roles).toEqual(['header', 'delivery', 'billing']);
     expect(merged[0].role).toBe('header');
@@ -24,7 +24,10 @@ describe('mergeContacts', () => {
 
   it('keeps the same name at another address as a separate entry', () => {
     const merged = mergeContacts([contact({ role: 'header' }), contact({ role: 'delivery', address: depot })]);
-    expect(merged.map((c) => [c.role, c.address?.street])).toEqual([['header', 'Hauptstraße'], ['delivery', 'Lagerweg']]);
+    expect(merged.map((c) => [c.role, c.address?.street])).toEqual([
+      ['header', 'Hauptstraße'],
+      ['delivery', 'Lagerweg'],
+    ]);
   });
 
   it('keeps records apart that differ in one name field', () => {
@@ -43,8 +46,15 @@ describe('mergeContacts', () => {
 
   it('takes an address with neither street nor city as none, as the spec asks', () => {
     const blank = { ...shop, street: ' ', city: '', houseNumber: '', postalCode: '10115' };
-    const merged = mergeContacts([contact({ role: 'contact_person', address: blank }), contact({ role: 'billing', address: null }), contact({ role: 'header', address: { ...shop, street: '' } })]);
-    expect(merged.map((c) => [c.roles, c.address?.city ?? null])).toEqual([[['billing', 'contact_person'], null], [['header'], 'Berlin']]);
+    const merged = mergeContacts([
+      contact({ role: 'contact_person', address: blank }),
+      contact({ role: 'billing', address: null }),
+      contact({ role: 'header', address: { ...shop, street: '' } }),
+    ]);
+    expect(merged.map((c) => [c.roles, c.address?.city ?? null])).toEqual([
+      [['billing', 'contact_person'], null],
+      [['header'], 'Berlin'],
+    ]);
   });
 
   it('ignores outer spaces and treats empty names like missing ones', () => {
@@ -58,17 +68,23 @@ describe('mergeContacts', () => {
 
   it('merges channels without duplicates and numbers them per kind in ERP order', () => {
     const merged = mergeContacts([
-      contact({ role: 'header', channels: [
-        { kind: 'phone', position: 2, value: '030 222' },
-        { kind: 'phone', position: 1, value: '030 111' },
-        { kind: 'email', position: 1, value: 'info@schulz.de' },
-      ] }),
-      contact({ role: 'delivery', channels: [
-        { kind: 'phone', position: 1, value: '030111' },
-        { kind: 'phone', position: 2, value: '030 333' },
-        { kind: 'email', position: 1, value: 'INFO@schulz.de' },
-        { kind: 'mobile', position: 1, value: '0171 555' },
-      ] }),
+      contact({
+        role: 'header',
+        channels: [
+          { kind: 'phone', position: 2, value: '030 222' },
+          { kind: 'phone', position: 1, value: '030 111' },
+          { kind: 'email', position: 1, value: 'info@schulz.de' },
+        ],
+      }),
+      contact({
+        role: 'delivery',
+        channels: [
+          { kind: 'phone', position: 1, value: '030111' },
+          { kind: 'phone', position: 2, value: '030 333' },
+          { kind: 'email', position: 1, value: 'INFO@schulz.de' },
+          { kind: 'mobile', position: 1, value: '0171 555' },
+        ],
+      }),
     ]);
     expect(merged[0].channels).toEqual([
       { kind: 'phone', position: 1, value: '030 111' },
@@ -85,7 +101,10 @@ describe('mergeContacts', () => {
       contact({ role: 'header' }),
       contact({ role: 'delivery' }),
     ]);
-    expect(merged.map((c) => [c.position, c.role])).toEqual([[1, 'contact_person'], [2, 'header']]);
+    expect(merged.map((c) => [c.position, c.role])).toEqual([
+      [1, 'contact_person'],
+      [2, 'header'],
+    ]);
   });
 
   it('returns nothing for no contacts', () => {

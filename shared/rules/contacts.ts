@@ -3,21 +3,35 @@ import { contactRoles } from '../schemas/common.js';
 
 export interface ContactInput {
   role: ContactRole;
-  anrede?: string | null; titel?: string | null; name1?: string | null; name2?: string | null; name3?: string | null;
-  abteilung?: string | null; funktion?: string | null;
+  anrede?: string | null;
+  titel?: string | null;
+  name1?: string | null;
+  name2?: string | null;
+  name3?: string | null;
+  abteilung?: string | null;
+  funktion?: string | null;
   address?: Address | null;
   channels?: { kind: ContactKind; position: number; value: string }[];
 }
 
-export interface MergedChannel { kind: ContactKind; position: number; value: string }
+export interface MergedChannel {
+  kind: ContactKind;
+  position: number;
+  value: string;
+}
 
 export interface MergedContact {
   role: ContactRole;
   roles: ContactRole[];
   /** 1-based order of the entry's first appearance in the ERP's list. */
   position: number;
-  anrede: string | null; titel: string | null; name1: string | null; name2: string | null; name3: string | null;
-  abteilung: string | null; funktion: string | null;
+  anrede: string | null;
+  titel: string | null;
+  name1: string | null;
+  name2: string | null;
+  name3: string | null;
+  abteilung: string | null;
+  funktion: string | null;
   address: Address | null;
   channels: MergedChannel[];
 }
@@ -31,8 +45,12 @@ const text = (value: string | null | undefined) => (value?.trim() ? value.trim()
 function normalAddress(address: Address | null | undefined): Address | null {
   if (!address || (!address.street.trim() && !address.city.trim())) return null;
   return {
-    street: address.street.trim(), houseNumber: address.houseNumber.trim(), postalCode: address.postalCode.trim(),
-    city: address.city.trim(), country: address.country.trim(), addition: text(address.addition),
+    street: address.street.trim(),
+    houseNumber: address.houseNumber.trim(),
+    postalCode: address.postalCode.trim(),
+    city: address.city.trim(),
+    country: address.country.trim(),
+    addition: text(address.addition),
   };
 }
 
@@ -55,7 +73,11 @@ export function mergeContacts(contacts: ContactInput[]): MergedContact[] {
     const key = JSON.stringify([...nameFields.map((f) => names[f]), address && Object.values(address)]);
     let entry = entries.get(key);
     if (!entry) {
-      entry = { contact: { role: contact.role, roles: [], position: entries.size + 1, ...names, address, channels: [] }, seen: new Set(), channels: [] };
+      entry = {
+        contact: { role: contact.role, roles: [], position: entries.size + 1, ...names, address, channels: [] },
+        seen: new Set(),
+        channels: [],
+      };
       entries.set(key, entry);
     }
     if (!entry.contact.roles.includes(contact.role)) entry.contact.roles.push(contact.role);

@@ -16,7 +16,7 @@ export function nextDeliveryState(state: DeliveryState, operation: DeliveryOpera
 
 /** Hold and cancel need a reason that is not blank. */
 export const reasonProblem = (reason: string): { path: 'reason'; message: string } | null =>
-  (reason.trim() ? null : { path: 'reason', message: 'must not be empty' });
+  reason.trim() ? null : { path: 'reason', message: 'must not be empty' };
 
 /** Credit, payment and service values change only an active delivery. */
 export const acceptsWork = (state: DeliveryState) => state === 'active';

@@ -3,19 +3,40 @@ import type { AuditAction, ItemState } from '../schemas/deliveries.js';
 import { applyItemAction, isFinished, settledState, type ItemSnapshot } from './items.js';
 
 const line = (state: ItemState, scannedQuantity: number, overrides: Partial<ItemSnapshot> = {}): ItemSnapshot => ({
-  state, requiredQuantity: 3, scannedQuantity, creditedQuantity: 0, scannable: true, ...overrides,
+  state,
+  requiredQuantity: 3,
+  scannedQuantity,
+  creditedQuantity: 0,
+  scannable: true,
+  ...overrides,
 });
 
 // Every state × every action on a line of 3 pieces, 1 scanned (Done lines have all 3 scanned).
 const table: [ItemState, AuditAction, string][] = [
-  ['InProgress', 'scan', 'InProgress:2:0'], ['InProgress', 'unscan', 'InProgress:0:0'], ['InProgress', 'remove', 'Removed:1:0'],
-  ['InProgress', 'unremove', 'invalid_action'], ['InProgress', 'hold', 'Held:1:0'], ['InProgress', 'unhold', 'invalid_action'],
-  ['Done', 'scan', 'quantity_exceeded'], ['Done', 'unscan', 'InProgress:2:0'], ['Done', 'remove', 'Removed:3:0'],
-  ['Done', 'unremove', 'invalid_action'], ['Done', 'hold', 'Held:3:0'], ['Done', 'unhold', 'invalid_action'],
-  ['Removed', 'scan', 'item_removed'], ['Removed', 'unscan', 'item_removed'], ['Removed', 'remove', 'item_removed'],
-  ['Removed', 'unremove', 'InProgress:1:0'], ['Removed', 'hold', 'item_removed'], ['Removed', 'unhold', 'invalid_action'],
-  ['Held', 'scan', 'invalid_action'], ['Held', 'unscan', 'invalid_action'], ['Held', 'remove', 'Removed:1:0'],
-  ['Held', 'unremove', 'invalid_action'], ['Held', 'hold', 'invalid_action'], ['Held', 'unhold', 'InProgress:1:0'],
+  ['InProgress', 'scan', 'InProgress:2:0'],
+  ['InProgress', 'unscan', 'InProgress:0:0'],
+  ['InProgress', 'remove', 'Removed:1:0'],
+  ['InProgress', 'unremove', 'invalid_action'],
+  ['InProgress', 'hold', 'Held:1:0'],
+  ['InProgress', 'unhold', 'invalid_action'],
+  ['Done', 'scan', 'quantity_exceeded'],
+  ['Done', 'unscan', 'InProgress:2:0'],
+  ['Done', 'remove', 'Removed:3:0'],
+  ['Done', 'unremove', 'invalid_action'],
+  ['Done', 'hold', 'Held:3:0'],
+  ['Done', 'unhold', 'invalid_action'],
+  ['Removed', 'scan', 'item_removed'],
+  ['Removed', 'unscan', 'item_removed'],
+  ['Removed', 'remove', 'item_removed'],
+  ['Removed', 'unremove', 'InProgress:1:0'],
+  ['Removed', 'hold', 'item_removed'],
+  ['Removed', 'unhold', 'invalid_action'],
+  ['Held', 'scan', 'invalid_action'],
+  ['Held', 'unscan', 'invalid_action'],
+  ['Held', 'remove', 'Removed:1:0'],
+  ['Held', 'unremove', 'invalid_action'],
+  ['Held', 'hold', 'invalid_action'],
+  ['Held', 'unhold', 'InProgress:1:0'],
 ];
 
 const describeOutcome = (o: ReturnType<typeof applyItemAction>) =>

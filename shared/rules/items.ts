@@ -10,9 +10,7 @@ export interface ItemSnapshot {
 
 export type ItemRejectionCode = 'quantity_exceeded' | 'nothing_to_unscan' | 'item_removed' | 'not_scannable' | 'invalid_action';
 
-export type ItemOutcome =
-  | { ok: true; item: ItemSnapshot }
-  | { ok: false; code: ItemRejectionCode; message: string };
+export type ItemOutcome = { ok: true; item: ItemSnapshot } | { ok: false; code: ItemRejectionCode; message: string };
 
 /** Pieces still to deliver once credited pieces are taken off. */
 export const effectiveQuantity = (item: Pick<ItemSnapshot, 'requiredQuantity' | 'creditedQuantity'>) =>
@@ -42,7 +40,8 @@ export function applyItemAction(item: ItemSnapshot, action: AuditAction, quantit
       if (item.state === 'Held') return reject('invalid_action', 'The line is held; unhold it first');
       const scannedQuantity = item.scannedQuantity + (action === 'scan' ? 1 : -1);
       // Only a scan can exceed the line: after a re-sync lowered the quantity, unscans must still work.
-      if (action === 'scan' && scannedQuantity > effective) return reject('quantity_exceeded', `All ${effective} pieces are already scanned`);
+      if (action === 'scan' && scannedQuantity > effective)
+        return reject('quantity_exceeded', `All ${effective} pieces are already scanned`);
       if (scannedQuantity < 0) return reject('nothing_to_unscan', 'No scanned piece to take back');
       return { ok: true, item: { ...item, scannedQuantity, state: settledState({ ...item, scannedQuantity }) } };
     }
@@ -56,7 +55,8 @@ export function applyItemAction(item: ItemSnapshot, action: AuditAction, quantit
       return { ok: true, item: { ...next, state: item.state === 'Held' && settled !== 'Removed' ? 'Held' : settled } };
     }
     case 'unremove': {
-      if (item.state !== 'Removed' && item.creditedQuantity === 0) return reject('invalid_action', 'Nothing on this line is removed or credited');
+      if (item.state !== 'Removed' && item.creditedQuantity === 0)
+        return reject('invalid_action', 'Nothing on this line is removed or credited');
       // The documents settle an unremoved line by its scans, a held one too: the hold ends with it.
       const next = { ...item, creditedQuantity: 0 };
       return { ok: true, item: { ...next, state: settledState(next) } };

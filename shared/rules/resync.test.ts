@@ -2,11 +2,20 @@ import { describe, expect, it } from 'vitest';
 import type { DeliveryState, ItemState } from '../schemas/deliveries.js';
 import { erpSequence, isFinalDelivery, lineStateAfterResync, mayDeleteUnsentLine, resyncSortOrders } from './resync.js';
 
-const line = (state: ItemState, requiredQuantity: number, scannedQuantity = 0, creditedQuantity = 0) =>
-  ({ state, requiredQuantity, scannedQuantity, creditedQuantity });
+const line = (state: ItemState, requiredQuantity: number, scannedQuantity = 0, creditedQuantity = 0) => ({
+  state,
+  requiredQuantity,
+  scannedQuantity,
+  creditedQuantity,
+});
 
 describe('a re-sync leaves final deliveries alone', () => {
-  it.each([['active', false], ['held', false], ['completed', true], ['canceled', true]] as [DeliveryState, boolean][])('%s final: %s', (state, final) => {
+  it.each([
+    ['active', false],
+    ['held', false],
+    ['completed', true],
+    ['canceled', true],
+  ] as [DeliveryState, boolean][])('%s final: %s', (state, final) => {
     expect(isFinalDelivery(state)).toBe(final);
   });
 });
@@ -48,16 +57,34 @@ describe('sort order after a re-sync', () => {
   });
 
   it('follows the ERP until the driver reorders, also for arriving deliveries', () => {
-    const incoming = [{ erpSequence: 0, sortOrder: 5 }, { erpSequence: 1, sortOrder: null }, { erpSequence: 2, sortOrder: 0 }];
+    const incoming = [
+      { erpSequence: 0, sortOrder: 5 },
+      { erpSequence: 1, sortOrder: null },
+      { erpSequence: 2, sortOrder: 0 },
+    ];
     expect(resyncSortOrders(incoming, false, [0, 5])).toEqual([0, 1, 2]);
   });
 
   it("keeps the driver's order and appends arriving deliveries after the tour's last, in payload order", () => {
-    const incoming = [{ erpSequence: 0, sortOrder: null }, { erpSequence: 1, sortOrder: 2 }, { erpSequence: 2, sortOrder: null }, { erpSequence: 3, sortOrder: 0 }];
+    const incoming = [
+      { erpSequence: 0, sortOrder: null },
+      { erpSequence: 1, sortOrder: 2 },
+      { erpSequence: 2, sortOrder: null },
+      { erpSequence: 3, sortOrder: 0 },
+    ];
     expect(resyncSortOrders(incoming, true, [2, 0, 9])).toEqual([10, 2, 11, 0]);
   });
 
   it('starts an empty reordered tour at 0', () => {
-    expect(resyncSortOrders([{ erpSequence: 4, sortOrder: null }, { erpSequence: 5, sortOrder: null }], true, [])).toEqual([0, 1]);
+    expect(
+      resyncSortOrders(
+        [
+          { erpSequence: 4, sortOrder: null },
+          { erpSequence: 5, sortOrder: null },
+        ],
+        true,
+        [],
+      ),
+    ).toEqual([0, 1]);
   });
 });

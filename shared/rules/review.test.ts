@@ -1,14 +1,32 @@
 import { describe, expect, it } from 'vitest';
 import type { AuditAction, ItemState } from '../schemas/deliveries.js';
-import { deductedPieces, deviationOf, isDeviationAction, isModified, isPositionModified, reviewState, type ReviewPosition } from './review.js';
+import {
+  deductedPieces,
+  deviationOf,
+  isDeviationAction,
+  isModified,
+  isPositionModified,
+  reviewState,
+  type ReviewPosition,
+} from './review.js';
 
-const line = (state: ItemState, creditedQuantity = 0, requiredQuantity = 5): ReviewPosition => ({ state, requiredQuantity, creditedQuantity });
+const line = (state: ItemState, creditedQuantity = 0, requiredQuantity = 5): ReviewPosition => ({
+  state,
+  requiredQuantity,
+  creditedQuantity,
+});
 const untouched = [line('Done'), line('InProgress'), line('Held')];
 
 describe('deviation', () => {
   it.each([
-    ['InProgress', 0, false], ['Done', 0, false], ['Held', 0, false], ['Removed', 0, true],
-    ['InProgress', 1, true], ['Done', 2, true], ['Held', 1, true], ['Removed', 5, true],
+    ['InProgress', 0, false],
+    ['Done', 0, false],
+    ['Held', 0, false],
+    ['Removed', 0, true],
+    ['InProgress', 1, true],
+    ['Done', 2, true],
+    ['Held', 1, true],
+    ['Removed', 5, true],
   ] as const)('a %s line with %i credited pieces is modified: %s', (state, credited, modified) => {
     expect(isPositionModified(line(state, credited))).toBe(modified);
     expect(isModified({ positions: [line('Done'), line(state, credited)], creditAmountCents: null })).toBe(modified);
@@ -20,14 +38,21 @@ describe('deviation', () => {
   });
 
   it('counts removed lines, credited lines and their pieces and the money credit', () => {
-    expect(deviationOf({
-      positions: [line('Removed'), line('Removed', 2), line('Done', 2), line('InProgress', 1), line('Done')],
-      creditAmountCents: 3000,
-    })).toEqual({ removedLines: 2, creditedLines: 2, creditedPieces: 3, moneyCreditCents: 3000 });
+    expect(
+      deviationOf({
+        positions: [line('Removed'), line('Removed', 2), line('Done', 2), line('InProgress', 1), line('Done')],
+        creditAmountCents: 3000,
+      }),
+    ).toEqual({ removedLines: 2, creditedLines: 2, creditedPieces: 3, moneyCreditCents: 3000 });
   });
 
   it('treats an active money credit alone as a deviation', () => {
-    expect(deviationOf({ positions: untouched, creditAmountCents: 1000 })).toEqual({ removedLines: 0, creditedLines: 0, creditedPieces: 0, moneyCreditCents: 1000 });
+    expect(deviationOf({ positions: untouched, creditAmountCents: 1000 })).toEqual({
+      removedLines: 0,
+      creditedLines: 0,
+      creditedPieces: 0,
+      moneyCreditCents: 1000,
+    });
   });
 
   it('treats a zero credit amount as no money credit', () => {
@@ -35,7 +60,12 @@ describe('deviation', () => {
   });
 
   it.each([
-    ['scan', false], ['unscan', false], ['hold', false], ['unhold', false], ['remove', true], ['unremove', true],
+    ['scan', false],
+    ['unscan', false],
+    ['hold', false],
+    ['unhold', false],
+    ['remove', true],
+    ['unremove', true],
   ] as const)('the scan action %s is deviation-relevant: %s', (action: AuditAction, relevant) => {
     expect(isDeviationAction(action)).toBe(relevant);
   });
@@ -51,8 +81,11 @@ describe('review state', () => {
   const removed = [line('Removed'), line('Done')];
 
   it('is pending when a deviation exists and the delivery was never confirmed', () => {
-    expect(reviewState({ positions: removed, creditAmountCents: null, changeTimes: [10], resolvedAt: null }))
-      .toMatchObject({ pending: true, lastChangeAt: 10, deviation: { removedLines: 1 } });
+    expect(reviewState({ positions: removed, creditAmountCents: null, changeTimes: [10], resolvedAt: null })).toMatchObject({
+      pending: true,
+      lastChangeAt: 10,
+      deviation: { removedLines: 1 },
+    });
   });
 
   it('is not pending once the latest change is confirmed', () => {

@@ -9,16 +9,33 @@ import { serviceValueProblem } from './services.js';
 
 describe('delivery transitions', () => {
   const table: [DeliveryState, DeliveryOperation, DeliveryState | null][] = [
-    ['active', 'hold', 'held'], ['active', 'resume', null], ['active', 'cancel', 'canceled'], ['active', 'complete', 'completed'],
-    ['held', 'hold', null], ['held', 'resume', 'active'], ['held', 'cancel', 'canceled'], ['held', 'complete', null],
-    ['canceled', 'hold', null], ['canceled', 'resume', null], ['canceled', 'cancel', null], ['canceled', 'complete', null],
-    ['completed', 'hold', null], ['completed', 'resume', null], ['completed', 'cancel', null], ['completed', 'complete', null],
+    ['active', 'hold', 'held'],
+    ['active', 'resume', null],
+    ['active', 'cancel', 'canceled'],
+    ['active', 'complete', 'completed'],
+    ['held', 'hold', null],
+    ['held', 'resume', 'active'],
+    ['held', 'cancel', 'canceled'],
+    ['held', 'complete', null],
+    ['canceled', 'hold', null],
+    ['canceled', 'resume', null],
+    ['canceled', 'cancel', null],
+    ['canceled', 'complete', null],
+    ['completed', 'hold', null],
+    ['completed', 'resume', null],
+    ['completed', 'cancel', null],
+    ['completed', 'complete', null],
   ];
   it.each(table)('%s + %s → %s', (state, operation, next) => {
     expect(nextDeliveryState(state, operation)).toBe(next);
   });
 
-  it.each([['active', true], ['held', false], ['canceled', false], ['completed', false]] as const)('work on a %s delivery allowed: %s', (state, allowed) => {
+  it.each([
+    ['active', true],
+    ['held', false],
+    ['canceled', false],
+    ['completed', false],
+  ] as const)('work on a %s delivery allowed: %s', (state, allowed) => {
     expect(acceptsWork(state)).toBe(allowed);
   });
 });
@@ -69,8 +86,11 @@ describe('open amount', () => {
 
 describe('notes and service values', () => {
   it.each([
-    [{ text: 'Hinterhof' }, true], [{ imageAttachment: '~abc' }, true], [{ text: '  ', imageAttachment: '' }, false],
-    [{ text: null, imageAttachment: null }, false], [{}, false],
+    [{ text: 'Hinterhof' }, true],
+    [{ imageAttachment: '~abc' }, true],
+    [{ text: '  ', imageAttachment: '' }, false],
+    [{ text: null, imageAttachment: null }, false],
+    [{}, false],
   ])('note %j has content: %s', (note, expected) => {
     expect(noteHasContent(note)).toBe(expected);
   });
@@ -78,9 +98,14 @@ describe('notes and service values', () => {
   const numeric = { kind: 'numeric' as const, minValue: 1, maxValue: 5 };
   const boolean = { kind: 'boolean' as const, minValue: null, maxValue: null };
   it.each([
-    [boolean, { boolValue: true }, null], [boolean, { numericValue: 1 }, 'boolValue'], [boolean, { boolValue: true, numericValue: 1 }, 'boolValue'],
-    [numeric, { numericValue: 3 }, null], [numeric, { numericValue: 0 }, 'numericValue'], [numeric, { numericValue: 6 }, 'numericValue'],
-    [numeric, { boolValue: false }, 'numericValue'], [numeric, {}, 'numericValue'],
+    [boolean, { boolValue: true }, null],
+    [boolean, { numericValue: 1 }, 'boolValue'],
+    [boolean, { boolValue: true, numericValue: 1 }, 'boolValue'],
+    [numeric, { numericValue: 3 }, null],
+    [numeric, { numericValue: 0 }, 'numericValue'],
+    [numeric, { numericValue: 6 }, 'numericValue'],
+    [numeric, { boolValue: false }, 'numericValue'],
+    [numeric, {}, 'numericValue'],
   ])('service %j with %j → problem at %s', (service, value, path) => {
     expect(serviceValueProblem(service, value)?.path ?? null).toBe(path);
   });

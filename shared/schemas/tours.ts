@@ -35,14 +35,24 @@ export const SyncPosition = z.object({
 const OptionalName = ErpText.nullable().optional();
 // The contract carries no fax ("Fax is not carried"): an ERP's fax numbers are dropped, not refused.
 const Channel = z.object({ kind: z.enum([...ContactKind.options, 'fax']), position: z.int32(), value: ErpText.trim().min(1) });
-const isCarried = (channel: z.output<typeof Channel>): channel is z.output<typeof Channel> & { kind: ContactKind } => channel.kind !== 'fax';
+const isCarried = (channel: z.output<typeof Channel>): channel is z.output<typeof Channel> & { kind: ContactKind } =>
+  channel.kind !== 'fax';
 
 export const SyncContact = z.object({
   role: ContactRole,
-  anrede: OptionalName, titel: OptionalName, name1: OptionalName, name2: OptionalName, name3: OptionalName,
-  abteilung: OptionalName, funktion: OptionalName,
+  anrede: OptionalName,
+  titel: OptionalName,
+  name1: OptionalName,
+  name2: OptionalName,
+  name3: OptionalName,
+  abteilung: OptionalName,
+  funktion: OptionalName,
   address: Address.nullable().optional(),
-  channels: z.array(Channel).max(listLimits.channelsPerContact).default([]).transform((channels) => channels.filter(isCarried)),
+  channels: z
+    .array(Channel)
+    .max(listLimits.channelsPerContact)
+    .default([])
+    .transform((channels) => channels.filter(isCarried)),
 });
 
 export const SyncDelivery = z.object({
@@ -61,45 +71,60 @@ export const SyncDelivery = z.object({
 /** A delivery's identity, as the contract has it: `(belegartId, belegnummer)`. */
 export const deliveryKey = (d: { belegartId: number; belegnummer: string }) => `${d.belegartId}/${d.belegnummer}`;
 
-export const SyncTourRequest = z.object({
-  driver: z.object({ personalnummer: Int64, name: ErpText.trim().min(1), active: z.boolean().optional() }),
-  tourDate: IsoDate,
-  name: ErpText.optional(),
-  deliveries: z.array(SyncDelivery).max(listLimits.deliveriesPerTour),
-}).superRefine((tour, ctx) => {
-  const seen = new Set<string>();
-  tour.deliveries.forEach((d, i) => {
-    const key = deliveryKey(d);
-    if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['deliveries', i], message: `delivery ${key} appears twice` });
-    seen.add(key);
-    const lines = new Set<number>();
-    d.positions.forEach((p, j) => {
-      if (lines.has(p.lineNumber)) ctx.addIssue({ code: 'custom', path: ['deliveries', i, 'positions', j, 'lineNumber'], message: `line ${p.lineNumber} appears twice` });
-      lines.add(p.lineNumber);
+export const SyncTourRequest = z
+  .object({
+    driver: z.object({ personalnummer: Int64, name: ErpText.trim().min(1), active: z.boolean().optional() }),
+    tourDate: IsoDate,
+    name: ErpText.optional(),
+    deliveries: z.array(SyncDelivery).max(listLimits.deliveriesPerTour),
+  })
+  .superRefine((tour, ctx) => {
+    const seen = new Set<string>();
+    tour.deliveries.forEach((d, i) => {
+      const key = deliveryKey(d);
+      if (seen.has(key)) ctx.addIssue({ code: 'custom', path: ['deliveries', i], message: `delivery ${key} appears twice` });
+      seen.add(key);
+      const lines = new Set<number>();
+      d.positions.forEach((p, j) => {
+        if (lines.has(p.lineNumber))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['deliveries', i, 'positions', j, 'lineNumber'],
+            message: `line ${p.lineNumber} appears twice`,
+          });
+        lines.add(p.lineNumber);
+      });
     });
-  });
-}).meta({ id: 'SyncTourRequest' });
+  })
+  .meta({ id: 'SyncTourRequest' });
 export type SyncTourRequest = z.output<typeof SyncTourRequest>;
 export type SyncTourInput = z.input<typeof SyncTourRequest>;
 
-export const Tour = z.object({
-  id: Uuid,
-  accountId: ErpNumber,
-  tourDate: IsoDate,
-  name: z.string().nullable(),
-}).meta({ id: 'Tour' });
+export const Tour = z
+  .object({
+    id: Uuid,
+    accountId: ErpNumber,
+    tourDate: IsoDate,
+    name: z.string().nullable(),
+  })
+  .meta({ id: 'Tour' });
 export type Tour = z.infer<typeof Tour>;
 
-export const SyncTourResponse = z.object({
-  tour: Tour,
-  created: z.boolean(),
-  deliveries: z.object({ created: z.number().int(), updated: z.number().int(), unchanged: z.number().int(), moved: z.number().int() }),
-  positions: z.object({ created: z.number().int(), updated: z.number().int(), deleted: z.number().int() }),
-}).meta({ id: 'SyncTourResponse' });
+export const SyncTourResponse = z
+  .object({
+    tour: Tour,
+    created: z.boolean(),
+    deliveries: z.object({ created: z.number().int(), updated: z.number().int(), unchanged: z.number().int(), moved: z.number().int() }),
+    positions: z.object({ created: z.number().int(), updated: z.number().int(), deleted: z.number().int() }),
+  })
+  .meta({ id: 'SyncTourResponse' });
 export type SyncTourResponse = z.infer<typeof SyncTourResponse>;
 
 export const DeliveryStateCounts = z.object({
-  active: z.number().int(), held: z.number().int(), canceled: z.number().int(), completed: z.number().int(),
+  active: z.number().int(),
+  held: z.number().int(),
+  canceled: z.number().int(),
+  completed: z.number().int(),
 });
 
 export const TourSummary = Tour.extend({
@@ -112,7 +137,9 @@ export type TourSummary = z.infer<typeof TourSummary>;
 export const TourSummaryList = z.object({ tours: z.array(TourSummary) }).meta({ id: 'TourSummaryList' });
 export type TourSummaryList = z.infer<typeof TourSummaryList>;
 
-export const SetDeliveryOrderRequest = z.object({ deliveryIds: z.array(Uuid).max(listLimits.deliveryOrderIds) }).meta({ id: 'SetDeliveryOrderRequest' });
+export const SetDeliveryOrderRequest = z
+  .object({ deliveryIds: z.array(Uuid).max(listLimits.deliveryOrderIds) })
+  .meta({ id: 'SetDeliveryOrderRequest' });
 export const SetDeliveryOrderResponse = z.object({ tourId: Uuid, deliveryIds: z.array(Uuid) }).meta({ id: 'SetDeliveryOrderResponse' });
 export type SetDeliveryOrderResponse = z.infer<typeof SetDeliveryOrderResponse>;
 
@@ -120,42 +147,66 @@ export const Customer = z.object({ id: Uuid, erpCustomerId: ErpNumber, name: z.s
 export type Customer = z.infer<typeof Customer>;
 export const Warehouse = z.object({ id: Uuid, code: z.string(), name: z.string() }).meta({ id: 'Warehouse' });
 export type Warehouse = z.infer<typeof Warehouse>;
-export const Article = z.object({
-  id: Uuid, articleNumber: z.string(), name: z.string(), scannable: z.boolean(), defaultWarehouseId: Uuid.nullable(),
-}).meta({ id: 'Article' });
+export const Article = z
+  .object({
+    id: Uuid,
+    articleNumber: z.string(),
+    name: z.string(),
+    scannable: z.boolean(),
+    defaultWarehouseId: Uuid.nullable(),
+  })
+  .meta({ id: 'Article' });
 export type Article = z.infer<typeof Article>;
 
-export const ContactChannel = z.object({
-  id: Uuid, sourceId: Uuid, kind: ContactKind, position: z.number().int(), value: z.string(),
-}).meta({ id: 'ContactChannel' });
-export const ContactSource = z.object({
-  id: Uuid, deliveryId: Uuid, role: ContactRole, roles: z.array(ContactRole), position: z.number().int(),
-  anrede: z.string().nullable(), titel: z.string().nullable(), name1: z.string().nullable(), name2: z.string().nullable(),
-  name3: z.string().nullable(), abteilung: z.string().nullable(), funktion: z.string().nullable(),
-  address: Address.nullable(),
-  channels: z.array(ContactChannel),
-}).meta({ id: 'ContactSource' });
+export const ContactChannel = z
+  .object({
+    id: Uuid,
+    sourceId: Uuid,
+    kind: ContactKind,
+    position: z.number().int(),
+    value: z.string(),
+  })
+  .meta({ id: 'ContactChannel' });
+export const ContactSource = z
+  .object({
+    id: Uuid,
+    deliveryId: Uuid,
+    role: ContactRole,
+    roles: z.array(ContactRole),
+    position: z.number().int(),
+    anrede: z.string().nullable(),
+    titel: z.string().nullable(),
+    name1: z.string().nullable(),
+    name2: z.string().nullable(),
+    name3: z.string().nullable(),
+    abteilung: z.string().nullable(),
+    funktion: z.string().nullable(),
+    address: Address.nullable(),
+    channels: z.array(ContactChannel),
+  })
+  .meta({ id: 'ContactSource' });
 export type ContactSource = z.infer<typeof ContactSource>;
 
-
 /** Answer of POST /admin/import-erp (snake_case like every admin answer). */
-export const ImportSummary = z.object({
-  run_id: Uuid,
-  target_date: IsoDate,
-  trigger: z.enum(['scheduler', 'startup', 'manual']),
-  success: z.boolean(),
-  skipped: z.boolean(),
-  started_at: Timestamp,
-  finished_at: Timestamp,
-  tours: z.number().int(),
-  tours_created: z.number().int(),
-  deliveries_created: z.number().int(),
-  deliveries_updated: z.number().int(),
-  deliveries_unchanged: z.number().int(),
-  deliveries_moved: z.number().int(),
-  positions_created: z.number().int(),
-  positions_updated: z.number().int(),
-  positions_deleted: z.number().int(),
-  error: z.string().nullable(),
-}).meta({ id: 'ImportSummary' });
+export const ImportSummary = z
+  .object({
+    run_id: Uuid,
+    target_date: IsoDate,
+    trigger: z.enum(['scheduler', 'startup', 'manual']),
+    success: z.boolean(),
+    skipped: z.boolean(),
+    started_at: Timestamp,
+    finished_at: Timestamp,
+    tours: z.number().int(),
+    tours_created: z.number().int(),
+    deliveries_created: z.number().int(),
+    deliveries_updated: z.number().int(),
+    deliveries_unchanged: z.number().int(),
+    deliveries_moved: z.number().int(),
+    positions_created: z.number().int(),
+    positions_updated: z.number().int(),
+    positions_deleted: z.number().int(),
+    error: z.string().nullable(),
+  })
+  .meta({ id: 'ImportSummary' });
 export type ImportSummary = z.infer<typeof ImportSummary>;

@@ -33,11 +33,27 @@ const SETTLE_MS = 60_000;
 const TOUR_DATE = '2026-06-01';
 const BASE_URL = 'http://tourline.chaos';
 // [at ms, instance, action]
-const KILLS: [number, number, 'kill' | 'start'][] = [[15_000, 0, 'kill'], [23_000, 0, 'start'], [45_000, 1, 'kill'], [52_000, 1, 'start']];
+const KILLS: [number, number, 'kill' | 'start'][] = [
+  [15_000, 0, 'kill'],
+  [23_000, 0, 'start'],
+  [45_000, 1, 'kill'],
+  [52_000, 1, 'start'],
+];
 // [at ms, how long PostgreSQL stays down]: a restart of the database itself (an embedded one only).
 const DATABASE_RESTART: [number, number] = [34_000, 3000];
 
-const counts = { viewSamples: 0, viewOver: 0, dropped: 0, lost: 0, duplicated: 0, socketCuts: 0, backendsTerminated: 0, kills: 0, appRestarts: 0, databaseRestarts: 0 };
+const counts = {
+  viewSamples: 0,
+  viewOver: 0,
+  dropped: 0,
+  lost: 0,
+  duplicated: 0,
+  socketCuts: 0,
+  backendsTerminated: 0,
+  kills: 0,
+  appRestarts: 0,
+  databaseRestarts: 0,
+};
 // Off while the drivers load their tours (a first read is not queued), on during the load.
 let faultsOn = false;
 const chance = (p: number) => faultsOn && Math.random() < p;
@@ -47,15 +63,25 @@ class Instance {
   alive = false;
   stopping = false;
   output: string[] = [];
-  constructor(readonly name: string, readonly port: number, private readonly env: Record<string, string>) {}
-  get url() { return `http://127.0.0.1:${this.port}`; }
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    private readonly env: Record<string, string>,
+  ) {}
+  get url() {
+    return `http://127.0.0.1:${this.port}`;
+  }
 
   async start() {
     const main = fileURLToPath(new URL('../../server/main.ts', import.meta.url));
     const child = spawn(process.execPath, ['--import', 'tsx', main], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...this.env, PORT: String(this.port) }, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...this.env, PORT: String(this.port) },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const keep = (chunk: Buffer) => { this.output.push(chunk.toString()); if (this.output.length > 200) this.output.shift(); };
+    const keep = (chunk: Buffer) => {
+      this.output.push(chunk.toString());
+      if (this.output.length > 200) this.output.shift();
+    };
     child.stdout!.on('data', keep);
     child.stderr!.on('data', keep);
     this.process = child;
@@ -111,8 +137,15 @@ const postgres = process.env.DATABASE_URL ? undefined : await controlPostgres(cl
 const work = mkdtempSync(path.join(os.tmpdir(), 'tourline-chaos-'));
 const ports = [await freePort(), await freePort()];
 const env = {
-  NODE_ENV: 'development', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_API_KEY: BENCH_ADMIN_KEY, DATABASE_URL: databaseUrl,
-  DATA_DIR: path.join(work, 'server'), PUBLIC_URL: `http://127.0.0.1:${ports[0]}`, ERP_IMPORT_ENABLED: 'true', DATABASE_POOL_SIZE: '8',
+  NODE_ENV: 'development',
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+  ADMIN_API_KEY: BENCH_ADMIN_KEY,
+  DATABASE_URL: databaseUrl,
+  DATA_DIR: path.join(work, 'server'),
+  PUBLIC_URL: `http://127.0.0.1:${ports[0]}`,
+  ERP_IMPORT_ENABLED: 'true',
+  DATABASE_POOL_SIZE: '8',
 };
 const instances = ports.map((port, i) => new Instance(`instance ${'AB'[i]}`, port, env));
 const report: [string, number | string][] = [];
@@ -123,7 +156,8 @@ const t0 = monotonicMs();
 const log = (message: string) => console.log(`${((monotonicMs() - t0) / 1000).toFixed(1).padStart(6)} s  ${message}`);
 
 /** The instance a driver talks to: its home one, the other while home is down. */
-const instanceFor = (home: number) => (instances[home].alive ? instances[home] : instances[1 - home].alive ? instances[1 - home] : instances[home]);
+const instanceFor = (home: number) =>
+  instances[home].alive ? instances[home] : instances[1 - home].alive ? instances[1 - home] : instances[home];
 
 function faultyFetch(home: number): FetchLike {
   return async (input, init) => {
@@ -138,7 +172,9 @@ function faultyFetch(home: number): FetchLike {
     if (method === 'POST' && url.pathname === '/sync/push' && chance(0.05)) {
       // The same push through the other instance at the same moment.
       counts.duplicated += 1;
-      copy = fetch(`${instanceFor(1 - home).url}${url.pathname}`, init).then((r) => r.arrayBuffer()).catch(() => undefined);
+      copy = fetch(`${instanceFor(1 - home).url}${url.pathname}`, init)
+        .then((r) => r.arrayBuffer())
+        .catch(() => undefined);
     }
     const response = await fetch(`${target}${url.pathname}${url.search}`, init);
     await copy;
@@ -165,7 +201,9 @@ async function token(personalnummer: number): Promise<string> {
   for (;;) {
     const instance = instances.find((i) => i.alive);
     if (instance) {
-      const reply = await request('POST', `${instance.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer } }).catch(() => undefined);
+      const reply = await request('POST', `${instance.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer } }).catch(
+        () => undefined,
+      );
       if (reply?.status === 200) return JSON.parse(reply.text).accessToken;
     }
     await sleep(100);
@@ -203,12 +241,20 @@ class Auditor {
   private cursor: string;
   private socket: WebSocket | undefined;
   private stopped = false;
-  constructor(readonly driver: Driver, start: string, private readonly tokenValue: string) { this.cursor = start; }
+  constructor(
+    readonly driver: Driver,
+    start: string,
+    private readonly tokenValue: string,
+  ) {
+    this.cursor = start;
+  }
 
   connect() {
     if (this.stopped) return;
     const instance = instanceFor(1 - (this.driver.index % 2));
-    const socket = new WebSocket(`${instance.url.replace(/^http/, 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${this.tokenValue}` } });
+    const socket = new WebSocket(`${instance.url.replace(/^http/, 'ws')}/sync/ws`, {
+      headers: { authorization: `Bearer ${this.tokenValue}` },
+    });
     this.socket = socket;
     socket.on('open', () => socket.send(JSON.stringify({ type: 'resume', cursor: this.cursor })));
     socket.on('message', (data) => {
@@ -221,11 +267,18 @@ class Auditor {
       this.cursor = message.cursor!;
     });
     socket.on('error', () => undefined);
-    socket.on('close', () => { if (!this.stopped) setTimeout(() => this.connect(), 100 + Math.random() * 200); });
+    socket.on('close', () => {
+      if (!this.stopped) setTimeout(() => this.connect(), 100 + Math.random() * 200);
+    });
   }
 
-  cut() { this.socket?.terminate(); }
-  stop() { this.stopped = true; this.socket?.terminate(); }
+  cut() {
+    this.socket?.terminate();
+  }
+  stop() {
+    this.stopped = true;
+    this.socket?.terminate();
+  }
 }
 
 async function driverLoop(driver: Driver, until: number) {
@@ -294,7 +347,8 @@ async function faults(until: number) {
         for (const auditor of auditors) if (Math.random() < 1 / 4) auditor.cut();
         // Cut a few of the instances' database connections (pool or LISTEN) mid-flight.
         const { rows } = await admin.query<{ pid: number }>(
-          'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY random() LIMIT 3');
+          'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY random() LIMIT 3',
+        );
         for (const { pid } of rows) await admin.query('SELECT pg_terminate_backend($1)', [pid]);
         counts.backendsTerminated += rows.length;
       }
@@ -331,14 +385,25 @@ try {
   try {
     for (let index = 0; index < DRIVERS; index++) {
       const personalnummer = 40_001 + index;
-      const tour = await database.db.transaction((tx) => newTour(tx, { accountId: personalnummer, deliveries: 4, positions: openLines(3), tourDate: TOUR_DATE }));
+      const tour = await database.db.transaction((tx) =>
+        newTour(tx, { accountId: personalnummer, deliveries: 4, positions: openLines(3), tourDate: TOUR_DATE }),
+      );
       const partial = {
-        index, personalnummer, tourId: tour.tour.id, items: tour.deliveries.flatMap((d) => d.items.map((i) => i.id)),
-        dir: path.join(work, `driver-${index}`), scans: new Map<string, number>(), eventIds: [], sockets: new Set<WebSocket>(), restart: false,
+        index,
+        personalnummer,
+        tourId: tour.tour.id,
+        items: tour.deliveries.flatMap((d) => d.items.map((i) => i.id)),
+        dir: path.join(work, `driver-${index}`),
+        scans: new Map<string, number>(),
+        eventIds: [],
+        sockets: new Set<WebSocket>(),
+        restart: false,
       };
       drivers.push({ ...partial, client: await openClient(partial) });
     }
-    const startSeq = Number((await database.db.execute<{ s: string }>(sql`SELECT coalesce(max(seq), 0)::text AS s FROM change_log`)).rows[0].s);
+    const startSeq = Number(
+      (await database.db.execute<{ s: string }>(sql`SELECT coalesce(max(seq), 0)::text AS s FROM change_log`)).rows[0].s,
+    );
     const tokens = await Promise.all(drivers.map((d) => token(d.personalnummer)));
     const { cursor } = await requestJson<{ cursor: string }>('GET', `${instances[0].url}/sync/cursor`, { token: tokens[0] });
     auditors = drivers.map((d, i) => new Auditor(d, cursor, tokens[i]));
@@ -358,7 +423,9 @@ try {
 
     const settleUntil = monotonicMs() + SETTLE_MS;
     for (const driver of drivers) {
-      await driver.client.settled(Math.max(1000, settleUntil - monotonicMs())).catch((error) => failures.push(`driver ${driver.personalnummer}: ${error.message.slice(0, 300)}`));
+      await driver.client
+        .settled(Math.max(1000, settleUntil - monotonicMs()))
+        .catch((error) => failures.push(`driver ${driver.personalnummer}: ${error.message.slice(0, 300)}`));
       await driver.client.sync().catch((error) => failures.push(`driver ${driver.personalnummer}: final sync: ${error.message}`));
     }
     const head = Number((await database.db.execute<{ s: string }>(sql`SELECT coalesce(max(seq), 0)::text AS s FROM change_log`)).rows[0].s);
@@ -386,7 +453,8 @@ try {
       for (const [item, n] of driver.scans) if (scannedInDb.get(item) !== n) itemsOff += 1;
       rejected += driver.client.rejected().length;
       const copy = driver.client.serverTour(driver.tourId);
-      for (const position of copy?.deliveries.flatMap((d) => d.positions) ?? []) if (position.scannedQuantity !== scannedInDb.get(position.id)) copiesOff += 1;
+      for (const position of copy?.deliveries.flatMap((d) => d.positions) ?? [])
+        if (position.scannedQuantity !== scannedInDb.get(position.id)) copiesOff += 1;
       if (!copy) copiesOff += driver.items.length;
     }
     for (const auditor of auditors) {
@@ -409,13 +477,21 @@ try {
       ['positions where a device copy differs from the database', copiesOff],
       ['device views sampled (every change event)', counts.viewSamples],
       ['  of them counting a scan twice', counts.viewOver],
-      ['changes missing from an account\'s live feed', missingFromFeeds],
+      ["changes missing from an account's live feed", missingFromFeeds],
       ['changes recorded during the run', head - startSeq],
       ['successful ERP import runs (dates)', `${runs.ok} (${runs.dates})`],
-      ['pushes sent twice at once', counts.duplicated], ['requests dropped', counts.dropped], ['answers lost', counts.lost],
-      ['SIGKILLs', counts.kills], ['PostgreSQL restarts', counts.databaseRestarts], ['WebSocket cuts', counts.socketCuts], ['database connections cut', counts.backendsTerminated], ['app restarts', counts.appRestarts],
+      ['pushes sent twice at once', counts.duplicated],
+      ['requests dropped', counts.dropped],
+      ['answers lost', counts.lost],
+      ['SIGKILLs', counts.kills],
+      ['PostgreSQL restarts', counts.databaseRestarts],
+      ['WebSocket cuts', counts.socketCuts],
+      ['database connections cut', counts.backendsTerminated],
+      ['app restarts', counts.appRestarts],
     );
-    const expectEqual = (what: string, actual: number, expected: number) => { if (actual !== expected) failures.push(`${what}: ${actual}, expected ${expected}`); };
+    const expectEqual = (what: string, actual: number, expected: number) => {
+      if (actual !== expected) failures.push(`${what}: ${actual}, expected ${expected}`);
+    };
     expectEqual('processed events', Number(processed.n), events);
     expectEqual('processed events the drivers made', Number(processed.known), events);
     expectEqual('scan audit rows', Number(audit.n), events);
@@ -425,14 +501,15 @@ try {
     expectEqual('device copies off', copiesOff, 0);
     expectEqual('device views counting a scan twice', counts.viewOver, 0);
     expectEqual('changes missing from live feeds', missingFromFeeds, 0);
-    if (Number(runs.ok) !== Number(runs.dates)) failures.push(`ERP import: ${runs.ok} successful runs for ${runs.dates} dates; a date must be imported once`);
+    if (Number(runs.ok) !== Number(runs.dates))
+      failures.push(`ERP import: ${runs.ok} successful runs for ${runs.dates} dates; a date must be imported once`);
   } finally {
     for (const auditor of auditors) auditor.stop();
     for (const driver of drivers) await driver.client.close().catch(() => undefined);
     await database.close();
   }
 } catch (error) {
-  failures.push(error instanceof Error ? error.stack ?? error.message : String(error));
+  failures.push(error instanceof Error ? (error.stack ?? error.message) : String(error));
 } finally {
   await Promise.all(instances.map((i) => i.stop()));
   // After a restart the starter no longer knows the server's process.
@@ -443,5 +520,7 @@ try {
 const width = Math.max(...report.map(([label]) => label.length));
 console.log('');
 for (const [label, value] of report) console.log(`${label.padEnd(width)}  ${value}`);
-console.log(`\n${failures.length ? `FAILED:\n  ${failures.join('\n  ')}` : 'OK: every scan exactly once, no change missing from any feed'} (${Math.round((monotonicMs() - t0) / 1000)} s)`);
+console.log(
+  `\n${failures.length ? `FAILED:\n  ${failures.join('\n  ')}` : 'OK: every scan exactly once, no change missing from any feed'} (${Math.round((monotonicMs() - t0) / 1000)} s)`,
+);
 process.exit(failures.length ? 1 : 0);

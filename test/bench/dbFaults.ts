@@ -22,10 +22,27 @@ import { monotonicMs, sleep } from './stats.js';
 const OUTAGE_MS = Number(process.env.FAULT_OUTAGE_MS ?? 8000);
 const ADMIN_KEY = 'fault-admin-key-0123456789abcdef';
 const logLines = { count: 0 };
-const logger = pino({ level: 'info' }, new Writable({ write(chunk, _enc, done) { logLines.count += String(chunk).split('\n').length - 1; done(); } }));
+const logger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk, _enc, done) {
+      logLines.count += String(chunk).split('\n').length - 1;
+      done();
+    },
+  }),
+);
 
-interface Driver { personalnummer: number; token: string; deliveryId: string; lineId: string }
-interface Answer { status: number | string; ms: number; retryAfter?: string | null }
+interface Driver {
+  personalnummer: number;
+  token: string;
+  deliveryId: string;
+  lineId: string;
+}
+interface Answer {
+  status: number | string;
+  ms: number;
+  retryAfter?: string | null;
+}
 const rows: { fault: string; answer: string; recovery: string; logLines: number }[] = [];
 
 async function timed(work: () => Promise<{ status: number | string; retryAfter?: string | null }>): Promise<Answer> {
@@ -39,28 +56,50 @@ const show = (a: Answer) => `${a.status} in ${a.ms} ms${a.retryAfter ? ` (Retry-
 function push(base: string, driver: Driver, deliveryLine = driver.lineId) {
   return timed(async () => {
     const response = await fetch(`${base}/sync/push`, {
-      method: 'POST', signal: AbortSignal.timeout(60_000),
+      method: 'POST',
+      signal: AbortSignal.timeout(60_000),
       headers: { authorization: `Bearer ${driver.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ clientId: 'bench', events: [{ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: deliveryLine, action: 'scan' }] }),
+      body: JSON.stringify({
+        clientId: 'bench',
+        events: [
+          { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: deliveryLine, action: 'scan' },
+        ],
+      }),
     });
     await response.text();
     return { status: response.status, retryAfter: response.headers.get('retry-after') };
   });
 }
 
-const health = (base: string) => timed(async () => {
-  const response = await fetch(`${base}/health`, { signal: AbortSignal.timeout(60_000) });
-  await response.text();
-  return { status: response.status, retryAfter: response.headers.get('retry-after') };
-});
+const health = (base: string) =>
+  timed(async () => {
+    const response = await fetch(`${base}/health`, { signal: AbortSignal.timeout(60_000) });
+    await response.text();
+    return { status: response.status, retryAfter: response.headers.get('retry-after') };
+  });
 
-const upgrade = (base: string, driver: Driver) => timed(() => new Promise((resolve) => {
-  const ws = new WebSocket(`${base.replace('http', 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${driver.token}` } });
-  const timer = setTimeout(() => { ws.terminate(); resolve({ status: 'no answer in 60 s' }); }, 60_000);
-  ws.once('open', () => { clearTimeout(timer); ws.close(); resolve({ status: 101 }); });
-  ws.once('unexpected-response', (_req, res) => { clearTimeout(timer); resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string }); ws.terminate(); });
-  ws.once('error', () => undefined);
-}));
+const upgrade = (base: string, driver: Driver) =>
+  timed(
+    () =>
+      new Promise((resolve) => {
+        const ws = new WebSocket(`${base.replace('http', 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${driver.token}` } });
+        const timer = setTimeout(() => {
+          ws.terminate();
+          resolve({ status: 'no answer in 60 s' });
+        }, 60_000);
+        ws.once('open', () => {
+          clearTimeout(timer);
+          ws.close();
+          resolve({ status: 101 });
+        });
+        ws.once('unexpected-response', (_req, res) => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] as string });
+          ws.terminate();
+        });
+        ws.once('error', () => undefined);
+      }),
+  );
 
 /** Pushes every 100 ms until one is applied; the time from `since`. */
 async function recovery(base: string, driver: Driver, since: number): Promise<string> {
@@ -96,9 +135,20 @@ async function main() {
     const drivers: Driver[] = [];
     for (let i = 0; i < 12; i++) {
       const personalnummer = 9100 + i;
-      const { deliveries: [{ delivery, items }] } = await newTour(db, { accountId: personalnummer, tourDate: '2026-06-01', positions: openLines(1) });
-      const response = await fetch(`${base}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY }, body: JSON.stringify({ personalnummer }) });
-      drivers.push({ personalnummer, token: ((await response.json()) as { accessToken: string }).accessToken, deliveryId: delivery.id, lineId: items[0].id });
+      const {
+        deliveries: [{ delivery, items }],
+      } = await newTour(db, { accountId: personalnummer, tourDate: '2026-06-01', positions: openLines(1) });
+      const response = await fetch(`${base}/dev/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY },
+        body: JSON.stringify({ personalnummer }),
+      });
+      drivers.push({
+        personalnummer,
+        token: ((await response.json()) as { accessToken: string }).accessToken,
+        deliveryId: delivery.id,
+        lineId: items[0].id,
+      });
     }
     const [d0, d1] = drivers;
     await push(base, d0);
@@ -140,8 +190,9 @@ async function main() {
       const lockedAnswers = await Promise.all(locked);
       const slowest = (answers: Answer[]) => Math.max(...answers.map((a) => a.ms));
       return {
-        answer: `10 other drivers: slowest ${slowest(during)} ms (${slowest(baseline)} ms without the lock), statuses ${[...new Set(during.map((a) => a.status))]}; `
-          + `2 pushes for the locked delivery: ${lockedAnswers.map(show).join(', ')}`,
+        answer:
+          `10 other drivers: slowest ${slowest(during)} ms (${slowest(baseline)} ms without the lock), statuses ${[...new Set(during.map((a) => a.status))]}; ` +
+          `2 pushes for the locked delivery: ${lockedAnswers.map(show).join(', ')}`,
         recovery: await recovery(base, d0, released),
       };
     });
@@ -149,7 +200,9 @@ async function main() {
     await scenario('LISTEN connection terminated while the connection slots are taken', async () => {
       const socket = new WebSocket(`${base.replace('http', 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${d1.token}` } });
       const seen: string[] = [];
-      socket.on('message', (data) => { seen.push(String(data)); });
+      socket.on('message', (data) => {
+        seen.push(String(data));
+      });
       await new Promise((resolve) => socket.once('open', resolve));
       socket.send(JSON.stringify({ type: 'resume' }));
       await sleep(300);
@@ -157,10 +210,12 @@ async function main() {
       await Promise.all(Array.from({ length: 10 }, () => db.execute(sql`SELECT pg_sleep(0.1)`)));
       const killer = new pg.Client({ connectionString: postgres.adminUrl });
       await killer.connect();
-      const fillers = [killer, ...await takeFreeSlots(postgres.adminUrl)];
-      const { rows: [{ n }] } = await killer.query(`SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`);
+      const fillers = [killer, ...(await takeFreeSlots(postgres.adminUrl))];
+      const {
+        rows: [{ n }],
+      } = await killer.query(`SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE query LIKE 'LISTEN%'`);
       // The slot the LISTEN session freed goes to others at once, as it would under load.
-      fillers.push(...await takeFreeSlots(postgres.adminUrl));
+      fillers.push(...(await takeFreeSlots(postgres.adminUrl)));
       const heard: number[] = [];
       const statuses: (number | string)[] = [];
       for (let i = 0; i < 6; i++) {
@@ -203,7 +258,10 @@ async function main() {
       await control.stop();
       const startedAt = monotonicMs();
       let dbUpAt = 0;
-      const bringUp = sleep(OUTAGE_MS).then(async () => { await control.start(); dbUpAt = monotonicMs(); });
+      const bringUp = sleep(OUTAGE_MS).then(async () => {
+        await control.start();
+        dbUpAt = monotonicMs();
+      });
       const outcome = await startServer(loadConfig(env), { ephemeral: true, logger }).then(
         (s) => ({ server: s, ms: Math.round(monotonicMs() - startedAt) }),
         (error: Error) => ({ error: error.message.split('\n')[0], ms: Math.round(monotonicMs() - startedAt) }),
@@ -211,7 +269,10 @@ async function main() {
       await bringUp;
       if ('server' in outcome) {
         server = outcome.server;
-        return { answer: `start waited for the database`, recovery: `listening ${Math.round(outcome.ms - (dbUpAt - startedAt))} ms after PostgreSQL came up` };
+        return {
+          answer: `start waited for the database`,
+          recovery: `listening ${Math.round(outcome.ms - (dbUpAt - startedAt))} ms after PostgreSQL came up`,
+        };
       }
       return { answer: `start failed after ${outcome.ms} ms: ${outcome.error}`, recovery: 'none (process exits)' };
     });

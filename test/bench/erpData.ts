@@ -1,12 +1,20 @@
 import type { SyncTourRequest } from '../../shared/schemas/tours.js';
 import type { CompletionWriteBack, ErpDocument, ErpGateway } from '../../server/integrations/erp/gateway.js';
 
-export interface ErpSize { tours: number; deliveries: number; positions: number }
+export interface ErpSize {
+  tours: number;
+  deliveries: number;
+  positions: number;
+}
 
 /** The address of ERP customer `n`, the same in every ERP day. */
 export const address = (n: number) => ({
-  street: `Industriestraße ${n % 97}`, houseNumber: String(1 + (n % 180)), postalCode: String(10000 + (n * 37) % 89999),
-  city: ['Berlin', 'Potsdam', 'Cottbus', 'Frankfurt (Oder)'][n % 4], country: 'Deutschland', addition: n % 5 === 0 ? 'Lieferrampe' : null,
+  street: `Industriestraße ${n % 97}`,
+  houseNumber: String(1 + (n % 180)),
+  postalCode: String(10000 + ((n * 37) % 89999)),
+  city: ['Berlin', 'Potsdam', 'Cottbus', 'Frankfurt (Oder)'][n % 4],
+  country: 'Deutschland',
+  addition: n % 5 === 0 ? 'Lieferrampe' : null,
 });
 
 /**
@@ -22,7 +30,7 @@ export function largeErpDay(date: string, size: ErpSize): SyncTourRequest[] {
     name: `Tour ${t + 1}`,
     deliveries: Array.from({ length: size.deliveries }, (_, d) => {
       const n = t * size.deliveries + d;
-      const customerId = 500_000 + (n * 7919) % 2000;
+      const customerId = 500_000 + ((n * 7919) % 2000);
       return {
         belegartId: 20,
         belegnummer: `B${date.replaceAll('-', '')}-${t + 1}-${d + 1}`,
@@ -35,18 +43,46 @@ export function largeErpDay(date: string, size: ErpSize): SyncTourRequest[] {
         positions: Array.from({ length: size.positions }, (_, p) => {
           const article = (n * 31 + p * 17) % 800;
           return {
-            lineNumber: (p + 1) * 10, quantity: 1 + (n + p) % 12, unit: 'Stk', unitPriceCents: 100 + article,
-            article: { articleNumber: `ART-${article}`, name: `Artikel ${article}`, scannable: article % 10 !== 0, defaultWarehouse: warehouses[article % 4] },
+            lineNumber: (p + 1) * 10,
+            quantity: 1 + ((n + p) % 12),
+            unit: 'Stk',
+            unitPriceCents: 100 + article,
+            article: {
+              articleNumber: `ART-${article}`,
+              name: `Artikel ${article}`,
+              scannable: article % 10 !== 0,
+              defaultWarehouse: warehouses[article % 4],
+            },
             warehouse: warehouses[article % 4],
           };
         }),
         contacts: [
-          { role: 'header' as const, anrede: 'Firma', name1: `Kunde ${customerId}`, address: address(customerId), channels: [{ kind: 'phone' as const, position: 1, value: `030 ${customerId}` }] },
+          {
+            role: 'header' as const,
+            anrede: 'Firma',
+            name1: `Kunde ${customerId}`,
+            address: address(customerId),
+            channels: [{ kind: 'phone' as const, position: 1, value: `030 ${customerId}` }],
+          },
           { role: 'delivery' as const, anrede: 'Firma', name1: `Kunde ${customerId}`, address: address(customerId), channels: [] },
-          { role: 'contact_person' as const, anrede: 'Frau', name1: `Ansprechpartnerin ${customerId}`, address: null, channels: [
-            { kind: 'mobile' as const, position: 1, value: `0171 ${customerId}` }, { kind: 'email' as const, position: 1, value: `k${customerId}@example.de` },
-          ] },
-          { role: 'billing' as const, anrede: 'Firma', name1: `Kunde ${customerId}`, name2: 'Buchhaltung', address: address(customerId + 1), channels: [] },
+          {
+            role: 'contact_person' as const,
+            anrede: 'Frau',
+            name1: `Ansprechpartnerin ${customerId}`,
+            address: null,
+            channels: [
+              { kind: 'mobile' as const, position: 1, value: `0171 ${customerId}` },
+              { kind: 'email' as const, position: 1, value: `k${customerId}@example.de` },
+            ],
+          },
+          {
+            role: 'billing' as const,
+            anrede: 'Firma',
+            name1: `Kunde ${customerId}`,
+            name2: 'Buchhaltung',
+            address: address(customerId + 1),
+            channels: [],
+          },
         ],
       };
     }),

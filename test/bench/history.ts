@@ -35,7 +35,8 @@ export function renamingErp(size: ErpSize): ErpGateway {
       const tours = largeErpDay(date, size);
       const renamed = tours[0].deliveries[0].positions[0].article.articleNumber;
       for (const position of tours.flatMap((t) => t.deliveries.flatMap((d) => d.positions))) {
-        if (position.article.articleNumber === renamed) position.article = { ...position.article, name: `${position.article.name} (${date})` };
+        if (position.article.articleNumber === renamed)
+          position.article = { ...position.article, name: `${position.article.name} (${date})` };
       }
       return { tours, refused: [] };
     },
@@ -61,7 +62,9 @@ async function timeRuns(iterations: number, run: () => Promise<void>): Promise<n
 async function readCompletedAll(url: string): Promise<{ ms: number; count: number; deliveries: number; rssGrowthMb: number }> {
   const before = process.memoryUsage().rss;
   let peak = before;
-  const sampler = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 5);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 5);
   const t0 = monotonicMs();
   try {
     const reply = await fetch(`${url}/admin/completed-deliveries`, { headers: { 'x-admin-api-key': BENCH_ADMIN_KEY } });
@@ -85,10 +88,20 @@ async function readCompletedAll(url: string): Promise<{ ms: number; count: numbe
   }
 }
 
-interface Reader { token: string; tourId: string }
+interface Reader {
+  token: string;
+  tourId: string;
+}
 
 /** The driver's and the pushing drivers' figures: `me_tours`, `tour_read`, push throughput, import time. */
-export async function driverFigures(ctx: BenchContext, server: RunningServer, label: string, reader: Reader, pushers: Awaited<ReturnType<typeof seedDrivers>>, importDate: string): Promise<Metrics> {
+export async function driverFigures(
+  ctx: BenchContext,
+  server: RunningServer,
+  label: string,
+  reader: Reader,
+  pushers: Awaited<ReturnType<typeof seedDrivers>>,
+  importDate: string,
+): Promise<Metrics> {
   const size = ctx.sizes.history;
   const out: Metrics = {};
   const get = (path: string) => async () => {
@@ -103,7 +116,16 @@ export async function driverFigures(ctx: BenchContext, server: RunningServer, la
   put('tour_read', await timeRuns(size.iterations, get(`/tours/${reader.tourId}`)));
   await server.ctx.database.db.execute(sql`CHECKPOINT`);
   const { deliveriesPerBatch, eventsPerDelivery, durationMs, warmupMs } = size.push;
-  const measured = await runLoad({ kind: 'push', url: server.url, drivers: pushers, thinkMs: 0, deliveriesPerBatch, eventsPerDelivery, durationMs, warmupMs });
+  const measured = await runLoad({
+    kind: 'push',
+    url: server.url,
+    drivers: pushers,
+    thinkMs: 0,
+    deliveriesPerBatch,
+    eventsPerDelivery,
+    durationMs,
+    warmupMs,
+  });
   for (const error of measured.errors) problem(ctx, `history push (${label}): ${error}`);
   out[`push_events_per_s_${label}`] = Math.round(measured.count / (measured.elapsedMs / 1000));
   const t0 = monotonicMs();
@@ -114,7 +136,13 @@ export async function driverFigures(ctx: BenchContext, server: RunningServer, la
 }
 
 /** The back office's reads and the write-back poll at one size of history. */
-export async function backOfficeFigures(ctx: BenchContext, server: RunningServer, label: string, lastDay: string, expected: number): Promise<Metrics> {
+export async function backOfficeFigures(
+  ctx: BenchContext,
+  server: RunningServer,
+  label: string,
+  lastDay: string,
+  expected: number,
+): Promise<Metrics> {
   const size = ctx.sizes.history;
   const out: Metrics = {};
   // fetch, not the bench's client: the completed-deliveries list comes chunked.
@@ -128,8 +156,10 @@ export async function backOfficeFigures(ctx: BenchContext, server: RunningServer
     Object.assign(out, { [`${name}_${label}_p50_ms`]: p50_ms, [`${name}_${label}_p99_ms`]: p99_ms });
   };
   // A document from the middle of the history, one with a deviation where there is one.
-  const [{ belegnummer }] = (await server.ctx.database.db.execute<{ belegnummer: string }>(sql`
-    SELECT d.belegnummer FROM deliveries d WHERE d.state = 'completed' ORDER BY (d.credit_amount_cents IS NULL), d.completed_at LIMIT 1`)).rows;
+  const [{ belegnummer }] = (
+    await server.ctx.database.db.execute<{ belegnummer: string }>(sql`
+    SELECT d.belegnummer FROM deliveries d WHERE d.state = 'completed' ORDER BY (d.credit_amount_cents IS NULL), d.completed_at LIMIT 1`)
+  ).rows;
   const day = ddmmyyyy(lastDay);
   put('completed_day', await timeRuns(size.iterations, admin(`/admin/completed-deliveries?day=${day}`)));
   put('delivered_day', await timeRuns(size.iterations, admin(`/admin/delivered-belegnummern?day=${day}`)));
@@ -137,10 +167,13 @@ export async function backOfficeFigures(ctx: BenchContext, server: RunningServer
   put('reviews', await timeRuns(size.iterations, admin('/admin/reviews')));
   put('belege', await timeRuns(size.iterations, admin(`/admin/belege/${encodeURIComponent(belegnummer)}`)));
   put('positions_modified', await timeRuns(size.iterations, admin(`/admin/belege/${encodeURIComponent(belegnummer)}/positions-modified`)));
-  put('writeback_poll', await timeRuns(size.iterations, async () => {
-    const ran = await runDueFollowUps(server.ctx);
-    if (ran > 0) problem(ctx, `write-back poll (${label}): ${ran} follow-ups were due`);
-  }));
+  put(
+    'writeback_poll',
+    await timeRuns(size.iterations, async () => {
+      const ran = await runDueFollowUps(server.ctx);
+      if (ran > 0) problem(ctx, `write-back poll (${label}): ${ran} follow-ups were due`);
+    }),
+  );
   const all: number[] = [];
   let growth = 0;
   for (let i = 0; i <= size.allIterations; i++) {
@@ -159,9 +192,11 @@ export async function backOfficeFigures(ctx: BenchContext, server: RunningServer
 async function databaseSizes(db: Db, label: string): Promise<{ total: Metrics; tables: Metrics }> {
   const mb = (bytes: string) => round(Number(bytes) / 2 ** 20);
   const [{ total }] = (await db.execute<{ total: string }>(sql`SELECT pg_database_size(current_database())::text AS total`)).rows;
-  const tables = (await db.execute<{ name: string; bytes: string }>(sql`
+  const tables = (
+    await db.execute<{ name: string; bytes: string }>(sql`
     SELECT c.relname AS name, pg_total_relation_size(c.oid)::text AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.relkind = 'r' AND n.nspname = 'public' ORDER BY pg_total_relation_size(c.oid) DESC`)).rows;
+    WHERE c.relkind = 'r' AND n.nspname = 'public' ORDER BY pg_total_relation_size(c.oid) DESC`)
+  ).rows;
   return {
     total: { [`db_mb_${label}`]: mb(total) },
     tables: Object.fromEntries(tables.filter((t) => Number(t.bytes) >= 2 ** 20).map((t) => [`${t.name}_mb_${label}`, mb(t.bytes)])),
@@ -178,15 +213,29 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
   const target = await ctx.newTarget('history');
   // The loader's statements (a chunk of days, VACUUM ANALYZE of a year) run for minutes on the
   // service's own connections, past the 5 s that guard its requests.
-  const server = await startBenchServer(target, { erp: renamingErp(size.import), env: { DATABASE_STATEMENT_TIMEOUT_MS: String(3_600_000) } });
+  const server = await startBenchServer(target, {
+    erp: renamingErp(size.import),
+    env: { DATABASE_STATEMENT_TIMEOUT_MS: String(3_600_000) },
+  });
   try {
     const db = server.ctx.database.db;
     const today = berlinDate(new Date());
     await loadMasterData(db, size.company);
     await loadToday(db, size.company, today);
-    const pushers = await seedDrivers(server, { first: 50_001, count: size.push.drivers, deliveries: size.push.deliveries, positions: size.push.positions, tourDate: today });
-    const { accessToken: token } = await requestJson('POST', `${server.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer: FIRST_DRIVER } });
-    const [{ id: tourId }] = (await db.execute<{ id: string }>(sql`SELECT id FROM tours WHERE account_id = ${FIRST_DRIVER} AND tour_date = ${today}`)).rows;
+    const pushers = await seedDrivers(server, {
+      first: 50_001,
+      count: size.push.drivers,
+      deliveries: size.push.deliveries,
+      positions: size.push.positions,
+      tourDate: today,
+    });
+    const { accessToken: token } = await requestJson('POST', `${server.url}/dev/token`, {
+      admin: BENCH_ADMIN_KEY,
+      body: { personalnummer: FIRST_DRIVER },
+    });
+    const [{ id: tourId }] = (
+      await db.execute<{ id: string }>(sql`SELECT id FROM tours WHERE account_id = ${FIRST_DRIVER} AND tour_date = ${today}`)
+    ).rows;
     const reader = { token, tourId };
     await db.execute(sql`VACUUM ANALYZE`);
 
@@ -202,14 +251,19 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
       const want = size.days[label];
       const t0 = monotonicMs();
       await loadHistory(db, size.company, {
-        dates: days.slice(days.length - want, days.length - loaded), lastDay: days.at(-1)!, changeLogFrom: addDays(today, -30),
+        dates: days.slice(days.length - want, days.length - loaded),
+        lastDay: days.at(-1)!,
+        changeLogFrom: addDays(today, -30),
         onChunk: (done, total) => ctx.log(`  ${label}: ${done}/${total} days loaded, ${Math.round((monotonicMs() - t0) / 1000)} s`),
       });
       await db.execute(sql`VACUUM ANALYZE`);
       figures[`load_s_${label}`] = round((monotonicMs() - t0) / 1000);
       loaded = want;
       ctx.log(`  ${label}: reads`);
-      Object.assign(figures, await backOfficeFigures(ctx, server, label, days.at(-1)!, want * size.company.drivers * size.company.deliveries));
+      Object.assign(
+        figures,
+        await backOfficeFigures(ctx, server, label, days.at(-1)!, want * size.company.drivers * size.company.deliveries),
+      );
       Object.assign(figures, await driverFigures(ctx, server, label, reader, pushers, addDays(today, 11 + index)));
       const sizes = await databaseSizes(db, label);
       Object.assign(figures, sizes.total);
@@ -217,7 +271,8 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
       // A year takes long to load: what is measured is shown at once.
       ctx.log(`  ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).filter(([key]) => key.includes(label))))}`);
     }
-    if (figures.completed_all_rss_growth_mb_year !== undefined) figures.completed_all_rss_growth_mb = figures.completed_all_rss_growth_mb_year;
+    if (figures.completed_all_rss_growth_mb_year !== undefined)
+      figures.completed_all_rss_growth_mb = figures.completed_all_rss_growth_mb_year;
     return { history: figures, history_tables: tables };
   } finally {
     await server.close();

@@ -3,7 +3,11 @@ import type { Db } from '../../server/db/client.js';
 import { address } from './erpData.js';
 
 /** A company's shape: drivers, deliveries per tour, lines per delivery. */
-export interface CompanySize { drivers: number; deliveries: number; positions: number }
+export interface CompanySize {
+  drivers: number;
+  deliveries: number;
+  positions: number;
+}
 
 export const FIRST_DRIVER = 70_001;
 const WAREHOUSES = ['HL', 'KL', 'AL', 'NL'];
@@ -25,7 +29,11 @@ export async function loadMasterData(db: Db, size: CompanySize): Promise<void> {
     await tx.execute(sql`INSERT INTO articles (article_number, name, scannable, default_warehouse_id)
       SELECT 'ART-' || a, 'Artikel ' || a, a % 10 <> 0, w.id FROM generate_series(0, ${ARTICLES - 1}) AS a
       JOIN warehouses w ON w.code = (${pgArray(WAREHOUSES)}::text[])[a % 4 + 1] ON CONFLICT DO NOTHING`);
-    const customers = Array.from({ length: CUSTOMERS }, (_, i) => ({ erp: 500_000 + i, name: `Kunde ${500_000 + i}`, address: address(500_000 + i) }));
+    const customers = Array.from({ length: CUSTOMERS }, (_, i) => ({
+      erp: 500_000 + i,
+      name: `Kunde ${500_000 + i}`,
+      address: address(500_000 + i),
+    }));
     await tx.execute(sql`INSERT INTO customers (erp_customer_id, name, address)
       SELECT erp, name, address FROM jsonb_to_recordset(${json(customers)}::jsonb) AS v(erp bigint, name text, address jsonb) ON CONFLICT DO NOTHING`);
     await tx.execute(sql`INSERT INTO accounts (personalnummer, name)
@@ -33,10 +41,11 @@ export async function loadMasterData(db: Db, size: CompanySize): Promise<void> {
     await tx.execute(sql`INSERT INTO cars (account_id, plate, plate_key)
       SELECT a.personalnummer, 'B-TL ' || a.personalnummer, 'b-tl ' || a.personalnummer FROM accounts a
       WHERE a.personalnummer BETWEEN ${FIRST_DRIVER} AND ${FIRST_DRIVER + size.drivers - 1} ON CONFLICT DO NOTHING`);
-    await tx.execute(sql`INSERT INTO payment_methods (code, name, collect_on_site) VALUES (${PAYMENT_CODE}, 'Barzahlung', true) ON CONFLICT DO NOTHING`);
+    await tx.execute(
+      sql`INSERT INTO payment_methods (code, name, collect_on_site) VALUES (${PAYMENT_CODE}, 'Barzahlung', true) ON CONFLICT DO NOTHING`,
+    );
   });
 }
-
 
 /** The `count` working days (Monday to Friday) before `day`, oldest first. */
 export function workingDaysBefore(day: string, count: number): string[] {
@@ -92,7 +101,11 @@ async function insertTours(tx: Db, size: CompanySize, dates: string[], completed
     JOIN cars car ON car.account_id = t.account_id
     WHERE t.tour_date = ANY(${pgArray(dates)}::date[]) AND t.account_id BETWEEN ${FIRST_DRIVER} AND ${lastDriver}
     ON CONFLICT DO NOTHING`);
-  await tx.execute(inChunk(size, dates, sql`INSERT INTO delivery_items (delivery_id, line_number, article_id, warehouse_id,
+  await tx.execute(
+    inChunk(
+      size,
+      dates,
+      sql`INSERT INTO delivery_items (delivery_id, line_number, article_id, warehouse_id,
       required_quantity, scanned_quantity, state, unit, unit_price_cents, updated_at)
     SELECT d.id, p * 10, a.id, a.default_warehouse_id, v.q,
       CASE WHEN v.removed OR NOT ${done} OR NOT a.scannable THEN 0 ELSE v.q END,
@@ -101,19 +114,23 @@ async function insertTours(tx: Db, size: CompanySize, dates: string[], completed
     FROM chunk d CROSS JOIN generate_series(1, ${size.positions}) AS p
     CROSS JOIN LATERAL (SELECT (d.n * 31 + p * 17) % ${ARTICLES} AS article, 1 + (d.n + p) % 12 AS q, ${done} AND p = 1 AND d.h < 150 AS removed) AS v
     JOIN articles a ON a.article_number = 'ART-' || v.article
-    ON CONFLICT DO NOTHING`));
+    ON CONFLICT DO NOTHING`,
+    ),
+  );
   // Statistics for the rows just written: planned on those of a near-empty table, the joins on them
   // ran as nested loops over sequential scans, for an hour.
   await tx.execute(sql`ANALYZE deliveries, delivery_items`);
 }
 
-const recorded = (type: string, rows: string) => sql.raw(`INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, received_at)
+const recorded = (type: string, rows: string) =>
+  sql.raw(`INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, received_at)
   SELECT event_id, '${type}', 'bench-history', account_id, delivery_id, occurred_at, received_at FROM ${rows}`);
 
 /** What the drivers' work of a completed day left: scans, removals, credits, notes, payments, signatures, completions. */
 async function insertWork(tx: Db, size: CompanySize, dates: string[], lastDay: string, changeLogFrom: string) {
   const chunk = (body: SQL) => tx.execute(inChunk(size, dates, body));
-  await chunk(sql`, audit AS (INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason,
+  await chunk(
+    sql`, audit AS (INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason,
       scanned_quantity_after, credited_quantity_after, state_after, account_id, author_car_id, occurred_at, received_at)
     SELECT gen_random_uuid(), d.id, i.id, 'scan', i.required_quantity, NULL, i.required_quantity, 0, 'Done', d.account_id, d.assigned_car_id,
       d.completed_at - interval '20 minutes' + i.line_number * interval '1 second', d.completed_at - interval '20 minutes' + i.line_number * interval '1 second'
@@ -123,12 +140,15 @@ async function insertWork(tx: Db, size: CompanySize, dates: string[], lastDay: s
       d.completed_at - interval '5 minutes', d.completed_at - interval '5 minutes'
     FROM chunk d JOIN delivery_items i ON i.delivery_id = d.id WHERE i.state = 'Removed'
     RETURNING client_scan_id AS event_id, account_id, delivery_id, occurred_at, received_at)
-  `.append(recorded('scan', 'audit')));
-  await chunk(sql`, credit AS (INSERT INTO credit_events (client_event_id, delivery_id, action, amount_cents, reason, account_id, author_car_id, occurred_at, received_at)
+  `.append(recorded('scan', 'audit')),
+  );
+  await chunk(
+    sql`, credit AS (INSERT INTO credit_events (client_event_id, delivery_id, action, amount_cents, reason, account_id, author_car_id, occurred_at, received_at)
     SELECT gen_random_uuid(), d.id, 'set', 500, 'Bruch', d.account_id, d.assigned_car_id, d.completed_at - interval '2 minutes', d.completed_at - interval '2 minutes'
     FROM chunk d WHERE d.h BETWEEN 150 AND 299
     RETURNING client_event_id AS event_id, account_id, delivery_id, occurred_at, received_at)
-  `.append(recorded('credit', 'credit')));
+  `.append(recorded('credit', 'credit')),
+  );
   await chunk(sql`INSERT INTO notes (delivery_id, text, author_car_id, credit_delivery_item_id, is_amount_credit_note, created_at, updated_at)
     SELECT d.id, CASE WHEN d.h < 150 THEN 'Karton beschädigt' WHEN d.h < 300 THEN 'Gutschrift wegen Bruch' ELSE 'Hintereingang' END, d.assigned_car_id,
       CASE WHEN d.h < 150 THEN (SELECT i.id FROM delivery_items i WHERE i.delivery_id = d.id AND i.state = 'Removed') END,
@@ -136,12 +156,14 @@ async function insertWork(tx: Db, size: CompanySize, dates: string[], lastDay: s
     FROM chunk d`);
   await chunk(sql`INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, received_at)
     SELECT gen_random_uuid(), 'note.create', 'bench-history', d.account_id, d.id, n.created_at, n.created_at FROM chunk d JOIN notes n ON n.delivery_id = d.id`);
-  await chunk(sql`, payment AS (INSERT INTO payment_protocol (client_event_id, delivery_id, payment_method_id, payment_method_code, amount_cents,
+  await chunk(
+    sql`, payment AS (INSERT INTO payment_protocol (client_event_id, delivery_id, payment_method_id, payment_method_code, amount_cents,
       account_id, author_car_id, occurred_at, received_at)
     SELECT gen_random_uuid(), d.id, d.payment_method_id, ${PAYMENT_CODE}, d.erp_open_amount_cents, d.account_id, d.assigned_car_id,
       d.completed_at - interval '1 minute', d.completed_at - interval '1 minute'
     FROM chunk d RETURNING client_event_id AS event_id, account_id, delivery_id, occurred_at, received_at)
-  `.append(recorded('payment', 'payment')));
+  `.append(recorded('payment', 'payment')),
+  );
   // Signatures of 2 KB each (random, as compressed images are), kept in the database; the report in the document store.
   await chunk(sql`, attachment AS (INSERT INTO attachments (id, delivery_id, kind, reference, content_type, size_bytes, created_at)
     SELECT x.id, x.delivery_id, x.kind, CASE WHEN x.kind = 'delivery_report' THEN 'reports/' || x.id || '.pdf' ELSE '~db/' || x.id END,
@@ -155,7 +177,8 @@ async function insertWork(tx: Db, size: CompanySize, dates: string[], lastDay: s
     SELECT a.id, pool.bytes FROM attachment a JOIN pool ON pool.i = (hashtext(a.id::text)::bigint + 2147483648) % 256 WHERE a.kind <> 'delivery_report'`);
   await tx.execute(sql`ANALYZE payment_protocol, notes, attachments`);
   const failing = sql.raw('d.h BETWEEN 9000 AND 9004');
-  await chunk(sql`, completion AS (INSERT INTO completions (delivery_id, client_event_id, account_id, author_car_id, payment_method_id, payment_id,
+  await chunk(
+    sql`, completion AS (INSERT INTO completions (delivery_id, client_event_id, account_id, author_car_id, payment_method_id, payment_id,
       payment_collected, collected_amount_cents, notes_acknowledged, acknowledged_note_ids, customer_signature_id, driver_signature_id,
       report_attachment_id, report_source, completed_at, received_at, erp_push_status, erp_push_attempts, erp_pushed_at, erp_push_error, erp_next_attempt_at)
     SELECT d.id, gen_random_uuid(), d.account_id, d.assigned_car_id, d.payment_method_id, p.id, true, p.amount_cents, true, jsonb_build_array(n.id),
@@ -172,7 +195,8 @@ async function insertWork(tx: Db, size: CompanySize, dates: string[], lastDay: s
     JOIN attachments ds ON ds.delivery_id = d.id AND ds.kind = 'driver_signature'
     JOIN attachments r ON r.delivery_id = d.id AND r.kind = 'delivery_report'
     RETURNING client_event_id AS event_id, account_id, delivery_id, completed_at AS occurred_at, received_at)
-  `.append(recorded('delivery.complete', 'completion')));
+  `.append(recorded('delivery.complete', 'completion')),
+  );
   await chunk(sql`INSERT INTO review_resolutions (delivery_id, processor, resolved_at)
     SELECT d.id, 'Backoffice', d.completed_at + interval '2 hours' FROM chunk d WHERE d.h < 300 AND d.tour_date < ${lastDay}::date`);
   // The change log holds what its retention keeps: one record per line and delivery for the recent days.

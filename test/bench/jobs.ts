@@ -82,8 +82,11 @@ export function batchMaker(driver: Driver, shape: BatchShape) {
       const events: ScanEvent[] = [];
       for (let e = 0; e < shape.eventsPerDelivery; e++) {
         events.push({
-          eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan',
-          deliveryItemId: delivery.items[nextItem++ % delivery.items.length], action: 'scan',
+          eventId: randomUUID(),
+          occurredAt: new Date().toISOString(),
+          type: 'scan',
+          deliveryItemId: delivery.items[nextItem++ % delivery.items.length],
+          action: 'scan',
         });
       }
       groups.push({ deliveryId: delivery.id, events });
@@ -101,7 +104,10 @@ export type OnMark = (mark: WindowMark) => void;
  * Answers the measured window's length and the CPU time this process spent in it.
  */
 async function timed(
-  durationMs: number, warmupMs: number, slots: number, worker: (slot: number, measuring: () => boolean, done: () => boolean) => Promise<void>,
+  durationMs: number,
+  warmupMs: number,
+  slots: number,
+  worker: (slot: number, measuring: () => boolean, done: () => boolean) => Promise<void>,
   onMark: OnMark = () => undefined,
 ) {
   const start = monotonicMs();
@@ -121,7 +127,15 @@ async function timed(
     }, warmupMs + durationMs),
   ];
   try {
-    await Promise.all(Array.from({ length: slots }, (_, slot) => worker(slot, () => monotonicMs() >= measureFrom, () => monotonicMs() >= end)));
+    await Promise.all(
+      Array.from({ length: slots }, (_, slot) =>
+        worker(
+          slot,
+          () => monotonicMs() >= measureFrom,
+          () => monotonicMs() >= end,
+        ),
+      ),
+    );
   } finally {
     for (const mark of marks) clearTimeout(mark);
   }
@@ -130,32 +144,45 @@ async function timed(
 
 async function runPush(job: PushJob, onMark: OnMark): Promise<Measured> {
   const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
-  Object.assign(out, await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
-    const driver = job.drivers[slot];
-    const next = batchMaker(driver, job);
-    // Spread the drivers' first requests over the think time, as phones would.
-    if (job.thinkMs) await sleep(Math.random() * job.thinkMs);
-    while (!done()) {
-      const events = next().flatMap((g) => g.events);
-      const started = monotonicMs();
-      const counted = measuring();
-      const reply = await request('POST', `${job.url}/sync/push`, { token: driver.token, body: { clientId: `bench-${driver.personalnummer}`, events } });
-      const finished = monotonicMs();
-      if (reply.status !== 200) {
-        if (out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
-        continue;
-      }
-      const { results } = JSON.parse(reply.text) as { results: { status: string; code?: string }[] };
-      const applied = results.filter((r) => r.status === 'applied').length;
-      if (applied !== events.length && out.errors.length < 5) out.errors.push(`not applied: ${JSON.stringify(results.find((r) => r.status !== 'applied'))}`);
-      if (counted) {
-        out.latencies.push(finished - started);
-        out.count += applied;
-        out.requests += 1;
-      }
-      if (job.thinkMs) await sleep(job.thinkMs);
-    }
-  }, onMark));
+  Object.assign(
+    out,
+    await timed(
+      job.durationMs,
+      job.warmupMs,
+      job.drivers.length,
+      async (slot, measuring, done) => {
+        const driver = job.drivers[slot];
+        const next = batchMaker(driver, job);
+        // Spread the drivers' first requests over the think time, as phones would.
+        if (job.thinkMs) await sleep(Math.random() * job.thinkMs);
+        while (!done()) {
+          const events = next().flatMap((g) => g.events);
+          const started = monotonicMs();
+          const counted = measuring();
+          const reply = await request('POST', `${job.url}/sync/push`, {
+            token: driver.token,
+            body: { clientId: `bench-${driver.personalnummer}`, events },
+          });
+          const finished = monotonicMs();
+          if (reply.status !== 200) {
+            if (out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
+            continue;
+          }
+          const { results } = JSON.parse(reply.text) as { results: { status: string; code?: string }[] };
+          const applied = results.filter((r) => r.status === 'applied').length;
+          if (applied !== events.length && out.errors.length < 5)
+            out.errors.push(`not applied: ${JSON.stringify(results.find((r) => r.status !== 'applied'))}`);
+          if (counted) {
+            out.latencies.push(finished - started);
+            out.count += applied;
+            out.requests += 1;
+          }
+          if (job.thinkMs) await sleep(job.thinkMs);
+        }
+      },
+      onMark,
+    ),
+  );
   return out;
 }
 
@@ -184,26 +211,29 @@ async function runFloor(job: FloorJob): Promise<Measured> {
 /** The floor's batches through any transaction runner (PGlite runs it in the process that holds the database). */
 export async function runFloorWith(job: Omit<FloorJob, 'kind' | 'databaseUrl' | 'connections'>, exec: FloorExecutor): Promise<Measured> {
   const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
-  Object.assign(out, await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
-    const driver = job.drivers[slot];
-    const next = batchMaker(driver, job);
-    while (!done()) {
-      const groups = next();
-      const started = monotonicMs();
-      const counted = measuring();
-      try {
-        await floorBatch(exec, driver, groups);
-      } catch (error) {
-        if (out.errors.length < 5) out.errors.push(String(error));
-        continue;
+  Object.assign(
+    out,
+    await timed(job.durationMs, job.warmupMs, job.drivers.length, async (slot, measuring, done) => {
+      const driver = job.drivers[slot];
+      const next = batchMaker(driver, job);
+      while (!done()) {
+        const groups = next();
+        const started = monotonicMs();
+        const counted = measuring();
+        try {
+          await floorBatch(exec, driver, groups);
+        } catch (error) {
+          if (out.errors.length < 5) out.errors.push(String(error));
+          continue;
+        }
+        if (counted) {
+          out.latencies.push(monotonicMs() - started);
+          out.count += groups.reduce((n, g) => n + g.events.length, 0);
+          out.requests += 1;
+        }
       }
-      if (counted) {
-        out.latencies.push(monotonicMs() - started);
-        out.count += groups.reduce((n, g) => n + g.events.length, 0);
-        out.requests += 1;
-      }
-    }
-  }));
+    }),
+  );
   return out;
 }
 
@@ -225,7 +255,10 @@ async function runTourRead(job: TourReadJob): Promise<Measured> {
   out.count = out.requests = out.latencies.length;
   out.elapsedMs = monotonicMs() - started;
   for (let i = 0; i < job.iterations; i++) {
-    const note = await request('POST', `${job.url}/deliveries/${job.changeDeliveryId}/notes`, { token: job.token, body: { text: `Notiz ${i}` } });
+    const note = await request('POST', `${job.url}/deliveries/${job.changeDeliveryId}/notes`, {
+      token: job.token,
+      body: { text: `Notiz ${i}` },
+    });
     if (note.status >= 300 && out.errors.length < 5) out.errors.push(`note: ${note.status} ${note.text.slice(0, 200)}`);
     const ms = await read();
     if (ms !== undefined) out.changedLatencies!.push(ms);
@@ -248,38 +281,43 @@ async function runFanout(job: FanoutJob): Promise<Measured> {
   const sockets: WebSocket[] = [];
   let expected = 0;
 
-  const open = (account: number) => new Promise<void>((resolve, reject) => {
-    const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${job.accounts[account].token}` }, perMessageDeflate: false });
-    let ready = false;
-    ws.on('open', () => ws.send(JSON.stringify({ type: 'resume', cursor })));
-    ws.on('message', (data) => {
-      const now = monotonicMs();
-      const message = JSON.parse(data.toString()) as { type: string; changes?: { entity: string; id: string }[] };
-      if (message.type !== 'changes') return;
-      if (!ready) {
-        ready = true;
-        resolve();
-      }
-      for (const change of message.changes ?? []) {
-        if (change.entity !== 'position') continue;
-        const write = pending[account].get(change.id);
-        if (!write) continue;
-        out.latencies.push(now - write.sentAt);
-        out.count += 1;
-        if (--write.missing === 0) pending[account].delete(change.id);
-      }
+  const open = (account: number) =>
+    new Promise<void>((resolve, reject) => {
+      const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${job.accounts[account].token}` }, perMessageDeflate: false });
+      let ready = false;
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'resume', cursor })));
+      ws.on('message', (data) => {
+        const now = monotonicMs();
+        const message = JSON.parse(data.toString()) as { type: string; changes?: { entity: string; id: string }[] };
+        if (message.type !== 'changes') return;
+        if (!ready) {
+          ready = true;
+          resolve();
+        }
+        for (const change of message.changes ?? []) {
+          if (change.entity !== 'position') continue;
+          const write = pending[account].get(change.id);
+          if (!write) continue;
+          out.latencies.push(now - write.sentAt);
+          out.count += 1;
+          if (--write.missing === 0) pending[account].delete(change.id);
+        }
+      });
+      ws.on('error', (error) => (ready ? out.errors.length < 5 && out.errors.push(String(error)) : reject(error)));
+      ws.on('close', (code) => {
+        if (code !== 1000 && code !== 1001 && out.errors.length < 5) out.errors.push(`closed ${code}`);
+      });
+      sockets.push(ws);
     });
-    ws.on('error', (error) => (ready ? out.errors.length < 5 && out.errors.push(String(error)) : reject(error)));
-    ws.on('close', (code) => { if (code !== 1000 && code !== 1001 && out.errors.length < 5) out.errors.push(`closed ${code}`); });
-    sockets.push(ws);
-  });
 
   // Connect in waves, so the upgrade (token check) of a thousand clients does not time out.
   const connectStart = monotonicMs();
   for (let first = 0; first < job.accounts.length * job.clientsPerAccount; first += 50) {
-    await Promise.all(Array.from({ length: 50 }, (_, i) => first + i)
-      .filter((n) => n < job.accounts.length * job.clientsPerAccount)
-      .map((n) => open(n % job.accounts.length)));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => first + i)
+        .filter((n) => n < job.accounts.length * job.clientsPerAccount)
+        .map((n) => open(n % job.accounts.length)),
+    );
   }
   const connectMs = monotonicMs() - connectStart;
 
@@ -293,11 +331,19 @@ async function runFanout(job: FanoutJob): Promise<Measured> {
     if (!pending[account].has(itemId)) {
       pending[account].set(itemId, { sentAt: monotonicMs(), missing: job.clientsPerAccount });
       expected += job.clientsPerAccount;
-      const event: ScanEvent = { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: itemId, action: 'scan' };
-      writes.push(request('POST', `${job.url}/sync/push`, { token, body: { clientId: 'bench-fanout', events: [event] } }).then((reply) => {
-        out.requests += 1;
-        if (reply.status !== 200 && out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
-      }));
+      const event: ScanEvent = {
+        eventId: randomUUID(),
+        occurredAt: new Date().toISOString(),
+        type: 'scan',
+        deliveryItemId: itemId,
+        action: 'scan',
+      };
+      writes.push(
+        request('POST', `${job.url}/sync/push`, { token, body: { clientId: 'bench-fanout', events: [event] } }).then((reply) => {
+          out.requests += 1;
+          if (reply.status !== 200 && out.errors.length < 5) out.errors.push(`${reply.status} ${reply.text.slice(0, 200)}`);
+        }),
+      );
     }
     const due = started + (n + 1) * interval;
     await sleep(Math.max(0, due - monotonicMs()));
@@ -306,16 +352,24 @@ async function runFanout(job: FanoutJob): Promise<Measured> {
   // Late receipts count (with their real latency) for up to two seconds.
   for (let waited = 0; waited < 2000 && pending.some((p) => p.size > 0); waited += 50) await sleep(50);
   out.elapsedMs = monotonicMs() - started;
-  out.extra = { expected, connect_ms: connectMs, missing: pending.reduce((n, p) => n + [...p.values()].reduce((m, w) => m + w.missing, 0), 0) };
+  out.extra = {
+    expected,
+    connect_ms: connectMs,
+    missing: pending.reduce((n, p) => n + [...p.values()].reduce((m, w) => m + w.missing, 0), 0),
+  };
   for (const ws of sockets) ws.terminate();
   return out;
 }
 
 export const runJob = (job: LoadJob, onMark: OnMark): Promise<Measured> => {
   switch (job.kind) {
-    case 'push': return runPush(job, onMark);
-    case 'floor': return runFloor(job);
-    case 'tour_read': return runTourRead(job);
-    case 'fanout': return runFanout(job);
+    case 'push':
+      return runPush(job, onMark);
+    case 'floor':
+      return runFloor(job);
+    case 'tour_read':
+      return runTourRead(job);
+    case 'fanout':
+      return runFanout(job);
   }
 };

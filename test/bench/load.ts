@@ -8,6 +8,7 @@ import { runJob, type LoadJob } from './jobs.js';
 process.once('message', (job: LoadJob) => {
   runJob(job, (mark) => process.send!({ mark })).then(
     (result) => process.send!({ ok: true, result }, () => process.exit(0)),
-    (error: unknown) => process.send!({ ok: false, error: error instanceof Error ? error.stack ?? error.message : String(error) }, () => process.exit(1)),
+    (error: unknown) =>
+      process.send!({ ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }, () => process.exit(1)),
   );
 });

@@ -18,7 +18,12 @@ export interface PostgresCluster {
  */
 export async function startPostgres(): Promise<PostgresCluster> {
   if (process.env.DATABASE_URL) {
-    return { adminUrl: process.env.DATABASE_URL, settings: 'DATABASE_URL', createDatabase: (name) => createDatabase(process.env.DATABASE_URL!, name), stop: async () => undefined };
+    return {
+      adminUrl: process.env.DATABASE_URL,
+      settings: 'DATABASE_URL',
+      createDatabase: (name) => createDatabase(process.env.DATABASE_URL!, name),
+      stop: async () => undefined,
+    };
   }
   const flags = ['max_connections=300', 'shared_buffers=256MB', 'max_wal_size=2GB'];
   const postgres = await startEmbeddedPostgres({ prefix: 'tourline-bench-pg-', settings: flags }).catch((error: Error) => {

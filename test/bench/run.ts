@@ -8,7 +8,17 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { startPostgres, type PostgresCluster } from './postgres.js';
-import { fanout, fullSizes, tinySizes, importScenario, startup, tourRead, writeScenarios, type BenchContext, type Results } from './scenarios.js';
+import {
+  fanout,
+  fullSizes,
+  tinySizes,
+  importScenario,
+  startup,
+  tourRead,
+  writeScenarios,
+  type BenchContext,
+  type Results,
+} from './scenarios.js';
 import { history, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
@@ -33,7 +43,9 @@ export const targets: [Scenario, string, number, 'min' | 'max'][] = [
   ['import', 'again_s', 15, 'max'],
   ['import', 'again_changes', 0, 'max'],
   ['startup', 'existing_ms', 2000, 'max'],
-  ...(['completed_day', 'delivered_day', 'belege', 'positions_modified'] as const).map((read): [Scenario, string, number, 'min' | 'max'] => ['history', `${read}_year_p50_ms`, 20, 'max']),
+  ...(['completed_day', 'delivered_day', 'belege', 'positions_modified'] as const).map(
+    (read): [Scenario, string, number, 'min' | 'max'] => ['history', `${read}_year_p50_ms`, 20, 'max'],
+  ),
   ['history', 'reviews_year_p50_ms', 50, 'max'],
   ['history', 'writeback_poll_year_p50_ms', 5, 'max'],
   ['history', 'completed_all_rss_growth_mb', 50, 'max'],
@@ -44,13 +56,24 @@ export const targets: [Scenario, string, number, 'min' | 'max'][] = [
   ['history', 'tour_read_year_ratio', 1.15, 'max'],
 ];
 
-const { values } = parseArgs({ options: {
-  only: { type: 'string' }, db: { type: 'string' }, out: { type: 'string', default: 'bench-results.json' }, tiny: { type: 'boolean', default: false },
-  size: { type: 'string', default: 'year' },
-} });
-const only = new Set((values.only ?? byDefault.join(',')).split(',').map((s) => s.trim()).filter(Boolean));
+const { values } = parseArgs({
+  options: {
+    only: { type: 'string' },
+    db: { type: 'string' },
+    out: { type: 'string', default: 'bench-results.json' },
+    tiny: { type: 'boolean', default: false },
+    size: { type: 'string', default: 'year' },
+  },
+});
+const only = new Set(
+  (values.only ?? byDefault.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
 if (values.size !== 'month' && values.size !== 'year') throw new Error(`unknown size ${values.size}; month or year`);
-for (const name of only) if (!scenarios.includes(name as Scenario)) throw new Error(`unknown scenario ${name}; one of ${scenarios.join(', ')}`);
+for (const name of only)
+  if (!scenarios.includes(name as Scenario)) throw new Error(`unknown scenario ${name}; one of ${scenarios.join(', ')}`);
 const kinds = (values.db ? values.db.split(',') : ['postgres', 'pglite']) as DatabaseKind[];
 for (const kind of kinds) if (kind !== 'postgres' && kind !== 'pglite') throw new Error(`unknown database ${kind}; postgres or pglite`);
 
@@ -75,7 +98,13 @@ try {
       cluster = await startPostgres();
       log(`postgres: ${cluster.settings}`);
     }
-    const ctx: BenchContext = { kind, sizes: values.tiny ? tinySizes : fullSizes, newTarget: (name) => newTarget(kind, name, cluster?.createDatabase), log, problems: [] };
+    const ctx: BenchContext = {
+      kind,
+      sizes: values.tiny ? tinySizes : fullSizes,
+      newTarget: (name) => newTarget(kind, name, cluster?.createDatabase),
+      log,
+      problems: [],
+    };
     const results: Results = all[kind] ?? {};
     all[kind] = results;
     const step = async (name: string, work: () => Promise<void>) => {
@@ -89,15 +118,34 @@ try {
     };
     if (only.has('push') || only.has('floor') || only.has('push_small')) {
       await step('push, floor, push_small', async () => {
-        Object.assign(results, await writeScenarios(ctx, { push: only.has('push'), floor: only.has('floor'), pushSmall: only.has('push_small') }));
-        if (results.push && results.floor?.events_per_s) results.push.floor_ratio = round(results.push.events_per_s / results.floor.events_per_s, 2);
+        Object.assign(
+          results,
+          await writeScenarios(ctx, { push: only.has('push'), floor: only.has('floor'), pushSmall: only.has('push_small') }),
+        );
+        if (results.push && results.floor?.events_per_s)
+          results.push.floor_ratio = round(results.push.events_per_s / results.floor.events_per_s, 2);
       });
     }
-    if (only.has('tour_read')) await step('tour_read', async () => { results.tour_read = await tourRead(ctx); });
-    if (only.has('wire')) await step('wire', async () => { results.wire = await wire(ctx); });
-    if (only.has('fanout')) await step('fanout', async () => { results.fanout = await fanout(ctx); });
-    if (only.has('import')) await step('import', async () => { results.import = await importScenario(ctx); });
-    if (only.has('startup')) await step('startup', async () => { results.startup = await startup(ctx); });
+    if (only.has('tour_read'))
+      await step('tour_read', async () => {
+        results.tour_read = await tourRead(ctx);
+      });
+    if (only.has('wire'))
+      await step('wire', async () => {
+        results.wire = await wire(ctx);
+      });
+    if (only.has('fanout'))
+      await step('fanout', async () => {
+        results.fanout = await fanout(ctx);
+      });
+    if (only.has('import'))
+      await step('import', async () => {
+        results.import = await importScenario(ctx);
+      });
+    if (only.has('startup'))
+      await step('startup', async () => {
+        results.startup = await startup(ctx);
+      });
     if (only.has('history') && (kind === 'postgres' || values.db)) {
       await step(`history (${values.size})`, async () => {
         Object.assign(results, await history(ctx, values.size as HistorySizeName));
@@ -108,7 +156,8 @@ try {
           import_year_ratio: ratio(h.import_s_year, h.import_s_empty),
           me_tours_year_ratio: ratio(h.me_tours_year_p50_ms, h.me_tours_empty_p50_ms),
           tour_read_year_ratio: ratio(h.tour_read_year_p50_ms, h.tour_read_empty_p50_ms),
-        })) if (value !== undefined) h[name] = value;
+        }))
+          if (value !== undefined) h[name] = value;
       });
     }
     await cluster?.stop();
@@ -120,7 +169,9 @@ try {
 
 writeFileSync(values.out!, `${JSON.stringify(all, null, 2)}\n`);
 printTable(all);
-log(`\n${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${Math.round((Date.now() - started) / 1000)} s; written to ${values.out}`);
+log(
+  `\n${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${Math.round((Date.now() - started) / 1000)} s; written to ${values.out}`,
+);
 const missed = targets.filter(([s, m, bound, way]) => {
   const value = all.postgres?.[s]?.[m];
   return value !== undefined && (way === 'min' ? value < bound : value > bound);
@@ -136,7 +187,10 @@ function printTable(data: Record<string, Results>) {
     for (const metric of metrics) {
       const target = targets.find(([s, m]) => s === scenario && m === metric);
       const value = data.postgres?.[scenario]?.[metric];
-      const verdict = target && value !== undefined ? `${target[3] === 'min' ? '>=' : '<='} ${target[2]} ${(target[3] === 'min' ? value >= target[2] : value <= target[2]) ? 'ok' : 'MISSED'}` : '';
+      const verdict =
+        target && value !== undefined
+          ? `${target[3] === 'min' ? '>=' : '<='} ${target[2]} ${(target[3] === 'min' ? value >= target[2] : value <= target[2]) ? 'ok' : 'MISSED'}`
+          : '';
       rows.push([scenario, metric, ...dbs.map((db) => String(data[db][scenario]?.[metric] ?? '')), verdict]);
     }
   }

@@ -32,14 +32,26 @@ export interface Sizes {
 
 export const fullSizes: Sizes = {
   push: { drivers: 50, deliveries: 40, positions: 4, deliveriesPerBatch: 10, eventsPerDelivery: 10, durationMs: 20_000, warmupMs: 3000 },
-  pushSmall: { drivers: 100, deliveries: 10, positions: 4, deliveriesPerBatch: 1, eventsPerDelivery: 5, thinkMs: 200, durationMs: 20_000, warmupMs: 3000 },
+  pushSmall: {
+    drivers: 100,
+    deliveries: 10,
+    positions: 4,
+    deliveriesPerBatch: 1,
+    eventsPerDelivery: 5,
+    thinkMs: 200,
+    durationMs: 20_000,
+    warmupMs: 3000,
+  },
   floor: { durationMs: 15_000, warmupMs: 2000, connections: 10 },
   tourRead: { deliveries: 40, positions: 20, iterations: 300, warmup: 30 },
   wire: { deliveries: 11, positions: 12, iterations: 200, warmup: 20 },
   fanout: { accounts: 100, clientsPerAccount: 10, commitsPerSecond: 20, durationMs: 15_000 },
   import: { tours: 200, deliveries: 30, positions: 15 },
   history: {
-    company: { drivers: 100, deliveries: 25, positions: 12 }, days: { month: 21, year: 250 }, iterations: 30, allIterations: 3,
+    company: { drivers: 100, deliveries: 25, positions: 12 },
+    days: { month: 21, year: 250 },
+    iterations: 30,
+    allIterations: 3,
     push: { drivers: 20, deliveries: 20, positions: 4, deliveriesPerBatch: 10, eventsPerDelivery: 10, durationMs: 10_000, warmupMs: 2000 },
     import: { tours: 100, deliveries: 25, positions: 12 },
   },
@@ -48,14 +60,26 @@ export const fullSizes: Sizes = {
 /** Small enough for a test run: the scenarios' behaviour, not their speed. */
 export const tinySizes: Sizes = {
   push: { drivers: 3, deliveries: 4, positions: 2, deliveriesPerBatch: 2, eventsPerDelivery: 5, durationMs: 500, warmupMs: 0 },
-  pushSmall: { drivers: 3, deliveries: 2, positions: 2, deliveriesPerBatch: 1, eventsPerDelivery: 5, thinkMs: 20, durationMs: 500, warmupMs: 0 },
+  pushSmall: {
+    drivers: 3,
+    deliveries: 2,
+    positions: 2,
+    deliveriesPerBatch: 1,
+    eventsPerDelivery: 5,
+    thinkMs: 20,
+    durationMs: 500,
+    warmupMs: 0,
+  },
   floor: { durationMs: 500, warmupMs: 0, connections: 2 },
   tourRead: { deliveries: 3, positions: 3, iterations: 5, warmup: 1 },
   wire: { deliveries: 2, positions: 3, iterations: 3, warmup: 1 },
   fanout: { accounts: 3, clientsPerAccount: 2, commitsPerSecond: 10, durationMs: 1000 },
   import: { tours: 3, deliveries: 3, positions: 3 },
   history: {
-    company: { drivers: 3, deliveries: 4, positions: 3 }, days: { month: 2, year: 4 }, iterations: 2, allIterations: 1,
+    company: { drivers: 3, deliveries: 4, positions: 3 },
+    days: { month: 2, year: 4 },
+    iterations: 2,
+    allIterations: 1,
     push: { drivers: 2, deliveries: 2, positions: 2, deliveriesPerBatch: 1, eventsPerDelivery: 5, durationMs: 300, warmupMs: 0 },
     import: { tours: 3, deliveries: 3, positions: 3 },
   },
@@ -97,7 +121,11 @@ export function problem(ctx: BenchContext, message: string) {
   ctx.log(`  ${message}`);
 }
 
-export async function withServer<T>(target: Target, work: (server: RunningServer) => Promise<T>, options: Parameters<typeof startBenchServer>[1] = {}): Promise<T> {
+export async function withServer<T>(
+  target: Target,
+  work: (server: RunningServer) => Promise<T>,
+  options: Parameters<typeof startBenchServer>[1] = {},
+): Promise<T> {
   const server = await startBenchServer(target, options);
   try {
     return await work(server);
@@ -118,8 +146,20 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
   return withServer(target, async (server) => {
     const results: Results = {};
     ctx.log(`  seeding ${push.drivers + pushSmall.drivers} drivers`);
-    const drivers = await seedDrivers(server, { first: 50_001, count: push.drivers, deliveries: push.deliveries, positions: push.positions });
-    const small = which.pushSmall ? await seedDrivers(server, { first: 60_001, count: pushSmall.drivers, deliveries: pushSmall.deliveries, positions: pushSmall.positions }) : [];
+    const drivers = await seedDrivers(server, {
+      first: 50_001,
+      count: push.drivers,
+      deliveries: push.deliveries,
+      positions: push.positions,
+    });
+    const small = which.pushSmall
+      ? await seedDrivers(server, {
+          first: 60_001,
+          count: pushSmall.drivers,
+          deliveries: pushSmall.deliveries,
+          positions: pushSmall.positions,
+        })
+      : [];
 
     // Each scenario starts from a checkpoint: the gigabytes of WAL that floor and push write would
     // otherwise have PostgreSQL checkpoint in the middle of the next one, whose tail then measures
@@ -129,9 +169,14 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
       await checkpoint();
       ctx.log('  floor');
       const job = { drivers, deliveriesPerBatch: push.deliveriesPerBatch, eventsPerDelivery: push.eventsPerDelivery, ...floor };
-      const measured = ctx.kind === 'postgres'
-        ? await runLoad({ kind: 'floor', databaseUrl: target.databaseUrl!, ...job })
-        : await runFloorWith(job, (work) => pgliteClient(server).transaction(async (tx) => { await work((text, params) => tx.query(text, params)); }));
+      const measured =
+        ctx.kind === 'postgres'
+          ? await runLoad({ kind: 'floor', databaseUrl: target.databaseUrl!, ...job })
+          : await runFloorWith(job, (work) =>
+              pgliteClient(server).transaction(async (tx) => {
+                await work((text, params) => tx.query(text, params));
+              }),
+            );
       reportErrors(ctx, 'floor', measured);
       results.floor = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)) };
     }
@@ -141,15 +186,26 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
       const cpu = serviceCpu();
       const measured = await runLoad({ kind: 'push', url: server.url, drivers, thinkMs: 0, ...pick(push) }, cpu.mark);
       reportErrors(ctx, 'push', measured);
-      results.push = { events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)), ...latencies(measured.latencies), ...cpu.perRequest(measured) };
+      results.push = {
+        events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)),
+        ...latencies(measured.latencies),
+        ...cpu.perRequest(measured),
+      };
     }
     if (which.pushSmall) {
       await checkpoint();
       ctx.log('  push_small');
       const cpu = serviceCpu();
-      const measured = await runLoad({ kind: 'push', url: server.url, drivers: small, ...pick(pushSmall), thinkMs: pushSmall.thinkMs }, cpu.mark);
+      const measured = await runLoad(
+        { kind: 'push', url: server.url, drivers: small, ...pick(pushSmall), thinkMs: pushSmall.thinkMs },
+        cpu.mark,
+      );
       reportErrors(ctx, 'push_small', measured);
-      results.push_small = { ...latencies(measured.latencies), requests_per_s: round(measured.requests / (measured.elapsedMs / 1000)), ...cpu.perRequest(measured) };
+      results.push_small = {
+        ...latencies(measured.latencies),
+        requests_per_s: round(measured.requests / (measured.elapsedMs / 1000)),
+        ...cpu.perRequest(measured),
+      };
     }
     return results;
   });
@@ -169,22 +225,33 @@ function serviceCpu() {
       if (mark === 'measuring') from = process.cpuUsage();
       else if (from) used = process.cpuUsage(from);
     },
-    perRequest: (measured: Measured): Metrics => (used && measured.requests > 0 ? {
-      service_cpu_ms: round((used.user + used.system) / 1000 / measured.requests, 2),
-      ...(measured.cpuMs !== undefined && { load_cpu_ms: round(measured.cpuMs / measured.requests, 2) }),
-    } : {}),
+    perRequest: (measured: Measured): Metrics =>
+      used && measured.requests > 0
+        ? {
+            service_cpu_ms: round((used.user + used.system) / 1000 / measured.requests, 2),
+            ...(measured.cpuMs !== undefined && { load_cpu_ms: round(measured.cpuMs / measured.requests, 2) }),
+          }
+        : {},
   };
 }
 
 const pick = (s: BatchShape & { durationMs: number; warmupMs: number }) => ({
-  deliveriesPerBatch: s.deliveriesPerBatch, eventsPerDelivery: s.eventsPerDelivery, durationMs: s.durationMs, warmupMs: s.warmupMs,
+  deliveriesPerBatch: s.deliveriesPerBatch,
+  eventsPerDelivery: s.eventsPerDelivery,
+  durationMs: s.durationMs,
+  warmupMs: s.warmupMs,
 });
 
 const pgliteClient = (server: RunningServer) => (server.ctx.database.db as unknown as { $client: PGlite }).$client;
 
 /** The lines of every delivery of a read tour: one in five not scannable, 1 to 6 pieces each. */
 export const readTourPositions = (count: number) =>
-  Array.from({ length: count }, (_, i) => ({ scannable: i % 5 !== 4, quantity: 1 + (i % 6), state: 'InProgress' as const, scannedQuantity: 0 }));
+  Array.from({ length: count }, (_, i) => ({
+    scannable: i % 5 !== 4,
+    quantity: 1 + (i % 6),
+    state: 'InProgress' as const,
+    scannedQuantity: 0,
+  }));
 
 /** A tour as a driver reads it: two notes and four contacts (with channels) per delivery. */
 export function seedReadTour(db: Db, accountId: number, size: { deliveries: number; positions: number }) {
@@ -192,10 +259,31 @@ export function seedReadTour(db: Db, accountId: number, size: { deliveries: numb
   return db.transaction(async (tx) => {
     const created = await newTour(tx, { accountId, deliveries: size.deliveries, positions, openAmountCents: 4200 });
     for (const { delivery } of created.deliveries) {
-      await tx.insert(notes).values([{ deliveryId: delivery.id, text: 'Bitte Hintereingang benutzen' }, { deliveryId: delivery.id, text: 'Leergut mitnehmen' }]);
-      await addContact(tx, delivery.id, { role: 'header', name1: 'Gasthaus Krone', channels: [{ kind: 'phone', value: '030 1234567' }] }, 1);
+      await tx.insert(notes).values([
+        { deliveryId: delivery.id, text: 'Bitte Hintereingang benutzen' },
+        { deliveryId: delivery.id, text: 'Leergut mitnehmen' },
+      ]);
+      await addContact(
+        tx,
+        delivery.id,
+        { role: 'header', name1: 'Gasthaus Krone', channels: [{ kind: 'phone', value: '030 1234567' }] },
+        1,
+      );
       await addContact(tx, delivery.id, { role: 'delivery', name1: 'Gasthaus Krone, Küche' }, 2);
-      await addContact(tx, delivery.id, { role: 'contact_person', name1: 'Erika Mustermann', address: null, channels: [{ kind: 'mobile', value: '0171 1234567' }, { kind: 'email', value: 'erika@example.de' }] }, 3);
+      await addContact(
+        tx,
+        delivery.id,
+        {
+          role: 'contact_person',
+          name1: 'Erika Mustermann',
+          address: null,
+          channels: [
+            { kind: 'mobile', value: '0171 1234567' },
+            { kind: 'email', value: 'erika@example.de' },
+          ],
+        },
+        3,
+      );
       await addContact(tx, delivery.id, { role: 'billing', name1: 'Krone GmbH', channels: [] }, 4);
     }
     return created;
@@ -212,10 +300,18 @@ export async function tourRead(ctx: BenchContext): Promise<Metrics> {
   return withServer(target, async (server) => {
     const { db } = server.ctx.database;
     const tour = await seedReadTour(db, 80_001, size);
-    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { admin: BENCH_ADMIN_KEY, body: { personalnummer: 80_001 } });
+    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, {
+      admin: BENCH_ADMIN_KEY,
+      body: { personalnummer: 80_001 },
+    });
     await settle(db);
     const measured = await runLoad({
-      kind: 'tour_read', url: server.url, token: accessToken, tourId: tour.tour.id, iterations: size.iterations, warmup: size.warmup,
+      kind: 'tour_read',
+      url: server.url,
+      token: accessToken,
+      tourId: tour.tour.id,
+      iterations: size.iterations,
+      warmup: size.warmup,
       changeDeliveryId: tour.deliveries[0].delivery.id,
     });
     reportErrors(ctx, 'tour_read', measured);
@@ -235,7 +331,11 @@ export async function fanout(ctx: BenchContext): Promise<Metrics> {
   return withServer(target, async (server) => {
     const drivers = await seedDrivers(server, { first: 90_001, count: size.accounts, deliveries: 1, positions: 1 });
     const measured = await runLoad({
-      kind: 'fanout', url: server.url, clientsPerAccount: size.clientsPerAccount, commitsPerSecond: size.commitsPerSecond, durationMs: size.durationMs,
+      kind: 'fanout',
+      url: server.url,
+      clientsPerAccount: size.clientsPerAccount,
+      commitsPerSecond: size.commitsPerSecond,
+      durationMs: size.durationMs,
       accounts: drivers.map((d) => ({ token: d.token, deliveryId: d.deliveries[0].id, itemId: d.deliveries[0].items[0] })),
     });
     reportErrors(ctx, 'fanout', measured);
@@ -249,24 +349,30 @@ export async function fanout(ctx: BenchContext): Promise<Metrics> {
 /** The ERP import of a large day, then the same day again: the second run must change nothing. */
 export async function importScenario(ctx: BenchContext): Promise<Metrics> {
   const target = await ctx.newTarget('import');
-  return withServer(target, async (server) => {
-    const { db } = server.ctx.database;
-    const changes = async () => Number((await db.execute<{ n: string }>(sql`SELECT count(*)::text AS n FROM change_log`)).rows[0].n);
-    const run = async () => {
-      const t0 = monotonicMs();
-      const summary = await requestJson('POST', `${server.url}/admin/import-erp?date=2026-09-01`, { admin: BENCH_ADMIN_KEY });
-      const seconds = (monotonicMs() - t0) / 1000;
-      if (!summary.success) throw new Error(`import failed: ${JSON.stringify(summary).slice(0, 300)}`);
-      return { seconds, summary };
-    };
-    const first = await run();
-    const afterFirst = await changes();
-    const again = await run();
-    const againChanges = (await changes()) - afterFirst;
-    if (againChanges !== 0) problem(ctx, `import: the second run wrote ${againChanges} change records`);
-    ctx.log(`  import: ${first.summary.deliveries_created} deliveries, ${first.summary.positions_created} positions, ${afterFirst} change records`);
-    return { first_s: round(first.seconds, 2), again_s: round(again.seconds, 2), again_changes: againChanges };
-  }, { erp: benchErp(ctx.sizes.import) });
+  return withServer(
+    target,
+    async (server) => {
+      const { db } = server.ctx.database;
+      const changes = async () => Number((await db.execute<{ n: string }>(sql`SELECT count(*)::text AS n FROM change_log`)).rows[0].n);
+      const run = async () => {
+        const t0 = monotonicMs();
+        const summary = await requestJson('POST', `${server.url}/admin/import-erp?date=2026-09-01`, { admin: BENCH_ADMIN_KEY });
+        const seconds = (monotonicMs() - t0) / 1000;
+        if (!summary.success) throw new Error(`import failed: ${JSON.stringify(summary).slice(0, 300)}`);
+        return { seconds, summary };
+      };
+      const first = await run();
+      const afterFirst = await changes();
+      const again = await run();
+      const againChanges = (await changes()) - afterFirst;
+      if (againChanges !== 0) problem(ctx, `import: the second run wrote ${againChanges} change records`);
+      ctx.log(
+        `  import: ${first.summary.deliveries_created} deliveries, ${first.summary.positions_created} positions, ${afterFirst} change records`,
+      );
+      return { first_s: round(first.seconds, 2), again_s: round(again.seconds, 2), again_changes: againChanges };
+    },
+    { erp: benchErp(ctx.sizes.import) },
+  );
 }
 
 /** `npm start` as a process: to the first 200 from /health on an empty database, then on the same one again. */

@@ -11,7 +11,12 @@ import { fakeService, newTour } from '../sdk/fakes.js';
 import { retainedBytes } from '../helpers/memory.js';
 import { round } from './stats.js';
 
-export interface SdkSizes { actions: number; photos: number; photoBytes: number; pushEvents: number }
+export interface SdkSizes {
+  actions: number;
+  photos: number;
+  photoBytes: number;
+  pushEvents: number;
+}
 export const fullSdkSizes: SdkSizes = { actions: 500, photos: 200, photoBytes: 2 * 2 ** 20, pushEvents: 500 };
 export const tinySdkSizes: SdkSizes = { actions: 20, photos: 5, photoBytes: 64 * 2 ** 10, pushEvents: 20 };
 
@@ -30,7 +35,14 @@ async function client(dirs: string[], fetch = fakeService().fetch, deliveries = 
   dirs.push(dir);
   const storage = await FileStore.open(path.join(dir, 'kv'));
   const attachments = await FileAttachmentStore.open(path.join(dir, 'attachments'));
-  const sdk = await TourlineClient.open({ baseUrl: 'http://tourline.test', getToken: () => 'token', fetch, webSocket: null, storage, attachments });
+  const sdk = await TourlineClient.open({
+    baseUrl: 'http://tourline.test',
+    getToken: () => 'token',
+    fetch,
+    webSocket: null,
+    storage,
+    attachments,
+  });
   const tour = newTour({ deliveries, positions: 4 });
   await sdk.state.putTour(tour);
   return { sdk, tour, dir };
@@ -46,7 +58,7 @@ export async function sdkScenario(sizes: SdkSizes): Promise<Record<string, numbe
     const started = performance.now();
     for (let i = 0; i < sizes.actions; i++) await sdk.scan(items[i % items.length]);
     const enqueueUs = ((performance.now() - started) * 1000) / sizes.actions;
-    const storedBytes = (await directorySize(dir) - before) / sizes.actions;
+    const storedBytes = ((await directorySize(dir)) - before) / sizes.actions;
     await sdk.close();
 
     // Heap while photos wait: the app hands over each photo and lets go of it.
@@ -68,7 +80,8 @@ export async function sdkScenario(sizes: SdkSizes): Promise<Record<string, numbe
     const settleStarted = performance.now();
     await pushing.sdk.sync();
     const settleMs = performance.now() - settleStarted;
-    if (pushing.sdk.status().pendingCount !== 0 || service.pushes().length !== 1) throw new Error('the push answer was not settled in one push');
+    if (pushing.sdk.status().pendingCount !== 0 || service.pushes().length !== 1)
+      throw new Error('the push answer was not settled in one push');
     await pushing.sdk.close();
 
     return {

@@ -21,17 +21,30 @@ export async function settle(db: Db) {
 }
 
 /** Drivers with one tour each, inserted directly (one transaction per tour), and a token each. */
-export async function seedDrivers(server: RunningServer, options: { first: number; count: number; deliveries: number; positions: number; tourDate?: string }): Promise<Driver[]> {
+export async function seedDrivers(
+  server: RunningServer,
+  options: { first: number; count: number; deliveries: number; positions: number; tourDate?: string },
+): Promise<Driver[]> {
   const { db } = server.ctx.database;
   const drivers: Driver[] = [];
   for (let n = 0; n < options.count; n++) {
     const personalnummer = options.first + n;
-    const tour = await db.transaction((tx) => newTour(tx, {
-      accountId: personalnummer, deliveries: options.deliveries, positions: openLines(options.positions), tourDate: options.tourDate ?? '2026-06-01',
-    }));
-    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, { admin: server.adminKey, body: { personalnummer } });
+    const tour = await db.transaction((tx) =>
+      newTour(tx, {
+        accountId: personalnummer,
+        deliveries: options.deliveries,
+        positions: openLines(options.positions),
+        tourDate: options.tourDate ?? '2026-06-01',
+      }),
+    );
+    const { accessToken } = await requestJson<{ accessToken: string }>('POST', `${server.url}/dev/token`, {
+      admin: server.adminKey,
+      body: { personalnummer },
+    });
     drivers.push({
-      personalnummer, token: accessToken, tourId: tour.tour.id,
+      personalnummer,
+      token: accessToken,
+      tourId: tour.tour.id,
       deliveries: tour.deliveries.map((d) => ({ id: d.delivery.id, items: d.items.map((i) => i.id) })),
     });
   }

@@ -22,8 +22,13 @@ export async function newTarget(kind: DatabaseKind, name: string, createDatabase
   const dataDir = mkdtempSync(path.join(os.tmpdir(), `tourline-bench-${name}-`));
   const databaseUrl = kind === 'postgres' ? await createDatabase!(name) : undefined;
   const env: Record<string, string> = {
-    NODE_ENV: 'development', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ADMIN_API_KEY: BENCH_ADMIN_KEY,
-    ERP_IMPORT_ENABLED: 'false', DATA_DIR: dataDir,
+    NODE_ENV: 'development',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    ADMIN_API_KEY: BENCH_ADMIN_KEY,
+    ERP_IMPORT_ENABLED: 'false',
+    DATA_DIR: dataDir,
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
   };
   return { kind, databaseUrl, dataDir, env, dispose: () => rmSync(dataDir, { recursive: true, force: true }) };

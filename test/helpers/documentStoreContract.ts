@@ -4,7 +4,10 @@ import { DomainError } from '../../server/errors.js';
 import type { DocumentStore } from '../../server/integrations/documents/store.js';
 
 async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(DomainError);
   return (error as DomainError).code;
 }
@@ -43,8 +46,11 @@ export function documentStoreContract(name: string, store: () => DocumentStore) 
       expect((await store().get(reference)).bytes.equals(bytes)).toBe(true);
     });
 
-    it.each(['~sha256/' + 'a'.repeat(64), '~unknown/1', 'no-tilde'])('answers not_found for the unknown reference %j', async (reference) => {
-      expect(await codeOf(store().get(reference))).toBe('not_found');
-    });
+    it.each(['~sha256/' + 'a'.repeat(64), '~unknown/1', 'no-tilde'])(
+      'answers not_found for the unknown reference %j',
+      async (reference) => {
+        expect(await codeOf(store().get(reference))).toBe('not_found');
+      },
+    );
   });
 }

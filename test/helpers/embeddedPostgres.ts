@@ -72,11 +72,24 @@ async function startServer({ dir, owner }: PostgresDistribution, work: string, p
   // Messages in English (readiness is read from them), and a cluster that does not depend on the machine's locales.
   const spawnOptions: SpawnOptions = { ...owner, cwd: work, env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'ignore', 'pipe'] };
   const data = path.join(work, 'data');
-  const initdb = spawn(path.join(dir, 'bin', 'initdb'), [
-    `--pgdata=${data}`, '--auth=password', '--username=postgres', `--pwfile=${path.join(work, 'password')}`, '--encoding=UTF8', '--locale=C',
-  ], spawnOptions);
+  const initdb = spawn(
+    path.join(dir, 'bin', 'initdb'),
+    [
+      `--pgdata=${data}`,
+      '--auth=password',
+      '--username=postgres',
+      `--pwfile=${path.join(work, 'password')}`,
+      '--encoding=UTF8',
+      '--locale=C',
+    ],
+    spawnOptions,
+  );
   await outcome(initdb, (_, code) => code === 0, 'initdb');
-  const server = spawn(path.join(dir, 'bin', 'postgres'), ['-D', data, '-p', String(port), ...settings.flatMap((s) => ['-c', s])], spawnOptions);
+  const server = spawn(
+    path.join(dir, 'bin', 'postgres'),
+    ['-D', data, '-p', String(port), ...settings.flatMap((s) => ['-c', s])],
+    spawnOptions,
+  );
   await outcome(server, (log) => log.includes('database system is ready to accept connections'), 'postgres');
   return server;
 }
@@ -97,7 +110,8 @@ function outcome(child: ChildProcess, done: (log: string, code?: number | null) 
       child.kill('SIGKILL');
       reject(error);
     };
-    const fail = (reason: string) => settle(new Error(`${name} ${reason}${log.trim() ? `: ${log.trim().split('\n').slice(-5).join(' | ')}` : ''}`));
+    const fail = (reason: string) =>
+      settle(new Error(`${name} ${reason}${log.trim() ? `: ${log.trim().split('\n').slice(-5).join(' | ')}` : ''}`));
     const timer = setTimeout(() => fail('did not finish within 60 s'), 60_000);
     // A failed spawn (EACCES, ENOENT) arrives as an 'error' event, which would otherwise end the process.
     child.once('error', (error) => fail(`could not be started (${error.message})`));
@@ -124,8 +138,8 @@ function cannotStart(error: unknown, distribution: PostgresDistribution | undefi
     ? ` As root the server runs as the system user 'postgres', who must be able to reach ${distribution.dir} and ${work ?? os.tmpdir()}.`
     : '';
   return new Error(
-    `The throwaway PostgreSQL could not start: ${(error as Error).message}.${reach}`
-    + ' To use another PostgreSQL instead, set DATABASE_URL to a server where the given user may create databases.',
+    `The throwaway PostgreSQL could not start: ${(error as Error).message}.${reach}` +
+      ' To use another PostgreSQL instead, set DATABASE_URL to a server where the given user may create databases.',
     { cause: error },
   );
 }

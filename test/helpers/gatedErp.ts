@@ -5,8 +5,12 @@ import type { ErpGateway } from '../../server/integrations/erp/gateway.js';
 export function gatedErp() {
   let open!: () => void;
   let started!: () => void;
-  const gate = new Promise<void>((resolve) => { open = resolve; });
-  const reading = new Promise<void>((resolve) => { started = resolve; });
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const reading = new Promise<void>((resolve) => {
+    started = resolve;
+  });
   const erp: ErpGateway = {
     async fetchTours(date) {
       started();

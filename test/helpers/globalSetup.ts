@@ -16,7 +16,8 @@ export default async function setup(project: TestProject) {
   }
   // Durability is not under test here; the benchmarks measure with it on.
   const postgres = await startEmbeddedPostgres({
-    prefix: 'tourline-pg-', settings: ['max_connections=300', 'fsync=off', 'synchronous_commit=off', 'full_page_writes=off'],
+    prefix: 'tourline-pg-',
+    settings: ['max_connections=300', 'fsync=off', 'synchronous_commit=off', 'full_page_writes=off'],
   });
   project.provide('postgresAdminUrl', postgres.adminUrl);
   return () => postgres.stop();

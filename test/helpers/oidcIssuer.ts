@@ -6,7 +6,11 @@ import Provider from 'oidc-provider';
 export const AUDIENCE = 'tourline';
 const CLIENT_SECRET = 'driver-client-secret-0123456789';
 
-export interface IssuerKey { kid: string; alg: 'RS256' | 'ES256'; jwk: JWK }
+export interface IssuerKey {
+  kid: string;
+  alg: 'RS256' | 'ES256';
+  jwk: JWK;
+}
 
 let keyCount = 0;
 export async function newIssuerKey(alg: IssuerKey['alg']): Promise<IssuerKey> {
@@ -35,7 +39,9 @@ export class RealIssuer {
 
   constructor(private readonly drivers: number[]) {}
 
-  get url() { return `http://127.0.0.1:${this.port}`; }
+  get url() {
+    return `http://127.0.0.1:${this.port}`;
+  }
 
   async start() {
     this.server = http.createServer((req, res) => {
@@ -56,8 +62,12 @@ export class RealIssuer {
     if (!this.server) return;
     const provider = new Provider(this.url, {
       clients: this.drivers.map((n) => ({
-        client_id: `driver-${n}`, client_secret: CLIENT_SECRET, grant_types: ['client_credentials'],
-        redirect_uris: [], response_types: [], token_endpoint_auth_method: 'client_secret_post',
+        client_id: `driver-${n}`,
+        client_secret: CLIENT_SECRET,
+        grant_types: ['client_credentials'],
+        redirect_uris: [],
+        response_types: [],
+        token_endpoint_auth_method: 'client_secret_post',
         id_token_signed_response_alg: keys[0].alg,
       })),
       jwks: { keys: keys.map((k) => k.jwk) },
@@ -69,7 +79,10 @@ export class RealIssuer {
           defaultResource: () => 'urn:tourline',
           useGrantedResource: () => true,
           getResourceServerInfo: () => ({
-            scope: 'tourline', audience: AUDIENCE, accessTokenFormat: 'jwt', accessTokenTTL: this.ttlSeconds,
+            scope: 'tourline',
+            audience: AUDIENCE,
+            accessTokenFormat: 'jwt',
+            accessTokenTTL: this.ttlSeconds,
             jwt: { sign: { alg: this.signWith.alg, kid: this.signWith.kid } },
           }),
         },
@@ -96,7 +109,7 @@ export class RealIssuer {
       method: 'POST',
       body: new URLSearchParams({ grant_type: 'client_credentials', client_id: `driver-${personalnummer}`, client_secret: CLIENT_SECRET }),
     });
-    const body = await response.json() as { access_token?: string };
+    const body = (await response.json()) as { access_token?: string };
     if (!response.ok || !body.access_token) throw new Error(`token endpoint answered ${response.status}: ${JSON.stringify(body)}`);
     return body.access_token;
   }
@@ -115,7 +128,9 @@ export class RealIssuer {
   freeze() {
     const answering = this.handler;
     const held: http.ServerResponse[] = [];
-    this.handler = (_req, res) => { held.push(res); };
+    this.handler = (_req, res) => {
+      held.push(res);
+    };
     this.thaw = () => {
       this.handler = answering;
       for (const res of held) res.destroy();

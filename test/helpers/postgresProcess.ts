@@ -24,7 +24,9 @@ function childrenOf(pid: number): number[] {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       if (parent === pid) found.push(Number(entry));
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return found;
 }
@@ -47,7 +49,11 @@ export async function controlPostgres(adminUrl: string) {
 
   const signalAll = (signal: NodeJS.Signals) => {
     for (const target of [pid, ...childrenOf(pid)]) {
-      try { process.kill(target, signal); } catch { /* gone meanwhile */ }
+      try {
+        process.kill(target, signal);
+      } catch {
+        /* gone meanwhile */
+      }
     }
   };
 
@@ -68,7 +74,9 @@ export async function controlPostgres(adminUrl: string) {
   }
 
   return {
-    get pid() { return pid; },
+    get pid() {
+      return pid;
+    },
     freeze: () => signalAll('SIGSTOP'),
     thaw: () => signalAll('SIGCONT'),
     /** A fast shutdown: sessions are ended with "terminating connection due to administrator command". */
@@ -80,7 +88,14 @@ export async function controlPostgres(adminUrl: string) {
     /** Starts the server unless it runs: a second postmaster would fail on the lock file and leave `pid` pointing at it. */
     async start() {
       if (alive(pid)) return;
-      const child = spawn(executable, command.slice(1), { cwd, uid, gid, stdio: 'ignore', detached: false, env: { ...process.env, LC_ALL: 'C' } });
+      const child = spawn(executable, command.slice(1), {
+        cwd,
+        uid,
+        gid,
+        stdio: 'ignore',
+        detached: false,
+        env: { ...process.env, LC_ALL: 'C' },
+      });
       child.unref();
       pid = child.pid!;
       await ready();

@@ -8,7 +8,12 @@ export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 /** The default sync role (OIDC_SYNC_ROLE): sends any driver's tour. */
 export const SYNC_ROLE = 'tourline-sync';
 
-export interface ApiResponse<T = any> { status: number; headers: Headers; body: T; text: string }
+export interface ApiResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
 
 export interface RequestOptions {
   token?: string;
@@ -20,9 +25,15 @@ export interface RequestOptions {
 export class TestServer {
   constructor(readonly running: RunningServer) {}
 
-  get url() { return this.running.url; }
-  get ctx() { return this.running.ctx; }
-  get db() { return this.running.ctx.database.db; }
+  get url() {
+    return this.running.url;
+  }
+  get ctx() {
+    return this.running.ctx;
+  }
+  get db() {
+    return this.running.ctx.database.db;
+  }
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...options.headers };
@@ -49,7 +60,9 @@ export class TestServer {
 
   /** Creates (or reactivates) an account directly in the database. */
   async seedAccount(personalnummer: number, name = `Fahrer ${personalnummer}`, active = true) {
-    await this.db.insert(accounts).values({ personalnummer, name, active })
+    await this.db
+      .insert(accounts)
+      .values({ personalnummer, name, active })
       .onConflictDoUpdate({ target: accounts.personalnummer, set: { name, active } });
   }
 
@@ -61,12 +74,18 @@ export class TestServer {
     return response.body.accessToken;
   }
 
-  close() { return this.running.close(); }
+  close() {
+    return this.running.close();
+  }
 }
 
 export async function testConfig(kind: DatabaseKind, env: Record<string, string> = {}) {
   return loadConfig({
-    NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ADMIN_API_KEY: TEST_ADMIN_KEY,
+    NODE_ENV: 'test',
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    ADMIN_API_KEY: TEST_ADMIN_KEY,
     ERP_IMPORT_ENABLED: 'false',
     ...(kind === 'postgres' ? { DATABASE_URL: await createPostgresDatabase() } : {}),
     ...env,
@@ -81,8 +100,12 @@ export async function startTestServer(kind: DatabaseKind, env: Record<string, st
 /** A server for the enclosing describe block, started before its tests and closed after. */
 export function useTestServer(kind: DatabaseKind, env: Record<string, string> = {}): TestServer {
   const holder = {} as { server?: TestServer };
-  beforeAll(async () => { holder.server = await startTestServer(kind, env); });
-  afterAll(async () => { await holder.server?.close(); });
+  beforeAll(async () => {
+    holder.server = await startTestServer(kind, env);
+  });
+  afterAll(async () => {
+    await holder.server?.close();
+  });
   return new Proxy({} as TestServer, {
     get(_target, property) {
       if (!holder.server) throw new Error('the test server is not started yet');

@@ -14,12 +14,25 @@ export interface TourPayloadOptions {
   paymentMethodCode?: string | null;
 }
 
-const address = (street: string, houseNumber = '1') => ({ street, houseNumber, postalCode: '10115', city: 'Berlin', country: 'Deutschland', addition: null });
+const address = (street: string, houseNumber = '1') => ({
+  street,
+  houseNumber,
+  postalCode: '10115',
+  city: 'Berlin',
+  country: 'Deutschland',
+  addition: null,
+});
 
 export function position(lineNumber: number, overrides: Partial<PositionInput> = {}): PositionInput {
-  const article = lineNumber % 30 === 0
-    ? { articleNumber: 'T-900001', name: 'Frachtpauschale', scannable: false, defaultWarehouse: null }
-    : { articleNumber: `T-${100000 + lineNumber}`, name: `Testartikel ${lineNumber}`, scannable: true, defaultWarehouse: { code: 'T-HL', name: 'Testlager' } };
+  const article =
+    lineNumber % 30 === 0
+      ? { articleNumber: 'T-900001', name: 'Frachtpauschale', scannable: false, defaultWarehouse: null }
+      : {
+          articleNumber: `T-${100000 + lineNumber}`,
+          name: `Testartikel ${lineNumber}`,
+          scannable: true,
+          defaultWarehouse: { code: 'T-HL', name: 'Testlager' },
+        };
   return { lineNumber, quantity: 3, unit: 'Stk', unitPriceCents: 250, article, warehouse: article.defaultWarehouse, ...overrides };
 }
 
@@ -36,9 +49,25 @@ export function delivery(overrides: Partial<DeliveryInput> = {}, positions = 2):
     openAmountCents: 1500,
     positions: Array.from({ length: positions }, (_, i) => position((i + 1) * 10)),
     contacts: [
-      { role: 'header', name1: `Kunde ${erpCustomerId}`, address: customerAddress, channels: [{ kind: 'phone', position: 1, value: '030 1234567' }] },
-      { role: 'delivery', name1: `Kunde ${erpCustomerId}`, address: customerAddress, channels: [{ kind: 'phone', position: 1, value: '030 1234567' }] },
-      { role: 'contact_person', anrede: 'Frau', name1: 'Anna Schulz', address: null, channels: [{ kind: 'mobile', position: 1, value: '0171 2345678' }] },
+      {
+        role: 'header',
+        name1: `Kunde ${erpCustomerId}`,
+        address: customerAddress,
+        channels: [{ kind: 'phone', position: 1, value: '030 1234567' }],
+      },
+      {
+        role: 'delivery',
+        name1: `Kunde ${erpCustomerId}`,
+        address: customerAddress,
+        channels: [{ kind: 'phone', position: 1, value: '030 1234567' }],
+      },
+      {
+        role: 'contact_person',
+        anrede: 'Frau',
+        name1: 'Anna Schulz',
+        address: null,
+        channels: [{ kind: 'mobile', position: 1, value: '0171 2345678' }],
+      },
     ],
     ...overrides,
   };
@@ -51,7 +80,8 @@ export function tourPayload(personalnummer: number, options: TourPayloadOptions 
     tourDate: options.date ?? '2026-04-14',
     name: options.name ?? 'Tour Mitte',
     deliveries: Array.from({ length: options.deliveries ?? 2 }, (_, i) =>
-      delivery({ sequence: (i + 1) * 10, paymentMethodCode: options.paymentMethodCode ?? null }, options.positions ?? 2)),
+      delivery({ sequence: (i + 1) * 10, paymentMethodCode: options.paymentMethodCode ?? null }, options.positions ?? 2),
+    ),
   };
 }
 

@@ -11,7 +11,9 @@ export function signaturePng(width = 400, height = 150, stroke = 'M10 100 C 60 2
 export function noisyPng(width: number, height: number): Promise<Buffer> {
   const pixels = Buffer.alloc(width * height * 3);
   for (let i = 0; i < pixels.length; i++) pixels[i] = Math.floor(Math.random() * 256);
-  return sharp(pixels, { raw: { width, height, channels: 3 } }).png().toBuffer();
+  return sharp(pixels, { raw: { width, height, channels: 3 } })
+    .png()
+    .toBuffer();
 }
 
 /**
@@ -47,11 +49,14 @@ export function rawPng(width: number, height: number, options: { filter?: number
   const rows = Buffer.concat(Array.from({ length: rowCount }, () => Buffer.concat([Buffer.from([filter]), Buffer.alloc(width * 3, 0x80)])));
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header), chunk('IDAT', deflateSync(rows)), chunk('IEND', Buffer.alloc(0)),
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(rows)),
+    chunk('IEND', Buffer.alloc(0)),
   ]);
 }
 
-export const blob = (bytes: Buffer | string, type: string) => new Blob([typeof bytes === 'string' ? bytes : new Uint8Array(bytes)], { type });
+export const blob = (bytes: Buffer | string, type: string) =>
+  new Blob([typeof bytes === 'string' ? bytes : new Uint8Array(bytes)], { type });
 
 export interface CompletionParts {
   customer?: Buffer | null;

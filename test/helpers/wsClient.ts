@@ -20,10 +20,12 @@ export class SyncSocket {
       this.messages.push(JSON.parse(data.toString()));
       for (const wake of this.waiters.splice(0)) wake();
     });
-    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => {
-      resolve({ code, reason: reason.toString() });
-      for (const wake of this.waiters.splice(0)) wake();
-    }));
+    this.closed = new Promise((resolve) =>
+      ws.on('close', (code, reason) => {
+        resolve({ code, reason: reason.toString() });
+        for (const wake of this.waiters.splice(0)) wake();
+      }),
+    );
   }
 
   static open(baseUrl: string, options: { token?: string; protocols?: string[]; autoPong?: boolean } = {}): Promise<SyncSocket> {
@@ -34,7 +36,14 @@ export class SyncSocket {
     const socket = new SyncSocket(ws);
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(socket));
-      ws.once('unexpected-response', (_req, res) => reject(Object.assign(new Error(`upgrade refused: ${res.statusCode}`), { status: res.statusCode, retryAfter: res.headers['retry-after'] })));
+      ws.once('unexpected-response', (_req, res) =>
+        reject(
+          Object.assign(new Error(`upgrade refused: ${res.statusCode}`), {
+            status: res.statusCode,
+            retryAfter: res.headers['retry-after'],
+          }),
+        ),
+      );
       ws.once('error', reject);
     });
   }
@@ -54,14 +63,17 @@ export class SyncSocket {
       if (left <= 0) throw new Error(`no matching message within ${timeoutMs} ms; got ${JSON.stringify(this.messages).slice(0, 500)}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
-        this.waiters.push(() => { clearTimeout(timer); resolve(); });
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
       });
     }
   }
 
   /** Every change received so far, in arrival order. */
   changes() {
-    return this.messages.flatMap((m) => (m.type === 'changes' ? m.changes ?? [] : []));
+    return this.messages.flatMap((m) => (m.type === 'changes' ? (m.changes ?? []) : []));
   }
 
   close() {

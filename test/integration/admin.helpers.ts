@@ -13,19 +13,29 @@ export function driverOf(api: TestServer, token: string) {
       return response.body.car as { id: string; plate: string };
     },
     async scan(deliveryItemId: string, action: AuditAction, extra: { quantity?: number; reason?: string; authorCarId?: string } = {}) {
-      const response = await api.post('/scans', {
-        scans: [{ clientScanId: randomUUID(), deliveryItemId, action, occurredAt: new Date().toISOString(), ...extra }],
-      }, { token });
+      const response = await api.post(
+        '/scans',
+        {
+          scans: [{ clientScanId: randomUUID(), deliveryItemId, action, occurredAt: new Date().toISOString(), ...extra }],
+        },
+        { token },
+      );
       expect(response.status).toBe(200);
       expect(response.body.results[0]).toMatchObject({ status: 'applied' });
       return response.body.results[0].item;
     },
-    async credit(deliveryId: string, credit: { action: 'set'; amountCents: number; reason: string; authorCarId?: string } | { action: 'remove'; authorCarId?: string }) {
+    async credit(
+      deliveryId: string,
+      credit: { action: 'set'; amountCents: number; reason: string; authorCarId?: string } | { action: 'remove'; authorCarId?: string },
+    ) {
       const response = await api.post(`/deliveries/${deliveryId}/credit`, { clientEventId: randomUUID(), ...credit }, { token });
       expect(response.status).toBe(200);
       return response.body;
     },
-    async note(deliveryId: string, note: { text: string; creditDeliveryItemId?: string; isAmountCreditNote?: boolean; authorCarId?: string }) {
+    async note(
+      deliveryId: string,
+      note: { text: string; creditDeliveryItemId?: string; isAmountCreditNote?: boolean; authorCarId?: string },
+    ) {
       const response = await api.post(`/deliveries/${deliveryId}/notes`, note, { token });
       expect(response.status).toBe(200);
       return response.body.note as { id: string };

@@ -18,7 +18,10 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
   async function shareNumber(deliveryIds: string[]) {
     const belegnummer = `SHARED-${randomUUID().slice(0, 8)}`;
     for (const [index, id] of deliveryIds.entries()) {
-      await api.db.update(deliveries).set({ belegnummer, belegartId: index + 1 }).where(eq(deliveries.id, id));
+      await api.db
+        .update(deliveries)
+        .set({ belegnummer, belegartId: index + 1 })
+        .where(eq(deliveries.id, id));
     }
     return belegnummer;
   }
@@ -59,13 +62,32 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     it('answers the full package of a completed delivery in snake_case', async () => {
       const token = await api.token(7101);
       const driver = driverOf(api, token);
-      const { tour, customer, deliveries: [{ delivery, items }] } = await newTour(api.db, { accountId: 7101, openAmountCents: 5000, tourDate: '2026-06-01' });
-      await addContact(api.db, delivery.id, { role: 'contact_person', name1: 'Erika Mustermann', channels: [{ kind: 'phone', value: '030 1234' }, { kind: 'email', value: 'erika@example.org' }] });
+      const {
+        tour,
+        customer,
+        deliveries: [{ delivery, items }],
+      } = await newTour(api.db, { accountId: 7101, openAmountCents: 5000, tourDate: '2026-06-01' });
+      await addContact(api.db, delivery.id, {
+        role: 'contact_person',
+        name1: 'Erika Mustermann',
+        channels: [
+          { kind: 'phone', value: '030 1234' },
+          { kind: 'email', value: 'erika@example.org' },
+        ],
+      });
       await addContact(api.db, delivery.id, { role: 'delivery', name1: 'Bäckerei Sonnenschein', address: sampleAddress('Lieferweg') }, 2);
       const car = await driver.car();
-      const method = (await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 4)}`, name: 'Bar', collectOnSite: true }, { token })).body.paymentMethod;
-      const service = (await api.post('/services', { key: `altgeraet-${randomUUID().slice(0, 4)}`, name: 'Altgerät', kind: 'boolean' }, { token })).body.service;
-      const payment = await api.post(`/deliveries/${delivery.id}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 5000, paymentMethodId: method.id }, { token });
+      const method = (
+        await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 4)}`, name: 'Bar', collectOnSite: true }, { token })
+      ).body.paymentMethod;
+      const service = (
+        await api.post('/services', { key: `altgeraet-${randomUUID().slice(0, 4)}`, name: 'Altgerät', kind: 'boolean' }, { token })
+      ).body.service;
+      const payment = await api.post(
+        `/deliveries/${delivery.id}/payment`,
+        { clientEventId: randomUUID(), expectedAmountCents: 5000, paymentMethodId: method.id },
+        { token },
+      );
       expect(payment.status).toBe(200);
       expect((await api.put(`/deliveries/${delivery.id}/services/${service.id}`, { boolValue: true }, { token })).status).toBe(200);
       const note = await driver.note(delivery.id, { text: 'Hintereingang benutzen' });
@@ -102,18 +124,42 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
           erp_push: { status: 'pending', attempts: 0, pushed_at: null, error: null },
         },
       });
-      expect(details.contact_person.channels.map((c: { kind: string; value: string }) => [c.kind, c.value])).toEqual([['phone', '030 1234'], ['email', 'erika@example.org']]);
+      expect(details.contact_person.channels.map((c: { kind: string; value: string }) => [c.kind, c.value])).toEqual([
+        ['phone', '030 1234'],
+        ['email', 'erika@example.org'],
+      ]);
       expect(details.contacts.map((c: { role: string }) => c.role)).toEqual(['contact_person', 'delivery']);
       expect(details.contacts[1].address).toMatchObject({ street: 'Lieferweg', house_number: '12a' });
       expect(details.positions).toEqual([
-        expect.objectContaining({ id: items[0].id, line_number: 10, required_quantity: 2, scanned_quantity: 2, credited_quantity: 1, scannable: true, modified: true }),
-        expect.objectContaining({ id: items[1].id, line_number: 20, required_quantity: 1, credited_quantity: 0, scannable: false, modified: false }),
+        expect.objectContaining({
+          id: items[0].id,
+          line_number: 10,
+          required_quantity: 2,
+          scanned_quantity: 2,
+          credited_quantity: 1,
+          scannable: true,
+          modified: true,
+        }),
+        expect.objectContaining({
+          id: items[1].id,
+          line_number: 20,
+          required_quantity: 1,
+          credited_quantity: 0,
+          scannable: false,
+          modified: false,
+        }),
       ]);
       expect(details.articles.map((a: { id: string }) => a.id).sort()).toEqual([items[0].articleId, items[1].articleId].sort());
       expect(details.warehouses).toEqual([]);
-      expect(details.notes).toEqual([expect.objectContaining({ id: note.id, text: 'Hintereingang benutzen', is_amount_credit_note: false })]);
-      expect(details.service_values).toEqual([expect.objectContaining({ service_id: service.id, service_key: service.key, bool_value: true })]);
-      expect(details.attachments.map((a: { id: string }) => a.id).sort()).toEqual([completion.customerSignatureId, completion.driverSignatureId].sort());
+      expect(details.notes).toEqual([
+        expect.objectContaining({ id: note.id, text: 'Hintereingang benutzen', is_amount_credit_note: false }),
+      ]);
+      expect(details.service_values).toEqual([
+        expect.objectContaining({ service_id: service.id, service_key: service.key, bool_value: true }),
+      ]);
+      expect(details.attachments.map((a: { id: string }) => a.id).sort()).toEqual(
+        [completion.customerSignatureId, completion.driverSignatureId].sort(),
+      );
     });
 
     it('answers every delivery sharing the number, newest tour first', async () => {
@@ -122,17 +168,30 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       const belegnummer = await shareNumber([older.deliveries[0].delivery.id, newer.deliveries[0].delivery.id]);
       const response = await api.get(`/admin/belege/${belegnummer}`, admin);
       expect(response.status).toBe(200);
-      expect(response.body.deliveries.map((d: { id: string; belegart_id: number; tour: { tour_date: string } }) => [d.id, d.belegart_id, d.tour.tour_date])).toEqual([
+      expect(
+        response.body.deliveries.map((d: { id: string; belegart_id: number; tour: { tour_date: string } }) => [
+          d.id,
+          d.belegart_id,
+          d.tour.tour_date,
+        ]),
+      ).toEqual([
         [newer.deliveries[0].delivery.id, 2, '2026-07-03'],
         [older.deliveries[0].delivery.id, 1, '2026-07-01'],
       ]);
-      expect(response.body.deliveries.every((d: { state: string; completion: unknown }) => d.state === 'active' && d.completion === null)).toBe(true);
+      expect(
+        response.body.deliveries.every((d: { state: string; completion: unknown }) => d.state === 'active' && d.completion === null),
+      ).toBe(true);
     });
 
     it('reads a number in a fixed number of queries, whatever the number of deliveries and positions', async () => {
       const small = await newTour(api.db, { accountId: 7104, positions: [{ quantity: 1 }] });
-      const large = await newTour(api.db, { accountId: 7105, deliveries: 3, positions: Array.from({ length: 6 }, () => ({ quantity: 2 })) });
-      for (const { delivery } of large.deliveries) await addContact(api.db, delivery.id, { role: 'header', channels: [{ kind: 'phone', value: '1' }] });
+      const large = await newTour(api.db, {
+        accountId: 7105,
+        deliveries: 3,
+        positions: Array.from({ length: 6 }, () => ({ quantity: 2 })),
+      });
+      for (const { delivery } of large.deliveries)
+        await addContact(api.db, delivery.id, { role: 'header', channels: [{ kind: 'phone', value: '1' }] });
       const shared = await shareNumber(large.deliveries.map((d) => d.delivery.id));
       const count = async (belegnummer: string) => {
         const before = api.ctx.database.queries.count;
@@ -144,13 +203,17 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
 
     it('shows a delivery completed through the endpoint with its completion, write-back status and open mail', async () => {
       const token = await api.token(7106);
-      const { deliveries: [{ delivery }] } = await newTour(api.db, { accountId: 7106 });
+      const {
+        deliveries: [{ delivery }],
+      } = await newTour(api.db, { accountId: 7106 });
       const completed = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm(), { token });
       expect(completed.status).toBe(200);
       const day = berlinDayOf(new Date(completed.body.delivery.completedAt));
 
       const listed = (await api.get(`/admin/completed-deliveries?day=${day}`, admin)).body;
-      expect(listed.deliveries).toEqual(expect.arrayContaining([expect.objectContaining({ delivery_id: delivery.id, positions_modified: false })]));
+      expect(listed.deliveries).toEqual(
+        expect.arrayContaining([expect.objectContaining({ delivery_id: delivery.id, positions_modified: false })]),
+      );
       expect((await api.get(`/admin/delivered-belegnummern?day=${day}`, admin)).body.belegnummern).toContain(delivery.belegnummer);
 
       const details = (await api.get(`/admin/belege/${delivery.belegnummer}`, admin)).body.deliveries[0];
@@ -178,7 +241,9 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
 
     it('is false for an untouched delivery and true after a line is removed, until it is restored', async () => {
       const token = await api.token(7201);
-      const { deliveries: [{ delivery, items }] } = await newTour(api.db, { accountId: 7201 });
+      const {
+        deliveries: [{ delivery, items }],
+      } = await newTour(api.db, { accountId: 7201 });
       expect(await modified(delivery.belegnummer)).toBe(false);
       await driverOf(api, token).scan(items[0].id, 'remove');
       expect(await modified(delivery.belegnummer)).toBe(true);
@@ -189,7 +254,9 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     it('is true for credited pieces and for an active money credit, also once completed', async () => {
       const token = await api.token(7202);
       const driver = driverOf(api, token);
-      const { deliveries: [pieces, money] } = await newTour(api.db, { accountId: 7202, deliveries: 2 });
+      const {
+        deliveries: [pieces, money],
+      } = await newTour(api.db, { accountId: 7202, deliveries: 2 });
       await driver.scan(pieces.items[0].id, 'remove', { quantity: 1 });
       await driver.credit(money.delivery.id, { action: 'set', amountCents: 2000, reason: 'Kratzer' });
       expect(await modified(pieces.delivery.belegnummer)).toBe(true);
@@ -202,7 +269,9 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
 
     it('is true as soon as one of the deliveries sharing the number is changed', async () => {
       const token = await api.token(7203);
-      const { deliveries: [first, second] } = await newTour(api.db, { accountId: 7203, deliveries: 2 });
+      const {
+        deliveries: [first, second],
+      } = await newTour(api.db, { accountId: 7203, deliveries: 2 });
       const belegnummer = await shareNumber([first.delivery.id, second.delivery.id]);
       expect(await modified(belegnummer)).toBe(false);
       await driverOf(api, token).scan(second.items[0].id, 'remove');
@@ -225,11 +294,22 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(response.body.count).toBe(response.body.deliveries.length);
       return response.body as { count: number; deliveries: Listed[]; from: string | null; to: string | null };
     };
-    const ids = (body: { deliveries: Listed[] }, among: string[]) => body.deliveries.map((d) => d.delivery_id).filter((id) => among.includes(id));
+    const ids = (body: { deliveries: Listed[] }, among: string[]) =>
+      body.deliveries.map((d) => d.delivery_id).filter((id) => among.includes(id));
 
     // 23:30 and 00:30 Berlin time around both clock changes of 2026 (29 March, 25 October).
-    const spring = [berlin('2026-03-28T23:30:00', '+01:00'), berlin('2026-03-29T00:30:00', '+01:00'), berlin('2026-03-29T23:30:00', '+02:00'), berlin('2026-03-30T00:30:00', '+02:00')];
-    const autumn = [berlin('2026-10-24T23:30:00', '+02:00'), berlin('2026-10-25T00:30:00', '+02:00'), berlin('2026-10-25T23:30:00', '+01:00'), berlin('2026-10-26T00:30:00', '+01:00')];
+    const spring = [
+      berlin('2026-03-28T23:30:00', '+01:00'),
+      berlin('2026-03-29T00:30:00', '+01:00'),
+      berlin('2026-03-29T23:30:00', '+02:00'),
+      berlin('2026-03-30T00:30:00', '+02:00'),
+    ];
+    const autumn = [
+      berlin('2026-10-24T23:30:00', '+02:00'),
+      berlin('2026-10-25T00:30:00', '+02:00'),
+      berlin('2026-10-25T23:30:00', '+01:00'),
+      berlin('2026-10-26T00:30:00', '+01:00'),
+    ];
     const completed = async (accountId: number, instants: Date[]) => {
       const { deliveries: created } = await newTour(api.db, { accountId, deliveries: instants.length });
       // Completed in reverse so that the answer's order comes from the completion time.
@@ -258,7 +338,11 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     });
 
     it('treats from and to as inclusive bounds that may each be omitted', async () => {
-      const [a, b, c] = await completed(7303, [berlin('2027-02-01T08:00:00', '+01:00'), berlin('2027-02-02T08:00:00', '+01:00'), berlin('2027-02-03T08:00:00', '+01:00')]);
+      const [a, b, c] = await completed(7303, [
+        berlin('2027-02-01T08:00:00', '+01:00'),
+        berlin('2027-02-02T08:00:00', '+01:00'),
+        berlin('2027-02-03T08:00:00', '+01:00'),
+      ]);
       const from = await list('?from=02-02-2027');
       expect(from).toMatchObject({ from: '2027-02-02', to: null });
       expect(ids(from, [a, b, c])).toEqual([b, c]);
@@ -273,7 +357,9 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
 
     it('lists every completed delivery without parameters, oldest completion first, with the modified flag', async () => {
       const token = await api.token(7304);
-      const { deliveries: [changed, untouched, open] } = await newTour(api.db, { accountId: 7304, deliveries: 3 });
+      const {
+        deliveries: [changed, untouched, open],
+      } = await newTour(api.db, { accountId: 7304, deliveries: 3 });
       await driverOf(api, token).scan(changed.items[0].id, 'remove');
       await completeAt(api.db, changed.delivery.id, new Date('2025-01-02T10:00:00Z'));
       await completeAt(api.db, untouched.delivery.id, new Date('2025-01-01T10:00:00Z'));
@@ -281,21 +367,37 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(all).toMatchObject({ from: null, to: null });
       const times = all.deliveries.map((d) => d.completed_at);
       expect(times).toEqual([...times].sort());
-      expect(ids(all, [changed.delivery.id, untouched.delivery.id, open.delivery.id])).toEqual([untouched.delivery.id, changed.delivery.id]);
+      expect(ids(all, [changed.delivery.id, untouched.delivery.id, open.delivery.id])).toEqual([
+        untouched.delivery.id,
+        changed.delivery.id,
+      ]);
       const flags = Object.fromEntries(all.deliveries.map((d) => [d.delivery_id, d.positions_modified]));
       expect(flags[changed.delivery.id]).toBe(true);
       expect(flags[untouched.delivery.id]).toBe(false);
     });
 
     it('streams the list from a cursor in pages: the same entries whatever the page size, the same bytes as the answer sent whole', async () => {
-      await completed(7305, [berlin('2027-03-01T08:00:00', '+01:00'), berlin('2027-03-01T09:00:00', '+01:00'), berlin('2027-03-01T10:00:00', '+01:00')]);
+      await completed(7305, [
+        berlin('2027-03-01T08:00:00', '+01:00'),
+        berlin('2027-03-01T09:00:00', '+01:00'),
+        berlin('2027-03-01T10:00:00', '+01:00'),
+      ]);
       const read = async (pageSize: number) => {
         const pages: unknown[][] = [];
         let total = -1;
-        await streamCompletedDeliveries(api.db, { from: null, to: null }, {
-          count: async (n) => { total = n; },
-          page: async (entries) => { pages.push(entries); },
-        }, pageSize);
+        await streamCompletedDeliveries(
+          api.db,
+          { from: null, to: null },
+          {
+            count: async (n) => {
+              total = n;
+            },
+            page: async (entries) => {
+              pages.push(entries);
+            },
+          },
+          pageSize,
+        );
         return { total, pages };
       };
       const whole = await read(1000);
@@ -314,8 +416,17 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     });
 
     it.each([
-      'day=31-02-2026', 'day=29-02-2025', 'day=00-01-2026', 'day=2026-03-29', 'day=1-3-2026', 'from=29.03.2026', 'to=abc',
-      'from=32-01-2026', 'day=28-03-2026&from=01-03-2026', 'day=28-03-2026&to=31-03-2026', 'day=28-03-2026&day=29-03-2026',
+      'day=31-02-2026',
+      'day=29-02-2025',
+      'day=00-01-2026',
+      'day=2026-03-29',
+      'day=1-3-2026',
+      'from=29.03.2026',
+      'to=abc',
+      'from=32-01-2026',
+      'day=28-03-2026&from=01-03-2026',
+      'day=28-03-2026&to=31-03-2026',
+      'day=28-03-2026&day=29-03-2026',
     ])('answers 400 for %s', async (query) => {
       const response = await api.get(`/admin/completed-deliveries?${query}`, admin);
       expect(response.status).toBe(400);
@@ -338,7 +449,9 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     };
 
     it('lists completed deliveries with open mail by Berlin day, and marks each only once', async () => {
-      const { deliveries: [a, b, c] } = await newTour(api.db, { accountId: 7401, deliveries: 3 });
+      const {
+        deliveries: [a, b, c],
+      } = await newTour(api.db, { accountId: 7401, deliveries: 3 });
       await completeAt(api.db, a.delivery.id, berlin('2030-05-14T10:00:00', '+02:00'));
       await completeAt(api.db, b.delivery.id, berlin('2030-05-15T00:30:00', '+02:00'));
       const [A, B, C] = [a, b, c].map((d) => d.delivery.belegnummer);
@@ -364,13 +477,18 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     });
 
     it('lists a number shared by two completed deliveries once and marks both', async () => {
-      const { deliveries: [first, second] } = await newTour(api.db, { accountId: 7402, deliveries: 2 });
+      const {
+        deliveries: [first, second],
+      } = await newTour(api.db, { accountId: 7402, deliveries: 2 });
       const belegnummer = await shareNumber([first.delivery.id, second.delivery.id]);
       await completeAt(api.db, first.delivery.id, berlin('2030-06-01T09:00:00', '+02:00'));
       await completeAt(api.db, second.delivery.id, berlin('2030-06-01T11:00:00', '+02:00'));
       expect((await delivered('?day=01-06-2030')).belegnummern).toEqual([belegnummer]);
       expect(await mark([belegnummer])).toMatchObject({ marked: [belegnummer] });
-      const rows = await api.db.select({ mailSentAt: deliveries.mailSentAt }).from(deliveries).where(eq(deliveries.belegnummer, belegnummer));
+      const rows = await api.db
+        .select({ mailSentAt: deliveries.mailSentAt })
+        .from(deliveries)
+        .where(eq(deliveries.belegnummer, belegnummer));
       expect(rows.every((r) => r.mailSentAt !== null)).toBe(true);
     });
 
@@ -390,8 +508,10 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     });
 
     it('answers mark-mail-sent with an empty list by marking nothing', async () => {
-      expect(await api.post('/admin/mark-mail-sent', { belegnummern: [] }, admin))
-        .toMatchObject({ status: 200, body: { marked: [], already_sent: [], not_completed: [], unknown: [] } });
+      expect(await api.post('/admin/mark-mail-sent', { belegnummern: [] }, admin)).toMatchObject({
+        status: 200,
+        body: { marked: [], already_sent: [], not_completed: [], unknown: [] },
+      });
     });
 
     it.each([

@@ -56,7 +56,13 @@ describe.each(databaseKinds)('admin list paging on %s', (kind) => {
 
     it('pages concatenate to the whole list, ties and microseconds included, while later completions arrive', async () => {
       // Two share an instant (ordered by number), two differ by a microsecond only.
-      await completed(9102, ['2031-02-03T08:00:00.000001Z', '2031-02-03T08:00:00.000002Z', '2031-02-03T09:00:00Z', '2031-02-03T09:00:00Z', '2031-02-04T10:00:00Z']);
+      await completed(9102, [
+        '2031-02-03T08:00:00.000001Z',
+        '2031-02-03T08:00:00.000002Z',
+        '2031-02-03T09:00:00Z',
+        '2031-02-03T09:00:00Z',
+        '2031-02-04T10:00:00Z',
+      ]);
       let added = 0;
       const paged = await pages('/admin/completed-deliveries?from=03-02-2031&limit=2', async () => {
         if (added < 3) await completed(9103 + added++, [`2031-02-05T1${added}:00:00Z`]);
@@ -99,14 +105,22 @@ describe.each(databaseKinds)('admin list paging on %s', (kind) => {
 
   describe('GET /admin/delivered-belegnummern', () => {
     it('pages concatenate to the whole list while mails are sent and deliveries completed meanwhile', async () => {
-      const done = await completed(9201, ['2031-05-05T08:00:00Z', '2031-05-05T08:10:00Z', '2031-05-05T08:20:00Z', '2031-05-05T08:30:00Z', '2031-05-05T08:40:00Z']);
+      const done = await completed(9201, [
+        '2031-05-05T08:00:00Z',
+        '2031-05-05T08:10:00Z',
+        '2031-05-05T08:20:00Z',
+        '2031-05-05T08:30:00Z',
+        '2031-05-05T08:40:00Z',
+      ]);
       const before = (await api.get('/admin/delivered-belegnummern?day=05-05-2031', admin)).body;
       expect(before.count).toBe(5);
       const paged = await pages('/admin/delivered-belegnummern?day=05-05-2031&limit=2', async (page) => {
         if (page !== 1) return;
         // One already listed is mailed, one not yet listed is mailed, one more is completed.
-        expect((await api.post('/admin/mark-mail-sent', { belegnummern: [done[0].belegnummer, done[3].belegnummer] }, admin)).status).toBe(200);
-        done.push(...await completed(9202, ['2031-05-05T09:00:00Z']));
+        expect((await api.post('/admin/mark-mail-sent', { belegnummern: [done[0].belegnummer, done[3].belegnummer] }, admin)).status).toBe(
+          200,
+        );
+        done.push(...(await completed(9202, ['2031-05-05T09:00:00Z'])));
       });
       const listed = paged.flatMap((p) => p.belegnummern);
       expect(listed).toEqual([done[0], done[1], done[2], done[4], done[5]].map((d) => d.belegnummer));
@@ -133,7 +147,7 @@ describe.each(databaseKinds)('admin list paging on %s', (kind) => {
         if (page === 1) for (const { items } of deliveries.slice(4)) await driver.scan(items[0].id, 'remove');
       });
       expect(paged.map((page) => page.length)).toEqual([3, 3]);
-      const whole = (await api.get('/admin/reviews', admin));
+      const whole = await api.get('/admin/reviews', admin);
       expect(whole.headers.get('link')).toBeNull();
       const ids = paged.flat().map((r: { delivery_id: string }) => r.delivery_id);
       expect(ids).toEqual(whole.body.map((r: { delivery_id: string }) => r.delivery_id));
@@ -156,14 +170,21 @@ describe.each(databaseKinds)('admin list paging on %s', (kind) => {
     const cursorOf = async (url: string) => new URL(nextOf(await api.get(url, admin))!, 'http://x').searchParams.get('cursor')!;
 
     it.each(lists.flatMap((list) => ['0', '-1', '1001', 'abc', '1.5', '', '1e2', '99999999999'].map((limit) => [list, limit])))(
-      '%s refuses limit=%s', async (list, limit) => {
+      '%s refuses limit=%s',
+      async (list, limit) => {
         const body = await refused(`${list}?limit=${limit}`);
         expect(JSON.stringify(body.errors)).toContain('limit');
-      });
+      },
+    );
 
     it.each(lists)('%s refuses a repeated limit and a broken cursor', async (list) => {
       await refused(`${list}?limit=1&limit=2`);
-      for (const cursor of ['not-a-cursor!', Buffer.from('{"x":1}').toString('base64url'), Buffer.from('[1,2,3]').toString('base64url'), 'x'.repeat(1001)]) {
+      for (const cursor of [
+        'not-a-cursor!',
+        Buffer.from('{"x":1}').toString('base64url'),
+        Buffer.from('[1,2,3]').toString('base64url'),
+        'x'.repeat(1001),
+      ]) {
         await refused(`${list}?cursor=${encodeURIComponent(cursor)}`);
       }
     });

@@ -52,13 +52,16 @@ describe('the build', () => {
     expect(files).toContain(path.join('server', 'main.js'));
     expect(files).toContain(path.join('server', 'cli', 'migrate.js'));
     expect(files).toContain(path.join('server', 'integrations', 'previews', 'pdfWorker.mjs'));
-    expect(files.filter((f) => f.startsWith('migrations') && f.endsWith('.sql')).length)
-      .toBe(readdirSync(path.join(root, 'migrations')).filter((f) => f.endsWith('.sql')).length);
+    expect(files.filter((f) => f.startsWith('migrations') && f.endsWith('.sql')).length).toBe(
+      readdirSync(path.join(root, 'migrations')).filter((f) => f.endsWith('.sql')).length,
+    );
     const imported = new Set<string>();
     for (const file of files.filter((f) => /\.m?js$/.test(f))) {
       const code = readFileSync(path.join(app, 'dist', file), 'utf8');
       // esbuild renames a local `require` to `require2`.
-      const specifiers = code.matchAll(/^(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|^import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)|\brequire\d*(?:\.resolve)?\(\s*[`"']([^`"'$]+)/gm);
+      const specifiers = code.matchAll(
+        /^(?:import|export)\s[^;]*?from\s*["']([^"']+)["']|^import\s*["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)|\brequire\d*(?:\.resolve)?\(\s*[`"']([^`"'$]+)/gm,
+      );
       for (const specifier of [...specifiers].map((m) => m.slice(1).find(Boolean)!).filter((s) => !s.startsWith('.'))) {
         imported.add(specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]);
       }
@@ -108,16 +111,25 @@ describe.each(databaseKinds)('the service started as the image starts it, on %s'
     mkdirSync(dataDir);
     const { DATABASE_URL: _inherited, NODE_ENV: _mode, ...inherited } = process.env;
     const env = {
-      ...inherited, ...stage.env,
+      ...inherited,
+      ...stage.env,
       // What a deployment adds: its port, volume, identity provider and admin key.
-      PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, OIDC_ISSUER: issuer.url, ADMIN_API_KEY: ADMIN_KEY,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      OIDC_ISSUER: issuer.url,
+      ADMIN_API_KEY: ADMIN_KEY,
       ...(kind === 'postgres' ? { DATABASE_URL: await createPostgresDatabase() } : {}),
     };
     const [command, ...args] = stage.cmd;
     expect(command).toBe('node');
     const child = spawn(process.execPath, args, { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (chunk) => { output += chunk; });
-    child.stderr.on('data', (chunk) => { output += chunk; });
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
     exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     stop = () => child.kill('SIGTERM');
     const deadline = Date.now() + 90_000;
@@ -130,7 +142,8 @@ describe.each(databaseKinds)('the service started as the image starts it, on %s'
     if (!url) throw new Error(`the service did not listen:\n${output}`);
     base = url;
     // The demo ERP's import at start creates the driver accounts.
-    while (Date.now() < deadline && !/ERP import of \S+ \(startup\) succeeded/.test(output)) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (Date.now() < deadline && !/ERP import of \S+ \(startup\) succeeded/.test(output))
+      await new Promise((resolve) => setTimeout(resolve, 100));
   }, 120_000);
 
   afterAll(async () => {
@@ -155,7 +168,15 @@ describe.each(databaseKinds)('the service started as the image starts it, on %s'
     const admin = await fetch(`${base}/admin/reviews`, { headers: { 'x-admin-api-key': ADMIN_KEY } });
     expect(admin.status).toBe(200);
     // No development identity provider in production.
-    expect((await fetch(`${base}/dev/token`, { method: 'POST', headers: { 'x-admin-api-key': ADMIN_KEY, 'content-type': 'application/json' }, body: '{"personalnummer":1001}' })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${base}/dev/token`, {
+          method: 'POST',
+          headers: { 'x-admin-api-key': ADMIN_KEY, 'content-type': 'application/json' },
+          body: '{"personalnummer":1001}',
+        })
+      ).status,
+    ).toBe(404);
   });
 
   it('serves its API reference with the assets of swagger-ui', async () => {
@@ -174,8 +195,13 @@ describe.each(databaseKinds)('the service started as the image starts it, on %s'
 describe('the migrate command of the build, with the image environment and only database settings', () => {
   const migrate = (env: Record<string, string>) => {
     const { DATABASE_URL: _inherited, ...inherited } = process.env;
-    return run(process.execPath, ['dist/server/cli/migrate.js'], { cwd: app, env: { ...inherited, ...imageStage().env, LOG_LEVEL: 'silent', ...env } })
-      .then(() => ({ code: 0, stderr: '' }), (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }));
+    return run(process.execPath, ['dist/server/cli/migrate.js'], {
+      cwd: app,
+      env: { ...inherited, ...imageStage().env, LOG_LEVEL: 'silent', ...env },
+    }).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+    );
   };
 
   it('migrates PGlite in DATA_DIR', async () => {

@@ -27,7 +27,13 @@ async function preview(api: TestServer, token: string, id: string, query = '', h
   const response = await fetch(`${api.url}/attachments/${id}${query}`, { headers: { authorization: `Bearer ${token}`, ...headers } });
   const bytes = Buffer.from(await response.arrayBuffer());
   const metadata = response.status === 200 ? await sharp(bytes).metadata() : undefined;
-  return { status: response.status, headers: response.headers, bytes, metadata, body: response.status >= 400 ? JSON.parse(bytes.toString()) : undefined };
+  return {
+    status: response.status,
+    headers: response.headers,
+    bytes,
+    metadata,
+    body: response.status >= 400 ? JSON.parse(bytes.toString()) : undefined,
+  };
 }
 
 describe.each(databaseKinds)('attachment previews on %s', (kind) => {
@@ -88,8 +94,24 @@ describe.each(databaseKinds)('attachment previews on %s', (kind) => {
   });
 
   it.each([
-    'w=-1', 'w=abc', 'w=1.5', 'w=', 'w=2147483648', 'h=-5', 'h=1e3', 'q=101', 'q=-1', 'q=8.5',
-    'ext=gif', 'ext=JPEG', 'ext=', 'page=0', 'page=-1', 'page=abc', 'page=1.5', 'w=10&w=20',
+    'w=-1',
+    'w=abc',
+    'w=1.5',
+    'w=',
+    'w=2147483648',
+    'h=-5',
+    'h=1e3',
+    'q=101',
+    'q=-1',
+    'q=8.5',
+    'ext=gif',
+    'ext=JPEG',
+    'ext=',
+    'page=0',
+    'page=-1',
+    'page=abc',
+    'page=1.5',
+    'w=10&w=20',
   ])('refuses %s with 400', async (query) => {
     const result = await preview(api, token, signatureId, `?${query}`);
     expect(result.status).toBe(400);
@@ -120,7 +142,9 @@ describe.each(databaseKinds)('attachment previews on %s', (kind) => {
     expect(result.body).toMatchObject({ code: 'not_found', errors: [{ path: 'query.page' }] });
     // Not cached, and not turned into a 304 by the ETag of a preview that does not exist.
     expect(result.headers.get('cache-control') ?? '').not.toContain('max-age');
-    expect(result.headers.get('etag')).not.toBe(api.ctx.previews.etag(reportId, { width: 1024, height: 1024, quality: 85, format: 'jpeg', page: 99 }));
+    expect(result.headers.get('etag')).not.toBe(
+      api.ctx.previews.etag(reportId, { width: 1024, height: 1024, quality: 85, format: 'jpeg', page: 99 }),
+    );
     expect((await preview(api, token, signatureId, '?page=2')).status).toBe(404);
   });
 
@@ -181,7 +205,9 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
 
   it('stores the image, creates a note with the ~ reference and a note_image attachment, and previews it', async () => {
     const { token, delivery: d } = await activeDelivery(api);
-    const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#4a90d9' } }).jpeg().toBuffer();
+    const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#4a90d9' } })
+      .jpeg()
+      .toBuffer();
     const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image, 'file', 'image/jpeg'), { token });
     expect(response.status).toBe(200);
     const { note } = response.body;
@@ -190,9 +216,18 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     expect(note.imageAttachmentId).toEqual(expect.any(String));
 
     const [row] = await api.db.select().from(attachments).where(eq(attachments.id, note.imageAttachmentId));
-    expect(row).toMatchObject({ kind: 'note_image', noteId: note.id, reference: note.imageAttachment, contentType: 'image/jpeg', sizeBytes: image.length });
+    expect(row).toMatchObject({
+      kind: 'note_image',
+      noteId: note.id,
+      reference: note.imageAttachment,
+      contentType: 'image/jpeg',
+      sizeBytes: image.length,
+    });
     expect((await api.ctx.documents.get(row.reference)).bytes.equals(image)).toBe(true);
-    const changes = await api.db.select().from(changeLog).where(and(eq(changeLog.entity, 'note'), eq(changeLog.entityId, note.id)));
+    const changes = await api.db
+      .select()
+      .from(changeLog)
+      .where(and(eq(changeLog.entity, 'note'), eq(changeLog.entityId, note.id)));
     expect(changes).toHaveLength(1);
 
     const shown = await preview(api, token, note.imageAttachmentId, '?w=320');
@@ -201,30 +236,40 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
 
   it('keeps the image of a deleted note and tells the feed it belongs to no note any more', async () => {
     const { token, delivery: d } = await activeDelivery(api);
-    const image = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer();
+    const image = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
+      .png()
+      .toBuffer();
     const { note } = (await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image), { token })).body;
     expect((await api.delete(`/deliveries/${d.id}/notes/${note.id}`, { token })).status).toBe(204);
     const [row] = await api.db.select().from(attachments).where(eq(attachments.id, note.imageAttachmentId));
     expect(row.noteId).toBeNull();
-    const published = await api.db.select().from(changeLog)
-      .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, note.imageAttachmentId))).orderBy(changeLog.seq);
+    const published = await api.db
+      .select()
+      .from(changeLog)
+      .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, note.imageAttachmentId)))
+      .orderBy(changeLog.seq);
     expect(published.map((c) => (c.data as { noteId: string | null }).noteId)).toEqual([note.id, null]);
   });
 
   it.each([
     ['removed', { imageAttachment: null, text: 'nur Text' }],
     ['replaced by another reference', { imageAttachment: '~anderes-bild' }],
-  ])('lets go of a note\'s uploaded image when the note\'s image is %s', async (_what, change) => {
+  ])("lets go of a note's uploaded image when the note's image is %s", async (_what, change) => {
     const { token, delivery: d } = await activeDelivery(api);
-    const image = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer();
+    const image = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } })
+      .png()
+      .toBuffer();
     const { note } = (await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image), { token })).body;
     const changed = await api.patch(`/deliveries/${d.id}/notes/${note.id}`, change, { token });
     expect(changed.status).toBe(200);
     expect(changed.body.note).toMatchObject({ ...change, imageAttachmentId: null });
     const [row] = await api.db.select().from(attachments).where(eq(attachments.id, note.imageAttachmentId));
     expect(row.noteId).toBeNull();
-    const published = await api.db.select().from(changeLog)
-      .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, note.imageAttachmentId))).orderBy(changeLog.seq);
+    const published = await api.db
+      .select()
+      .from(changeLog)
+      .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, note.imageAttachmentId)))
+      .orderBy(changeLog.seq);
     expect(published.map((c) => (c.data as { noteId: string | null }).noteId)).toEqual([note.id, null]);
     // Changing only the text keeps an image the note still shows.
     const kept = (await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(image), { token })).body.note;
@@ -251,7 +296,9 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     expect(again.body.note.id).toBe(ids.noteId);
     expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toHaveLength(1);
     expect(await api.db.select().from(attachments).where(eq(attachments.noteId, ids.noteId))).toHaveLength(1);
-    const attachmentChanges = await api.db.select().from(changeLog)
+    const attachmentChanges = await api.db
+      .select()
+      .from(changeLog)
       .where(and(eq(changeLog.entity, 'attachment'), eq(changeLog.entityId, first.body.note.imageAttachmentId)));
     expect(attachmentChanges).toHaveLength(1);
     // Deleted since (on another device, say), the note a further resend made is gone: 200 with none.
@@ -264,7 +311,10 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
   it('refuses a clientEventId already used for another event with 400 and keeps no note', async () => {
     const { token, delivery: d } = await activeDelivery(api);
     const clientEventId = randomUUID();
-    expect((await api.post(`/deliveries/${d.id}/credit`, { clientEventId, action: 'set', amountCents: 1000, reason: 'Bruch' }, { token })).status).toBe(200);
+    expect(
+      (await api.post(`/deliveries/${d.id}/credit`, { clientEventId, action: 'set', amountCents: 1000, reason: 'Bruch' }, { token }))
+        .status,
+    ).toBe(200);
     const form = await noteImageForm(await signaturePng());
     form.append('clientEventId', clientEventId);
     const response = await api.post(`/deliveries/${d.id}/notes/image`, form, { token });
@@ -320,15 +370,23 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
 });
 
 describe.each(databaseKinds)('a failing document store on %s', (kind) => {
-  const diskFull = async (): Promise<string> => { throw new Error('disk full'); };
+  const diskFull = async (): Promise<string> => {
+    throw new Error('disk full');
+  };
   let upload = diskFull;
   const failing: DocumentStore = {
     put: () => upload(),
-    async get() { throw new Error('disk full'); },
+    async get() {
+      throw new Error('disk full');
+    },
   };
   let api: TestServer;
-  beforeAll(async () => { api = await startTestServer(kind, {}, { documents: failing }); });
-  afterEach(() => { upload = diskFull; });
+  beforeAll(async () => {
+    api = await startTestServer(kind, {}, { documents: failing });
+  });
+  afterEach(() => {
+    upload = diskFull;
+  });
   afterAll(() => api.close());
 
   it.each([
@@ -354,7 +412,10 @@ describe.each(databaseKinds)('a failing document store on %s', (kind) => {
     expect(response.body.delivery.state).toBe('completed');
     const [completion] = await api.db.select().from(completions).where(eq(completions.deliveryId, d.id));
     expect(completion.reportAttachmentId).toBeNull();
-    const [kept] = await api.db.select().from(attachmentContents).where(eq(attachmentContents.attachmentId, completion.customerSignatureId));
+    const [kept] = await api.db
+      .select()
+      .from(attachmentContents)
+      .where(eq(attachmentContents.attachmentId, completion.customerSignatureId));
     expect(kept.bytes.equals(customer)).toBe(true);
     const shown = await preview(api, token, completion.customerSignatureId, '?w=0&h=0&ext=png');
     expect(shown).toMatchObject({ status: 200, metadata: { format: 'png', width: 320, height: 140 } });

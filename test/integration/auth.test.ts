@@ -16,7 +16,13 @@ const AUDIENCE = 'tourline';
 // Every test here may bring a new key: no limit on fetching the key set (see 'the token verifier').
 const oidcEnv = { AUTH_MODE: 'oidc', OIDC_ISSUER: ISSUER, OIDC_AUDIENCE: AUDIENCE, OIDC_JWKS_COOLDOWN_MS: '0' };
 
-interface SigningKey { kid: string; alg: 'RS256' | 'ES256' | 'RS512' | 'ES384' | 'PS256'; privateKey: CryptoKey; publicKey: CryptoKey; jwk: JWK }
+interface SigningKey {
+  kid: string;
+  alg: 'RS256' | 'ES256' | 'RS512' | 'ES384' | 'PS256';
+  privateKey: CryptoKey;
+  publicKey: CryptoKey;
+  jwk: JWK;
+}
 
 async function newKey(alg: SigningKey['alg']): Promise<SigningKey> {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
@@ -37,7 +43,11 @@ const mockServer = setupServer(
   http.get(`${ISSUER}/.well-known/openid-configuration`, () => {
     idp.hits.discovery += 1;
     if (idp.discoveryDown) return new HttpResponse(null, { status: 503 });
-    return HttpResponse.json({ issuer: ISSUER, jwks_uri: `${ISSUER}/protocol/jwks`, id_token_signing_alg_values_supported: ['RS256', 'ES256'] });
+    return HttpResponse.json({
+      issuer: ISSUER,
+      jwks_uri: `${ISSUER}/protocol/jwks`,
+      id_token_signing_alg_values_supported: ['RS256', 'ES256'],
+    });
   }),
   http.get(`${ISSUER}/protocol/jwks`, () => {
     idp.hits.jwks += 1;
@@ -55,8 +65,13 @@ beforeAll(async () => {
   idp.keys = [rsaKey, ecKey];
   mockServer.listen({ onUnhandledRequest: 'bypass' });
 });
-afterEach(() => { idp.discoveryDown = false; idp.jwksDown = false; });
-afterAll(() => { mockServer.close(); });
+afterEach(() => {
+  idp.discoveryDown = false;
+  idp.jwksDown = false;
+});
+afterAll(() => {
+  mockServer.close();
+});
 
 const now = () => Math.floor(Date.now() / 1000);
 
@@ -108,7 +123,9 @@ function expectUnauthorized(response: ApiResponse) {
 describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s', (kind) => {
   const api = useTestServer(kind, oidcEnv);
   const driver = 3001;
-  beforeAll(async () => { await api.seedAccount(driver); });
+  beforeAll(async () => {
+    await api.seedAccount(driver);
+  });
 
   it('accepts a valid RS256 token', async () => {
     const response = await api.get(`/accounts/${driver}`, { token: await idpToken(driver) });
@@ -133,7 +150,9 @@ describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s',
   });
 
   it('accepts a Personalnummer claim given as a numeric string', async () => {
-    expect((await api.get('/me/cars', { token: await idpToken(undefined, { claims: { personalnummer: String(driver) } }) })).status).toBe(200);
+    expect((await api.get('/me/cars', { token: await idpToken(undefined, { claims: { personalnummer: String(driver) } }) })).status).toBe(
+      200,
+    );
   });
 
   it('picks up a rotated key by its new kid and refuses tokens of the retired key', async () => {
@@ -159,12 +178,18 @@ describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s',
     ['alg none', async () => unsignedToken(driver)],
     ['HS256 with a shared secret', async () => hmacToken(driver, 'a-shared-secret-that-nobody-configured')],
     ['HS256 keyed with the issuer public key', async () => hmacToken(driver, await exportSPKI(rsaKey.publicKey))],
-    ['a signature of a key the issuer does not publish under that kid', async () => idpToken(driver, { key: await newKey('RS256'), kid: rsaKey.kid })],
+    [
+      'a signature of a key the issuer does not publish under that kid',
+      async () => idpToken(driver, { key: await newKey('RS256'), kid: rsaKey.kid }),
+    ],
     ['an unknown kid', async () => idpToken(driver, { key: await newKey('ES256') })],
-    ['a tampered payload', async () => {
-      const [header, , signature] = (await idpToken(driver)).split('.');
-      return `${header}.${b64url(JSON.stringify({ ...claimsFor(driver), personalnummer: driver + 1 }))}.${signature}`;
-    }],
+    [
+      'a tampered payload',
+      async () => {
+        const [header, , signature] = (await idpToken(driver)).split('.');
+        return `${header}.${b64url(JSON.stringify({ ...claimsFor(driver), personalnummer: driver + 1 }))}.${signature}`;
+      },
+    ],
   ])('answers 401 problem+json for %s', async (_name, makeToken) => {
     expectUnauthorized(await api.get('/me/cars', { token: await makeToken() }));
   });
@@ -241,18 +266,23 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
     await withFreshServer(3101, async (api, token) => {
       const before = { ...idp.hits };
       const concurrent = await Promise.all(Array.from({ length: 5 }, () => api.get('/me/cars', { token })));
-      for (let i = 0; i < 5; i += 1) concurrent.push(await api.get('/me/cars', { token: await idpToken(3101, { key: i % 2 ? ecKey : rsaKey }) }));
+      for (let i = 0; i < 5; i += 1)
+        concurrent.push(await api.get('/me/cars', { token: await idpToken(3101, { key: i % 2 ? ecKey : rsaKey }) }));
       expect(concurrent.map((r) => r.status)).toEqual(Array(10).fill(200));
       expect(idp.hits.discovery - before.discovery).toBe(1);
       expect(idp.hits.jwks - before.jwks).toBe(1);
     });
   });
-
 });
 
 describe('the token verifier', () => {
   it('fails while the issuer is unreachable and discovers again once it is back', async () => {
-    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256'], personalnummerClaim: 'personalnummer' });
+    const verify = createTokenVerifier({
+      issuer: () => ISSUER,
+      audience: AUDIENCE,
+      algorithms: ['RS256'],
+      personalnummerClaim: 'personalnummer',
+    });
     const token = await idpToken(3102);
     idp.discoveryDown = true;
     await expect(verify(token)).rejects.toThrow(IssuerUnreachable);
@@ -262,7 +292,12 @@ describe('the token verifier', () => {
   });
 
   it('keeps serving the keys of a set past its age while the key set cannot be fetched again', async () => {
-    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], personalnummerClaim: 'personalnummer' });
+    const verify = createTokenVerifier({
+      issuer: () => ISSUER,
+      audience: AUDIENCE,
+      algorithms: ['RS256', 'ES256'],
+      personalnummerClaim: 'personalnummer',
+    });
     const token = await idpToken(3106, { expiresAt: now() + 3600 });
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3106 });
     idp.jwksDown = true;
@@ -280,7 +315,12 @@ describe('the token verifier', () => {
   });
 
   it('checks a token once while the key set stays, and refuses it once it has expired', async () => {
-    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256'], personalnummerClaim: 'personalnummer' });
+    const verify = createTokenVerifier({
+      issuer: () => ISSUER,
+      audience: AUDIENCE,
+      algorithms: ['RS256'],
+      personalnummerClaim: 'personalnummer',
+    });
     const token = await idpToken(3103, { expiresAt: now() + 2 });
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3103 });
     // The issuer stops publishing the key without the set being fetched again: the checked token still counts.
@@ -297,7 +337,13 @@ describe('the token verifier', () => {
   });
 
   it('fetches the key set for a rotated key at once, and within a budget for tokens naming made-up keys', async () => {
-    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], personalnummerClaim: 'personalnummer', jwksCooldownMs: 60_000 });
+    const verify = createTokenVerifier({
+      issuer: () => ISSUER,
+      audience: AUDIENCE,
+      algorithms: ['RS256', 'ES256'],
+      personalnummerClaim: 'personalnummer',
+      jwksCooldownMs: 60_000,
+    });
     const before = idp.hits.jwks;
     await expect(verify(await idpToken(3107))).resolves.toMatchObject({ personalnummer: 3107 });
     const rotated = await newKey('RS256');
@@ -319,7 +365,13 @@ describe('the token verifier', () => {
   });
 
   it('refuses at once a token naming a key missing from a set fetched well after the token was issued', async () => {
-    const verify = createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['RS256', 'ES256'], personalnummerClaim: 'personalnummer', jwksCooldownMs: 60_000 });
+    const verify = createTokenVerifier({
+      issuer: () => ISSUER,
+      audience: AUDIENCE,
+      algorithms: ['RS256', 'ES256'],
+      personalnummerClaim: 'personalnummer',
+      jwksCooldownMs: 60_000,
+    });
     await expect(verify(await idpToken(3109))).resolves.toMatchObject({ personalnummer: 3109 });
     const before = idp.hits.jwks;
     const withdrawn = await newKey('ES256');
@@ -329,7 +381,9 @@ describe('the token verifier', () => {
   });
 
   it('refuses to be built with only symmetric algorithms', () => {
-    expect(() => createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['HS256'], personalnummerClaim: 'personalnummer' })).toThrow(/asymmetric/);
+    expect(() =>
+      createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['HS256'], personalnummerClaim: 'personalnummer' }),
+    ).toThrow(/asymmetric/);
   });
 });
 
@@ -347,7 +401,10 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     expect(jwks.body.keys[0]).not.toHaveProperty('d');
   });
 
-  it.each([['without', undefined], ['with a wrong', 'wrong-admin-key-0123456789']])('mints no token for a caller %s admin key (401)', async (_name, key) => {
+  it.each([
+    ['without', undefined],
+    ['with a wrong', 'wrong-admin-key-0123456789'],
+  ])('mints no token for a caller %s admin key (401)', async (_name, key) => {
     await api.seedAccount(3204);
     const response = await api.post('/dev/token', { personalnummer: 3204 }, { headers: key ? { 'x-admin-api-key': key } : {} });
     expectUnauthorized(response);
@@ -372,11 +429,14 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     }
   });
 
-  it.each([[{}], [{ personalnummer: 'abc' }], [{ personalnummer: -1 }], [{ personalnummer: 1.5 }], [{ personalnummer: true }], [[]]])('answers 400 for the body %j', async (body) => {
-    const response = await api.post('/dev/token', body, { admin: true });
-    expect(response.status).toBe(400);
-    expect(response.body.code).toBe('validation');
-  });
+  it.each([[{}], [{ personalnummer: 'abc' }], [{ personalnummer: -1 }], [{ personalnummer: 1.5 }], [{ personalnummer: true }], [[]]])(
+    'answers 400 for the body %j',
+    async (body) => {
+      const response = await api.post('/dev/token', body, { admin: true });
+      expect(response.status).toBe(400);
+      expect(response.body.code).toBe('validation');
+    },
+  );
 
   it('answers 401 for a token signed by another key under the same kid', async () => {
     await api.seedAccount(3203);
@@ -384,7 +444,10 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     const impostor = await newKey('ES256');
     const token = await new SignJWT({ personalnummer: 3203 })
       .setProtectedHeader({ alg: 'ES256', kid })
-      .setIssuer(`${api.url}/dev/oidc`).setAudience(AUDIENCE).setIssuedAt().setExpirationTime(now() + 600)
+      .setIssuer(`${api.url}/dev/oidc`)
+      .setAudience(AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime(now() + 600)
       .sign(impostor.privateKey);
     expectUnauthorized(await api.get('/me/cars', { token }));
   });
@@ -407,7 +470,12 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     expect(bearerRoutes.length).toBeGreaterThan(0);
     for (const r of bearerRoutes) {
       const path = r.path.replace(/\{(\w+)\}/g, () => randomUUID());
-      for (const headers of [{}, { authorization: 'Bearer' } as Record<string, string>, { authorization: 'Basic dXNlcjpwYXNz' }, { authorization: 'Bearer not.a.jwt' }]) {
+      for (const headers of [
+        {},
+        { authorization: 'Bearer' } as Record<string, string>,
+        { authorization: 'Basic dXNlcjpwYXNz' },
+        { authorization: 'Bearer not.a.jwt' },
+      ]) {
         const response = await api.request(r.method.toUpperCase(), path, { headers, body: r.body ? {} : undefined });
         expect(response.status, `${r.method.toUpperCase()} ${path} ${JSON.stringify(headers)}`).toBe(401);
         expectUnauthorized(response);

@@ -35,16 +35,28 @@ describe.each(databaseKinds)('authorization on %s', (kind) => {
   }
 
   const forbiddenSyncs: [string, (me: number, victim: number, theirs: ReturnType<typeof tourPayload>) => unknown][] = [
-    ['another existing account\'s tour', (_me, victim) => tourPayload(victim, { name: 'Übernommen', deliveries: 1 })],
-    ['another account deactivated (its own tour unchanged otherwise)', (_me, victim) => ({ ...tourPayload(victim, { deliveries: 0 }), driver: { personalnummer: victim, name: `Fahrer ${victim}`, active: false } })],
+    ["another existing account's tour", (_me, victim) => tourPayload(victim, { name: 'Übernommen', deliveries: 1 })],
+    [
+      'another account deactivated (its own tour unchanged otherwise)',
+      (_me, victim) => ({
+        ...tourPayload(victim, { deliveries: 0 }),
+        driver: { personalnummer: victim, name: `Fahrer ${victim}`, active: false },
+      }),
+    ],
     ['another account renamed', (_me, victim) => tourPayload(victim, { driverName: 'Umbenannt', deliveries: 0 })],
-    ['another account\'s delivery taken into its own tour', (me, _victim, theirs) => ({ ...tourPayload(me, { deliveries: 1 }), deliveries: [delivery(), copy(theirs.deliveries[1])] })],
-    ['another account\'s delivery with changed lines', (me, _victim, theirs) => {
-      const taken = copy(theirs.deliveries[0]);
-      taken.positions = [taken.positions[0]];
-      taken.positions[0].quantity = 99;
-      return { ...tourPayload(me, { deliveries: 0 }), deliveries: [taken] };
-    }],
+    [
+      "another account's delivery taken into its own tour",
+      (me, _victim, theirs) => ({ ...tourPayload(me, { deliveries: 1 }), deliveries: [delivery(), copy(theirs.deliveries[1])] }),
+    ],
+    [
+      "another account's delivery with changed lines",
+      (me, _victim, theirs) => {
+        const taken = copy(theirs.deliveries[0]);
+        taken.positions = [taken.positions[0]];
+        taken.positions[0].quantity = 99;
+        return { ...tourPayload(me, { deliveries: 0 }), deliveries: [taken] };
+      },
+    ],
   ];
 
   it.each(forbiddenSyncs)('refuses a driver sending %s with 403 and changes nothing', async (_name, body) => {
@@ -65,27 +77,37 @@ describe.each(databaseKinds)('authorization on %s', (kind) => {
     expect((await api.get('/me/tours?date=2026-04-14', { token: victim.token })).status).toBe(200);
   });
 
-  it('names the deliveries of another account that a driver\'s tour tried to take', async () => {
+  it("names the deliveries of another account that a driver's tour tried to take", async () => {
     const { payload } = await victimWithTour();
     const me = await driver();
-    const response = await api.post('/sync/tour', { ...tourPayload(me.personalnummer, { deliveries: 1 }), deliveries: [delivery(), copy(payload.deliveries[1])] }, { token: me.token });
+    const response = await api.post(
+      '/sync/tour',
+      { ...tourPayload(me.personalnummer, { deliveries: 1 }), deliveries: [delivery(), copy(payload.deliveries[1])] },
+      { token: me.token },
+    );
     expect(response.status).toBe(403);
-    expect(response.body.errors).toEqual([{ path: 'deliveries.1.belegnummer', message: expect.stringContaining(payload.deliveries[1].belegnummer) }]);
+    expect(response.body.errors).toEqual([
+      { path: 'deliveries.1.belegnummer', message: expect.stringContaining(payload.deliveries[1].belegnummer) },
+    ]);
   });
 
-  it.each([
-    ['a new account\'s tour', () => nextAccount++],
-  ])('refuses a driver sending %s with 403 and creates no account', async (_name, target) => {
-    const me = await driver();
-    const personalnummer = target();
-    const response = await api.post('/sync/tour', tourPayload(personalnummer, { driverName: 'Neu' }), { token: me.token });
-    expect(response.status).toBe(403);
-    expect(await account(personalnummer)).toBeUndefined();
-  });
+  it.each([["a new account's tour", () => nextAccount++]])(
+    'refuses a driver sending %s with 403 and creates no account',
+    async (_name, target) => {
+      const me = await driver();
+      const personalnummer = target();
+      const response = await api.post('/sync/tour', tourPayload(personalnummer, { driverName: 'Neu' }), { token: me.token });
+      expect(response.status).toBe(403);
+      expect(await account(personalnummer)).toBeUndefined();
+    },
+  );
 
   it.each([
     ['its own account renamed', (me: number) => tourPayload(me, { driverName: 'Selbst umbenannt', deliveries: 1 })],
-    ['its own account deactivated', (me: number) => ({ ...tourPayload(me, { deliveries: 1 }), driver: { personalnummer: me, name: `Fahrer ${me}`, active: false } })],
+    [
+      'its own account deactivated',
+      (me: number) => ({ ...tourPayload(me, { deliveries: 1 }), driver: { personalnummer: me, name: `Fahrer ${me}`, active: false } }),
+    ],
   ])('refuses a driver sending %s with 403 and changes nothing', async (_name, body) => {
     const me = await driver();
     const before = await account(me.personalnummer);
@@ -105,7 +127,11 @@ describe.each(databaseKinds)('authorization on %s', (kind) => {
     const moved = await api.post('/sync/tour', nextDay, { token: me.token });
     expect(moved.status).toBe(200);
     expect(moved.body.deliveries).toMatchObject({ moved: 1 });
-    expect(await account(me.personalnummer)).toEqual({ personalnummer: me.personalnummer, name: `Fahrer ${me.personalnummer}`, active: true });
+    expect(await account(me.personalnummer)).toEqual({
+      personalnummer: me.personalnummer,
+      name: `Fahrer ${me.personalnummer}`,
+      active: true,
+    });
   });
 
   it.each([
@@ -123,7 +149,10 @@ describe.each(databaseKinds)('authorization on %s', (kind) => {
     expect(taken.body.deliveries).toMatchObject({ moved: 1 });
     expect(await account(target)).toEqual({ personalnummer: target, name: 'Neue Fahrerin', active: true });
 
-    const off = { ...tourPayload(victim.personalnummer, { deliveries: 0 }), driver: { personalnummer: victim.personalnummer, name: 'Ausgeschieden', active: false } };
+    const off = {
+      ...tourPayload(victim.personalnummer, { deliveries: 0 }),
+      driver: { personalnummer: victim.personalnummer, name: 'Ausgeschieden', active: false },
+    };
     expect((await api.post('/sync/tour', off, credentials)).status).toBe(200);
     expect(await account(victim.personalnummer)).toEqual({ personalnummer: victim.personalnummer, name: 'Ausgeschieden', active: false });
     expect((await api.get('/me/tours', { token: victim.token })).status).toBe(401);
@@ -140,8 +169,11 @@ describe.each(databaseKinds)('authorization on %s', (kind) => {
     it('answers a driver its own account and 404 for any other, existing or not', async () => {
       const me = await driver();
       const other = await driver();
-      expect((await api.get(`/accounts/${me.personalnummer}`, { token: me.token })).body)
-        .toEqual({ personalnummer: me.personalnummer, name: `Fahrer ${me.personalnummer}`, active: true });
+      expect((await api.get(`/accounts/${me.personalnummer}`, { token: me.token })).body).toEqual({
+        personalnummer: me.personalnummer,
+        name: `Fahrer ${me.personalnummer}`,
+        active: true,
+      });
       const foreign = await api.get(`/accounts/${other.personalnummer}`, { token: me.token });
       const unknown = await api.get(`/accounts/${nextAccount++}`, { token: me.token });
       expect([foreign.status, unknown.status]).toEqual([404, 404]);

@@ -8,7 +8,10 @@ import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 // The bench scenarios at a tiny size: what they check must hold; their timings mean nothing here.
 describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
   const context = (): BenchContext => ({
-    kind, sizes: tinySizes, log: () => undefined, problems: [],
+    kind,
+    sizes: tinySizes,
+    log: () => undefined,
+    problems: [],
     newTarget: (name) => newTarget(kind, name, () => createPostgresDatabase()),
   });
 
@@ -38,7 +41,10 @@ describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
 
   it('reads a tour with notes and contacts in a fixed number of queries whatever its size', async () => {
     const small = context();
-    const larger: BenchContext = { ...context(), sizes: { ...tinySizes, tourRead: { ...tinySizes.tourRead, deliveries: 6, positions: 5 } } };
+    const larger: BenchContext = {
+      ...context(),
+      sizes: { ...tinySizes, tourRead: { ...tinySizes.tourRead, deliveries: 6, positions: 5 } },
+    };
     const [a, b] = [await tourRead(small), await tourRead(larger)];
     expect(small.problems).toEqual([]);
     expect(b.queries).toBe(a.queries);
@@ -61,7 +67,18 @@ describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
     const { history: figures } = await history(ctx, 'year');
     // Among them: every completed delivery answered once by the unparameterised list, no follow-up due, no push refused.
     expect(ctx.problems).toEqual([]);
-    const reads = ['completed_day', 'completed_all', 'delivered_day', 'delivered_all', 'reviews', 'belege', 'positions_modified', 'writeback_poll', 'me_tours', 'tour_read'];
+    const reads = [
+      'completed_day',
+      'completed_all',
+      'delivered_day',
+      'delivered_all',
+      'reviews',
+      'belege',
+      'positions_modified',
+      'writeback_poll',
+      'me_tours',
+      'tour_read',
+    ];
     for (const size of ['month', 'year']) {
       for (const read of reads) expect(figures[`${read}_${size}_p50_ms`], `${read} ${size}`).toBeGreaterThan(0);
     }

@@ -11,11 +11,16 @@ const BODY_LIMIT = 2 * 1024 * 1024;
 const FILL = BODY_LIMIT - 4096;
 
 /** `count` copies of `item`, as many as fit into `bytes` of JSON once `around` is added. */
-const fill = (item: unknown, bytes: number, most = Infinity) => Array(Math.min(most, Math.floor(bytes / (JSON.stringify(item).length + 1)))).fill(item);
+const fill = (item: unknown, bytes: number, most = Infinity) =>
+  Array(Math.min(most, Math.floor(bytes / (JSON.stringify(item).length + 1)))).fill(item);
 
 const address = { street: 's', houseNumber: '1', postalCode: '1', city: 'c', country: '' };
 const smallestDelivery = (i: number) => ({
-  belegartId: 1, belegnummer: `W-${i}`, customer: { erpCustomerId: i + 1, name: 'k', address }, deliveryAddress: address, openAmountCents: 0,
+  belegartId: 1,
+  belegnummer: `W-${i}`,
+  customer: { erpCustomerId: i + 1, name: 'k', address },
+  deliveryAddress: address,
+  openAmountCents: 0,
 });
 const tour = (deliveries: unknown[]) => ({ driver: { personalnummer: 1, name: 'x' }, tourDate: '2026-01-01', deliveries });
 const perDelivery = (bytes: number) => Math.floor(bytes / listLimits.deliveriesPerTour);
@@ -27,7 +32,8 @@ function almostValidTour() {
   const bytesLeft = FILL - JSON.stringify(payload).length;
   const line = position(10, { unit: undefined, unitPriceCents: undefined, warehouse: null });
   const lines = Math.floor(bytesLeft / (JSON.stringify(line).length + 1) / payload.deliveries.length);
-  for (const d of payload.deliveries) d.positions = Array.from({ length: lines }, (_, i) => position(i + 1, { ...line, lineNumber: i + 1 }));
+  for (const d of payload.deliveries)
+    d.positions = Array.from({ length: lines }, (_, i) => position(i + 1, { ...line, lineNumber: i + 1 }));
   (payload.deliveries.at(-1)!.positions.at(-1) as { quantity: unknown }).quantity = 0;
   return payload;
 }
@@ -36,26 +42,97 @@ function almostValidTour() {
 const worstCases: [string, string, string, () => unknown][] = [
   ['sync tour: deliveries as {}', 'post', '/sync/tour', () => tour(fill({}, FILL))],
   ['sync tour: deliveries as numbers', 'post', '/sync/tour', () => tour(fill(0, FILL))],
-  ['sync tour: deliveries as numbers spaced as densely as the parser admits', 'post', '/sync/tour', () => JSON.stringify(tour([])).replace('[]', `[${Array(Math.floor(FILL / 8) - 16).fill('0').join(',      ')}]`)],
-  ['sync tour: deliveries as {} spaced as densely as the parser admits', 'post', '/sync/tour', () => JSON.stringify(tour([])).replace('[]', `[${Array(Math.floor(FILL / 32) - 16).fill('{}').join(',' + ' '.repeat(29))}]`)],
-  ['sync tour: positions of every delivery', 'post', '/sync/tour', () => tour(Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
-    ...smallestDelivery(i), positions: fill(0, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
-  })))],
-  ['sync tour: positions as {}', 'post', '/sync/tour', () => tour(Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
-    ...smallestDelivery(i), positions: fill({}, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
-  })))],
-  ['sync tour: contacts and their channels', 'post', '/sync/tour', () => tour(Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
-    ...smallestDelivery(i), positions: [],
-    contacts: fill({ role: 'header', channels: fill(0, 2 * listLimits.channelsPerContact, listLimits.channelsPerContact) }, perDelivery(FILL) - 300, listLimits.contactsPerDelivery),
-  })))],
+  [
+    'sync tour: deliveries as numbers spaced as densely as the parser admits',
+    'post',
+    '/sync/tour',
+    () =>
+      JSON.stringify(tour([])).replace(
+        '[]',
+        `[${Array(Math.floor(FILL / 8) - 16)
+          .fill('0')
+          .join(',      ')}]`,
+      ),
+  ],
+  [
+    'sync tour: deliveries as {} spaced as densely as the parser admits',
+    'post',
+    '/sync/tour',
+    () =>
+      JSON.stringify(tour([])).replace(
+        '[]',
+        `[${Array(Math.floor(FILL / 32) - 16)
+          .fill('{}')
+          .join(',' + ' '.repeat(29))}]`,
+      ),
+  ],
+  [
+    'sync tour: positions of every delivery',
+    'post',
+    '/sync/tour',
+    () =>
+      tour(
+        Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
+          ...smallestDelivery(i),
+          positions: fill(0, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
+        })),
+      ),
+  ],
+  [
+    'sync tour: positions as {}',
+    'post',
+    '/sync/tour',
+    () =>
+      tour(
+        Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
+          ...smallestDelivery(i),
+          positions: fill({}, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
+        })),
+      ),
+  ],
+  [
+    'sync tour: contacts and their channels',
+    'post',
+    '/sync/tour',
+    () =>
+      tour(
+        Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
+          ...smallestDelivery(i),
+          positions: [],
+          contacts: fill(
+            { role: 'header', channels: fill(0, 2 * listLimits.channelsPerContact, listLimits.channelsPerContact) },
+            perDelivery(FILL) - 300,
+            listLimits.contactsPerDelivery,
+          ),
+        })),
+      ),
+  ],
   ['sync tour: a valid tour at the limit with its last line broken', 'post', '/sync/tour', almostValidTour],
-  ['sync tour: a delivery with broken lines', 'post', '/sync/tour', () => ({ ...tour([]), deliveries: [{ ...delivery(), positions: fill({ lineNumber: 'x' }, FILL - 1000, listLimits.positionsPerDelivery) }] })],
+  [
+    'sync tour: a delivery with broken lines',
+    'post',
+    '/sync/tour',
+    () => ({
+      ...tour([]),
+      deliveries: [{ ...delivery(), positions: fill({ lineNumber: 'x' }, FILL - 1000, listLimits.positionsPerDelivery) }],
+    }),
+  ],
   ['delivery order: ids', 'put', `/tours/${randomUUID()}/delivery-order`, () => ({ deliveryIds: fill('x', FILL) })],
-  ['delivery order: ids at the maximum, each invalid', 'put', `/tours/${randomUUID()}/delivery-order`, () => ({ deliveryIds: fill('x'.repeat(36), FILL, listLimits.deliveryOrderIds) })],
+  [
+    'delivery order: ids at the maximum, each invalid',
+    'put',
+    `/tours/${randomUUID()}/delivery-order`,
+    () => ({ deliveryIds: fill('x'.repeat(36), FILL, listLimits.deliveryOrderIds) }),
+  ],
   ['scans', 'post', '/scans', () => ({ scans: fill(0, FILL) })],
   ['scans as {}', 'post', '/scans', () => ({ scans: fill({}, FILL) })],
   ['push: events', 'post', '/sync/push', () => ({ clientId: 'c', events: fill(0, FILL) })],
-  ['push: events at the maximum, each broken', 'post', '/sync/push', () => ({ clientId: 'c', events: fill({ type: 'scan', eventId: 'x', quantity: 'x'.repeat(3000) }, FILL, 500) })],
+  [
+    'push: events at the maximum, each broken',
+    'post',
+    '/sync/push',
+    () => ({ clientId: 'c', events: fill({ type: 'scan', eventId: 'x', quantity: 'x'.repeat(3000) }, FILL, 500) }),
+  ],
   ['admin mark-mail-sent: numbers', 'post', '/admin/mark-mail-sent', () => ({ belegnummern: fill(0, FILL) })],
   ['dev token: roles', 'post', '/dev/token', () => ({ personalnummer: 1, roles: fill(0, FILL) })],
   ['nesting as deep as the body allows', 'post', '/sync/tour', () => `${'['.repeat(60_000)}${']'.repeat(60_000)}`],
@@ -69,9 +146,10 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
     const built = build();
     const body = typeof built === 'string' ? built : JSON.stringify(built);
     expect(body.length).toBeLessThanOrEqual(BODY_LIMIT);
-    const headers: Record<string, string> = path.startsWith('/admin') || path.startsWith('/dev')
-      ? { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY }
-      : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+    const headers: Record<string, string> =
+      path.startsWith('/admin') || path.startsWith('/dev')
+        ? { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY }
+        : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
     // Warm up once (zod compiles its checks on first use), then measure.
     await fetch(`${api.url}${path}`, { method: method.toUpperCase(), headers, body });
     global.gc?.();
@@ -79,7 +157,9 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
     const delay = monitorEventLoopDelay({ resolution: 10 });
     const rssBefore = process.memoryUsage().rss;
     let rssPeak = rssBefore;
-    const sampler = setInterval(() => { rssPeak = Math.max(rssPeak, process.memoryUsage().rss); }, 5);
+    const sampler = setInterval(() => {
+      rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+    }, 5);
     delay.enable();
     const started = performance.now();
     const response = await fetch(`${api.url}${path}`, { method: method.toUpperCase(), headers, body });
@@ -91,7 +171,9 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
 
     const maxDelayMs = delay.max / 1e6;
     const rssGrowthMb = (rssPeak - rssBefore) / 1e6;
-    console.info(`${kind} ${_name}: ${(body.length / 1048576).toFixed(2)} MiB, ${elapsed.toFixed(0)} ms, event-loop delay max ${maxDelayMs.toFixed(0)} ms, RSS +${rssGrowthMb.toFixed(0)} MB, answer ${text.length} B`);
+    console.info(
+      `${kind} ${_name}: ${(body.length / 1048576).toFixed(2)} MiB, ${elapsed.toFixed(0)} ms, event-loop delay max ${maxDelayMs.toFixed(0)} ms, RSS +${rssGrowthMb.toFixed(0)} MB, answer ${text.length} B`,
+    );
     expect(response.status).toBe(400);
     expect(response.headers.get('content-type')).toContain('application/problem+json');
     const problem = JSON.parse(text);
@@ -123,7 +205,8 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
     };
     for (const [path, operations] of Object.entries<any>(doc.paths)) {
       for (const [method, operation] of Object.entries<any>(operations)) {
-        for (const [type, content] of Object.entries<any>(operation.requestBody?.content ?? {})) walk(content.schema, `${method} ${path} ${type}`);
+        for (const [type, content] of Object.entries<any>(operation.requestBody?.content ?? {}))
+          walk(content.schema, `${method} ${path} ${type}`);
       }
     }
     expect(unbounded).toEqual([]);
@@ -139,12 +222,13 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
     expect(response.body.detail).toContain('the first 25 of 40 problems are listed');
   });
 
-  it.each([
-    ['deliveries', listLimits.deliveriesPerTour + 1, 'deliveries'],
-  ])('refuses one %s more than the maximum with 400 naming the list', async (_name, count, path) => {
-    const token = await api.token(7902);
-    const response = await api.post('/sync/tour', tour(Array.from({ length: count }, (_, i) => smallestDelivery(i))), { token });
-    expect(response.status).toBe(400);
-    expect(response.body.errors).toEqual([{ path, message: expect.stringContaining(String(count - 1)) }]);
-  });
+  it.each([['deliveries', listLimits.deliveriesPerTour + 1, 'deliveries']])(
+    'refuses one %s more than the maximum with 400 naming the list',
+    async (_name, count, path) => {
+      const token = await api.token(7902);
+      const response = await api.post('/sync/tour', tour(Array.from({ length: count }, (_, i) => smallestDelivery(i))), { token });
+      expect(response.status).toBe(400);
+      expect(response.body.errors).toEqual([{ path, message: expect.stringContaining(String(count - 1)) }]);
+    },
+  );
 });

@@ -7,9 +7,20 @@ import { completionForm } from '../helpers/uploads.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
 let nextAccount = 6700;
-interface ChangeBody { seq: number; entity: string; id: string; eventIds?: string[] }
+interface ChangeBody {
+  seq: number;
+  entity: string;
+  id: string;
+  eventIds?: string[];
+}
 
-const scan = (deliveryItemId: string, eventId = randomUUID()) => ({ eventId, occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId, action: 'scan' });
+const scan = (deliveryItemId: string, eventId = randomUUID()) => ({
+  eventId,
+  occurredAt: new Date().toISOString(),
+  type: 'scan',
+  deliveryItemId,
+  action: 'scan',
+});
 
 describe.each(databaseKinds)('changes name the events that made them on %s', (kind) => {
   const api = useTestServer(kind);
@@ -17,7 +28,11 @@ describe.each(databaseKinds)('changes name the events that made them on %s', (ki
   async function setup() {
     const accountId = nextAccount++;
     const token = await api.token(accountId);
-    const tour = await newTour(api.db, { accountId, deliveries: 2, positions: [{ quantity: 10, scannedQuantity: 0, state: 'InProgress' }] });
+    const tour = await newTour(api.db, {
+      accountId,
+      deliveries: 2,
+      positions: [{ quantity: 10, scannedQuantity: 0, state: 'InProgress' }],
+    });
     const cursor = (await api.get('/sync/cursor', { token })).body.cursor as string;
     return { accountId, token, tour, cursor };
   }
@@ -32,14 +47,24 @@ describe.each(databaseKinds)('changes name the events that made them on %s', (ki
     const [first, second] = tour.deliveries;
     const noteId = randomUUID();
     const events = [
-      scan(first.items[0].id), scan(first.items[0].id),
-      { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'note.create', deliveryId: first.delivery.id, noteId, text: 'Hof' },
+      scan(first.items[0].id),
+      scan(first.items[0].id),
+      {
+        eventId: randomUUID(),
+        occurredAt: new Date().toISOString(),
+        type: 'note.create',
+        deliveryId: first.delivery.id,
+        noteId,
+        text: 'Hof',
+      },
       scan(second.items[0].id),
       scan(randomUUID()),
     ];
     const pushed = await api.post('/sync/push', { clientId: 'phone', events }, { token });
     expect(pushed.status).toBe(200);
-    const refused = pushed.body.results.filter((r: { status: string }) => r.status === 'rejected').map((r: { eventId: string }) => r.eventId);
+    const refused = pushed.body.results
+      .filter((r: { status: string }) => r.status === 'rejected')
+      .map((r: { eventId: string }) => r.eventId);
     expect(refused).toEqual([events[4].eventId]);
 
     const changes = await pull(token, cursor);
@@ -73,27 +98,35 @@ describe.each(databaseKinds)('changes name the events that made them on %s', (ki
       await socket.next((m) => m.type === 'changes');
       const event = scan(tour.deliveries[0].items[0].id);
       expect((await api.post('/sync/push', { clientId: 'phone', events: [event] }, { token })).status).toBe(200);
-      const message = await socket.next((m) => m.type === 'changes' && (m.changes ?? []).some((c: ChangeBody) => c.eventIds?.includes(event.eventId)));
+      const message = await socket.next(
+        (m) => m.type === 'changes' && (m.changes ?? []).some((c: ChangeBody) => c.eventIds?.includes(event.eventId)),
+      );
       expect((message.changes ?? []).filter((c: ChangeBody) => c.eventIds)).toHaveLength(1);
     } finally {
       await socket.close();
     }
   });
 
-  it('names a completion\'s clientEventId on its completion change', async () => {
+  it("names a completion's clientEventId on its completion change", async () => {
     const { token, tour, cursor } = await setup();
     const { delivery, items } = tour.deliveries[0];
     const scans = [scan(items[0].id)];
     for (let i = 1; i < 10; i++) scans.push(scan(items[0].id));
     expect((await api.post('/sync/push', { clientId: 'phone', events: scans }, { token })).status).toBe(200);
     const clientEventId = randomUUID();
-    const completed = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm({ acknowledgements: { receiptConfirmed: true, clientEventId } }), { token });
+    const completed = await api.post(
+      `/deliveries/${delivery.id}/complete`,
+      await completionForm({ acknowledgements: { receiptConfirmed: true, clientEventId } }),
+      { token },
+    );
     expect(completed.status).toBe(200);
     const changes = await pull(token, cursor);
     const completion = changes.find((c) => c.entity === 'completion')!;
     expect(completion.eventIds).toEqual([clientEventId]);
     // The completion's write: the completed delivery and the signatures come before the change that names it.
-    const completedDelivery = changes.find((c) => c.entity === 'delivery' && (c as { data?: { state?: string } }).data?.state === 'completed')!;
+    const completedDelivery = changes.find(
+      (c) => c.entity === 'delivery' && (c as { data?: { state?: string } }).data?.state === 'completed',
+    )!;
     expect(completedDelivery.eventIds).toBeUndefined();
     expect(completion.seq).toBeGreaterThan(completedDelivery.seq);
   });

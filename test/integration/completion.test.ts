@@ -34,12 +34,19 @@ async function completionOf(api: TestServer, deliveryId: string) {
 }
 
 async function stateOf(api: TestServer, deliveryId: string) {
-  const [row] = await api.db.select({ state: deliveries.state, completedAt: deliveries.completedAt }).from(deliveries).where(eq(deliveries.id, deliveryId));
+  const [row] = await api.db
+    .select({ state: deliveries.state, completedAt: deliveries.completedAt })
+    .from(deliveries)
+    .where(eq(deliveries.id, deliveryId));
   return row;
 }
 
 async function paymentMethod(api: TestServer, token: string, collectOnSite: boolean, active = true) {
-  const created = await api.post('/payment-methods', { code: `PM-${randomUUID().slice(0, 8)}`, name: collectOnSite ? 'Barzahlung' : 'Rechnung', collectOnSite }, { token });
+  const created = await api.post(
+    '/payment-methods',
+    { code: `PM-${randomUUID().slice(0, 8)}`, name: collectOnSite ? 'Barzahlung' : 'Rechnung', collectOnSite },
+    { token },
+  );
   if (!active) await api.patch(`/payment-methods/${created.body.paymentMethod.id}`, { active: false }, { token });
   return created.body.paymentMethod.id as string;
 }
@@ -76,7 +83,10 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
 
     it('accepts the acknowledgements as a JSON file part', async () => {
       const { token, delivery } = await setup(api);
-      const response = await complete(api, token, delivery.id, { acknowledgementsAsFile: true, acknowledgements: { receiptConfirmed: true, internalNote: 'per Datei' } });
+      const response = await complete(api, token, delivery.id, {
+        acknowledgementsAsFile: true,
+        acknowledgements: { receiptConfirmed: true, internalNote: 'per Datei' },
+      });
       expect(response.status).toBe(200);
       expect((await completionOf(api, delivery.id)).internalNote).toBe('per Datei');
     });
@@ -90,7 +100,12 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const completion = await completionOf(api, delivery.id);
       expect(pushed).toEqual({
         document: { belegartId: delivery.belegartId, belegnummer: delivery.belegnummer },
-        writeBack: { deliveredAt: completion.completedAt.toISOString(), state: 'completed', paymentTerm: '30 Tage netto', creditAmountCents: 2000 },
+        writeBack: {
+          deliveredAt: completion.completedAt.toISOString(),
+          state: 'completed',
+          paymentTerm: '30 Tage netto',
+          creditAmountCents: 2000,
+        },
       });
       expect(completion).toMatchObject({ erpPushStatus: 'succeeded', erpPushAttempts: 1, erpPushError: null, erpNextAttemptAt: null });
     });
@@ -110,7 +125,11 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
     expect(pushed?.writeBack.deliveredAt).toBe(signedAt);
 
     // Ahead of now, more than a week back, and before the delivery was imported: no working clock shows that.
-    for (const occurredAt of [new Date(Date.now() + 3600_000), new Date(Date.now() - 8 * 24 * 3600_000), new Date(importedAt.getTime() - 60_000)].map((d) => d.toISOString())) {
+    for (const occurredAt of [
+      new Date(Date.now() + 3600_000),
+      new Date(Date.now() - 8 * 24 * 3600_000),
+      new Date(importedAt.getTime() - 60_000),
+    ].map((d) => d.toISOString())) {
       const other = await setup(api);
       await api.db.update(deliveries).set({ createdAt: importedAt }).where(eq(deliveries.id, other.delivery.id));
       const before = Date.now();
@@ -119,7 +138,11 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expect(Date.parse(answer.body.delivery.completedAt)).toBeLessThanOrEqual(Date.now());
     }
     const bad = await setup(api);
-    expectProblem(await complete(api, bad.token, bad.delivery.id, { acknowledgements: { receiptConfirmed: true, occurredAt: 'gestern' } }), 400, 'validation');
+    expectProblem(
+      await complete(api, bad.token, bad.delivery.id, { acknowledgements: { receiptConfirmed: true, occurredAt: 'gestern' } }),
+      400,
+      'validation',
+    );
   });
 
   describe('requests', () => {
@@ -152,7 +175,12 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
 
     it('refuses a signature that is not a real PNG, whatever its name and type say', async () => {
       const { token, delivery } = await setup(api);
-      const jpeg = await (await import('sharp')).default(await signaturePng()).jpeg().toBuffer();
+      const jpeg = await (
+        await import('sharp')
+      )
+        .default(await signaturePng())
+        .jpeg()
+        .toBuffer();
       expectProblem(await complete(api, token, delivery.id, { customer: jpeg }), 400, 'validation');
       const fake = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('not really an image')]);
       expectProblem(await complete(api, token, delivery.id, { driver: fake }), 400, 'validation');
@@ -180,7 +208,10 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       ['a string as receiptConfirmed', { receiptConfirmed: 'yes' }],
       ['an invalid authorCarId', { receiptConfirmed: true, authorCarId: 'car-1' }],
       ['an invalid clientEventId', { receiptConfirmed: true, clientEventId: 42 }],
-      ['more than 1000 acknowledgedNoteIds', { receiptConfirmed: true, acknowledgedNoteIds: Array.from({ length: 1001 }, () => randomUUID()) }],
+      [
+        'more than 1000 acknowledgedNoteIds',
+        { receiptConfirmed: true, acknowledgedNoteIds: Array.from({ length: 1001 }, () => randomUUID()) },
+      ],
     ])('refuses %s with 400', async (_what, acknowledgements) => {
       const { token, delivery } = await setup(api);
       expectProblem(await complete(api, token, delivery.id, { acknowledgements }), 400, 'validation');
@@ -193,29 +224,40 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expect(response.body.errors).toContainEqual(expect.objectContaining({ path: 'acknowledgements' }));
     });
 
-    it.each(['customer_signature', 'acknowledgements'])('refuses a second %s part with 400 naming it, and completes nothing', async (part) => {
-      const { token, delivery } = await setup(api);
-      const form = await completionForm();
-      if (part === 'acknowledgements') form.append(part, JSON.stringify({ receiptConfirmed: false }));
-      else form.append(part, blob(await signaturePng(), 'image/png'), 'again.png');
-      const response = await api.post(`/deliveries/${delivery.id}/complete`, form, { token });
-      expectProblem(response, 400, 'validation');
-      expect(response.body.errors).toEqual([{ path: part, message: 'sent more than once' }]);
-      expect((await stateOf(api, delivery.id)).state).toBe('active');
-    });
+    it.each(['customer_signature', 'acknowledgements'])(
+      'refuses a second %s part with 400 naming it, and completes nothing',
+      async (part) => {
+        const { token, delivery } = await setup(api);
+        const form = await completionForm();
+        if (part === 'acknowledgements') form.append(part, JSON.stringify({ receiptConfirmed: false }));
+        else form.append(part, blob(await signaturePng(), 'image/png'), 'again.png');
+        const response = await api.post(`/deliveries/${delivery.id}/complete`, form, { token });
+        expectProblem(response, 400, 'validation');
+        expect(response.body.errors).toEqual([{ path: part, message: 'sent more than once' }]);
+        expect((await stateOf(api, delivery.id)).state).toBe('active');
+      },
+    );
 
     it('refuses a body that is not multipart with 415', async () => {
       const { token, delivery } = await setup(api);
-      expectProblem(await api.post(`/deliveries/${delivery.id}/complete`, { receiptConfirmed: true }, { token }), 415, 'unsupported_media_type');
+      expectProblem(
+        await api.post(`/deliveries/${delivery.id}/complete`, { receiptConfirmed: true }, { token }),
+        415,
+        'unsupported_media_type',
+      );
     });
 
     it('refuses a broken multipart body with 400', async () => {
       const { token, delivery } = await setup(api);
       const response = await api.post(`/deliveries/${delivery.id}/complete`, '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb', {
-        token, headers: { 'content-type': 'multipart/form-data; boundary=x' },
+        token,
+        headers: { 'content-type': 'multipart/form-data; boundary=x' },
       });
       expectProblem(response, 400, 'validation');
-      const noBoundary = await api.post(`/deliveries/${delivery.id}/complete`, 'x', { token, headers: { 'content-type': 'multipart/form-data' } });
+      const noBoundary = await api.post(`/deliveries/${delivery.id}/complete`, 'x', {
+        token,
+        headers: { 'content-type': 'multipart/form-data' },
+      });
       expectProblem(noBoundary, 400, 'validation');
     });
   });
@@ -248,7 +290,7 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expect((await complete(api, token, delivery.id)).status).toBe(200);
     });
 
-    it('asks for the notes to be acknowledged only when notes exist, and keeps only the delivery\'s own acknowledged notes', async () => {
+    it("asks for the notes to be acknowledged only when notes exist, and keeps only the delivery's own acknowledged notes", async () => {
       const { token, delivery } = await setup(api);
       const note = await api.post(`/deliveries/${delivery.id}/notes`, { text: 'Hund im Hof' }, { token });
       expect(note.status).toBe(200);
@@ -257,11 +299,17 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const refused = await complete(api, token, delivery.id);
       expectProblem(refused, 400, 'validation');
       expect(refused.body.errors[0].path).toBe('acknowledgements.notesAcknowledged');
-      expectProblem(await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, notesAcknowledged: false } }), 400, 'validation');
+      expectProblem(
+        await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, notesAcknowledged: false } }),
+        400,
+        'validation',
+      );
 
       // A deleted (unknown) note and another driver's note are no notes of this delivery.
       const noteIds = [randomUUID(), foreign.body.note.id, note.body.note.id];
-      const accepted = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: noteIds } });
+      const accepted = await complete(api, token, delivery.id, {
+        acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: noteIds },
+      });
       expect(accepted.status).toBe(200);
       expect(await completionOf(api, delivery.id)).toMatchObject({ notesAcknowledged: true, acknowledgedNoteIds: [note.body.note.id] });
     });
@@ -301,7 +349,12 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
 
       const accepted = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, paymentCollected: true } });
       expect(accepted.status).toBe(200);
-      expect(await completionOf(api, delivery.id)).toMatchObject({ paymentCollected: true, collectedAmountCents: 3000, paymentMethodId: cash, paymentId: null });
+      expect(await completionOf(api, delivery.id)).toMatchObject({
+        paymentCollected: true,
+        collectedAmountCents: 3000,
+        paymentMethodId: cash,
+        paymentId: null,
+      });
     });
 
     it('lets a logged payment satisfy the gate and links it, taking its method', async () => {
@@ -309,14 +362,23 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const cash = await paymentMethod(api, setupResult.token, true);
       await api.db.update(deliveries).set({ paymentMethodId: cash }).where(eq(deliveries.id, setupResult.delivery.id));
       const card = await paymentMethod(api, setupResult.token, true);
-      const paid = await api.post(`/deliveries/${setupResult.delivery.id}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 3000, paymentMethodId: card }, { token: setupResult.token });
+      const paid = await api.post(
+        `/deliveries/${setupResult.delivery.id}/payment`,
+        { clientEventId: randomUUID(), expectedAmountCents: 3000, paymentMethodId: card },
+        { token: setupResult.token },
+      );
       expect(paid.status).toBe(200);
       // The logged payment supplies the method, whatever the completion names.
       const invoice = await paymentMethod(api, setupResult.token, false);
-      const response = await complete(api, setupResult.token, setupResult.delivery.id, { acknowledgements: { receiptConfirmed: true, paymentMethodId: invoice } });
+      const response = await complete(api, setupResult.token, setupResult.delivery.id, {
+        acknowledgements: { receiptConfirmed: true, paymentMethodId: invoice },
+      });
       expect(response.status).toBe(200);
       expect(await completionOf(api, setupResult.delivery.id)).toMatchObject({
-        paymentId: paid.body.payment.id, paymentMethodId: card, paymentCollected: true, collectedAmountCents: 3000,
+        paymentId: paid.body.payment.id,
+        paymentMethodId: card,
+        paymentCollected: true,
+        collectedAmountCents: 3000,
       });
       expect(response.body.delivery.paymentMethodId).toBe(card);
     });
@@ -326,7 +388,11 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const invoice = await paymentMethod(api, first.token, false);
       await api.db.update(deliveries).set({ paymentMethodId: invoice }).where(eq(deliveries.id, first.delivery.id));
       expect((await complete(api, first.token, first.delivery.id)).status).toBe(200);
-      expect(await completionOf(api, first.delivery.id)).toMatchObject({ paymentMethodId: invoice, collectedAmountCents: 0, paymentCollected: false });
+      expect(await completionOf(api, first.delivery.id)).toMatchObject({
+        paymentMethodId: invoice,
+        collectedAmountCents: 0,
+        paymentCollected: false,
+      });
 
       const second = await setup(api, { openAmountCents: 0 });
       const cash = await paymentMethod(api, second.token, true);
@@ -341,7 +407,9 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       await api.db.update(deliveries).set({ paymentMethodId: invoice }).where(eq(deliveries.id, delivery.id));
       const refused = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, paymentMethodId: cash } });
       expect(refused.body.errors[0].path).toBe('acknowledgements.paymentCollected');
-      const completed = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, paymentMethodId: cash, paymentCollected: true } });
+      const completed = await complete(api, token, delivery.id, {
+        acknowledgements: { receiptConfirmed: true, paymentMethodId: cash, paymentCollected: true },
+      });
       expect(completed.status).toBe(200);
       expect(completed.body.delivery.paymentMethodId).toBe(cash);
       expect((await completionOf(api, delivery.id)).paymentMethodId).toBe(cash);
@@ -363,7 +431,9 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
   describe('internal note and car', () => {
     it('trims the internal note and stores whitespace as none', async () => {
       const first = await setup(api);
-      await complete(api, first.token, first.delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: '  Hoftor klemmt  ' } });
+      await complete(api, first.token, first.delivery.id, {
+        acknowledgements: { receiptConfirmed: true, internalNote: '  Hoftor klemmt  ' },
+      });
       expect((await completionOf(api, first.delivery.id)).internalNote).toBe('Hoftor klemmt');
       const second = await setup(api);
       await complete(api, second.token, second.delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: ' \n\t ' } });
@@ -372,23 +442,34 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
 
     it('accepts 2000 characters of internal note and refuses 2001 with 400', async () => {
       const { token, delivery } = await setup(api);
-      const tooLong = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: 'x'.repeat(2001) } });
+      const tooLong = await complete(api, token, delivery.id, {
+        acknowledgements: { receiptConfirmed: true, internalNote: 'x'.repeat(2001) },
+      });
       expectProblem(tooLong, 400, 'validation');
       expect(tooLong.body.errors[0].path).toBe('acknowledgements.internalNote');
-      expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: ` ${'x'.repeat(2000)} ` } })).status).toBe(200);
+      expect(
+        (await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: ` ${'x'.repeat(2000)} ` } }))
+          .status,
+      ).toBe(200);
     });
 
     it('counts the internal note in characters, not UTF-16 units', async () => {
       const { token, delivery } = await setup(api);
-      expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: '📦'.repeat(2000) } })).status).toBe(200);
+      expect(
+        (await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: '📦'.repeat(2000) } })).status,
+      ).toBe(200);
       expect((await completionOf(api, delivery.id)).internalNote).toBe('📦'.repeat(2000));
     });
 
     it('refuses an internal note with a NUL character with 400 and completes nothing', async () => {
       const { token, delivery } = await setup(api);
-      const refused = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: 'Hof\u0000tor' } });
+      const refused = await complete(api, token, delivery.id, {
+        acknowledgements: { receiptConfirmed: true, internalNote: 'Hof\u0000tor' },
+      });
       expectProblem(refused, 400, 'validation');
-      expect(refused.body.errors).toEqual([{ path: 'acknowledgements.internalNote', message: 'must not contain NUL characters or unpaired surrogates' }]);
+      expect(refused.body.errors).toEqual([
+        { path: 'acknowledgements.internalNote', message: 'must not contain NUL characters or unpaired surrogates' },
+      ]);
       expect(await completionOf(api, delivery.id)).toBeUndefined();
     });
 
@@ -400,8 +481,14 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const refused = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, authorCarId: foreignCar } });
       expectProblem(refused, 400, 'validation');
       expect(refused.body.errors[0].path).toBe('acknowledgements.authorCarId');
-      expectProblem(await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, authorCarId: randomUUID() } }), 400, 'validation');
-      expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, authorCarId: ownCar } })).status).toBe(200);
+      expectProblem(
+        await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, authorCarId: randomUUID() } }),
+        400,
+        'validation',
+      );
+      expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, authorCarId: ownCar } })).status).toBe(
+        200,
+      );
       expect((await completionOf(api, delivery.id)).authorCarId).toBe(ownCar);
     });
   });
@@ -418,14 +505,23 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       expect(again.body.delivery).toMatchObject({ id: delivery.id, state: 'completed', completedAt: first.body.delivery.completedAt });
       const events = await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, clientEventId));
       expect(events).toHaveLength(1);
-      const rows = await api.db.select().from(attachments).where(and(eq(attachments.deliveryId, delivery.id), eq(attachments.kind, 'customer_signature')));
+      const rows = await api.db
+        .select()
+        .from(attachments)
+        .where(and(eq(attachments.deliveryId, delivery.id), eq(attachments.kind, 'customer_signature')));
       expect(rows).toHaveLength(1);
     });
 
     it('refuses a second completion with another or no clientEventId with 400 invalid_state_transition', async () => {
       const { token, delivery } = await setup(api);
-      expect((await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, clientEventId: randomUUID() } })).status).toBe(200);
-      expectProblem(await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, clientEventId: randomUUID() } }), 400, 'invalid_state_transition');
+      expect(
+        (await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, clientEventId: randomUUID() } })).status,
+      ).toBe(200);
+      expectProblem(
+        await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, clientEventId: randomUUID() } }),
+        400,
+        'invalid_state_transition',
+      );
       expectProblem(await complete(api, token, delivery.id), 400, 'invalid_state_transition');
     });
 
@@ -445,7 +541,10 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       const parts = { acknowledgements: { receiptConfirmed: true, clientEventId: randomUUID() } };
       const responses = await Promise.all([complete(api, token, delivery.id, parts), complete(api, token, delivery.id, parts)]);
       expect(responses.map((r) => r.status)).toEqual([200, 200]);
-      const signatures = await api.db.select().from(attachments).where(and(eq(attachments.deliveryId, delivery.id), eq(attachments.kind, 'driver_signature')));
+      const signatures = await api.db
+        .select()
+        .from(attachments)
+        .where(and(eq(attachments.deliveryId, delivery.id), eq(attachments.kind, 'driver_signature')));
       expect(signatures).toHaveLength(1);
     });
   });
@@ -457,7 +556,9 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
       await api.db.execute(sql`CREATE OR REPLACE TRIGGER test_fail_completion BEFORE INSERT ON completions
         FOR EACH ROW WHEN (NEW.internal_note = 'fail the transaction') EXECUTE FUNCTION test_fail_completion()`);
       const { token, delivery } = await setup(api);
-      const response = await complete(api, token, delivery.id, { acknowledgements: { receiptConfirmed: true, internalNote: 'fail the transaction', clientEventId: randomUUID() } });
+      const response = await complete(api, token, delivery.id, {
+        acknowledgements: { receiptConfirmed: true, internalNote: 'fail the transaction', clientEventId: randomUUID() },
+      });
       expectProblem(response, 500, 'internal');
       expect(response.text).not.toMatch(/injected|at .*\.ts/);
       expect(await stateOf(api, delivery.id)).toEqual({ state: 'active', completedAt: null });
@@ -476,7 +577,9 @@ function switchableErp() {
   const erp = {
     failing: true,
     calls,
-    async fetchTours() { return { tours: [], refused: [] }; },
+    async fetchTours() {
+      return { tours: [], refused: [] };
+    },
     /** While set, a write-back waits for it to resolve: an ERP that hangs. */
     hanging: undefined as Promise<void> | undefined,
     async pushCompletion(document: ErpDocument, writeBack: CompletionWriteBack) {
@@ -492,7 +595,11 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
   const erp = switchableErp();
   let api: TestServer;
   beforeAll(async () => {
-    api = await startTestServer(kind, { ERP_PUSH_POLL_MS: '40', ERP_PUSH_RETRY_BASE_MS: '60', ERP_PUSH_RETRY_MAX_MS: '200', ERP_TIMEOUT_MS: '1500' }, { erp });
+    api = await startTestServer(
+      kind,
+      { ERP_PUSH_POLL_MS: '40', ERP_PUSH_RETRY_BASE_MS: '60', ERP_PUSH_RETRY_MAX_MS: '200', ERP_TIMEOUT_MS: '1500' },
+      { erp },
+    );
   });
   afterAll(() => api.close());
 
@@ -528,9 +635,14 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
   it('answers a completion after at most one ERP timeout while the ERP hangs, and writes back once it answers', async () => {
     erp.failing = false;
     let answer!: () => void;
-    erp.hanging = new Promise((resolve) => { answer = resolve; });
+    erp.hanging = new Promise((resolve) => {
+      answer = resolve;
+    });
     // Far beyond ERP_TIMEOUT_MS: if the request waited for the ERP, it would answer only after this.
-    const released = new Promise((resolve) => setTimeout(resolve, 6000)).then(() => { answer(); return 'released'; });
+    const released = new Promise((resolve) => setTimeout(resolve, 6000)).then(() => {
+      answer();
+      return 'released';
+    });
     try {
       const { token, delivery } = await setup(api);
       const answered = complete(api, token, delivery.id).then((response) => response.status);
@@ -567,7 +679,9 @@ describe.each(databaseKinds)('stopping while a write-back waits for the ERP on %
     const erp = switchableErp();
     erp.failing = false;
     let answer!: () => void;
-    erp.hanging = new Promise((resolve) => { answer = resolve; });
+    erp.hanging = new Promise((resolve) => {
+      answer = resolve;
+    });
     const api = await startTestServer(kind, { ERP_TIMEOUT_MS: '300' }, { erp, database });
     try {
       const { token, delivery } = await setup(api);
@@ -590,10 +704,12 @@ describe.each(databaseKinds)('stopping while a write-back waits for the ERP on %
 describe.each(databaseKinds)('write-back to the ERP over HTTP on %s', (kind) => {
   const erpUrl = 'https://erp.example.test';
   const received: { path: string; body: unknown }[] = [];
-  const msw = setupServer(http.post(`${erpUrl}/documents/:belegartId/:belegnummer/completion`, async ({ request }) => {
-    received.push({ path: new URL(request.url).pathname, body: await request.json() });
-    return new HttpResponse(null, { status: 204 });
-  }));
+  const msw = setupServer(
+    http.post(`${erpUrl}/documents/:belegartId/:belegnummer/completion`, async ({ request }) => {
+      received.push({ path: new URL(request.url).pathname, body: await request.json() });
+      return new HttpResponse(null, { status: 204 });
+    }),
+  );
   beforeAll(() => msw.listen({ onUnhandledRequest: 'bypass' }));
   afterEach(() => msw.resetHandlers());
   afterAll(() => msw.close());
@@ -605,7 +721,12 @@ describe.each(databaseKinds)('write-back to the ERP over HTTP on %s', (kind) => 
     const completion = await completionOf(api, delivery.id);
     expect(received.at(-1)).toEqual({
       path: `/documents/${delivery.belegartId}/${delivery.belegnummer}/completion`,
-      body: { deliveredAt: completion.completedAt.toISOString(), state: 'completed', paymentTerm: '10 Tage 2 % Skonto', creditAmountCents: 0 },
+      body: {
+        deliveredAt: completion.completedAt.toISOString(),
+        state: 'completed',
+        paymentTerm: '10 Tage 2 % Skonto',
+        creditAmountCents: 0,
+      },
     });
     expect(completion.erpPushStatus).toBe('succeeded');
   });
@@ -616,7 +737,11 @@ describe.each(databaseKinds)('write-back to the ERP over HTTP on %s', (kind) => 
     expect((await complete(api, token, delivery.id)).status).toBe(200);
     expect(await completionOf(api, delivery.id)).toMatchObject({ erpPushStatus: 'failed', erpPushAttempts: 1 });
     expect((await stateOf(api, delivery.id)).state).toBe('completed');
-    expectProblem(await api.post(`/admin/push-completion?delivery_id=${delivery.id}`, undefined, { admin: true }), 502, 'upstream_unavailable');
+    expectProblem(
+      await api.post(`/admin/push-completion?delivery_id=${delivery.id}`, undefined, { admin: true }),
+      502,
+      'upstream_unavailable',
+    );
     expect((await completionOf(api, delivery.id)).erpPushAttempts).toBe(2);
 
     msw.resetHandlers();

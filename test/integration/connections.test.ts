@@ -41,15 +41,23 @@ describe('PostgreSQL connections', () => {
     beforeAll(async () => {
       directUrl = await createPostgresDatabase();
       // The pooled login may read and write the tables but create nothing: migrations through it would fail.
-      await query(directUrl, `CREATE ROLE ${role} LOGIN PASSWORD 'pooled-secret';
+      await query(
+        directUrl,
+        `CREATE ROLE ${role} LOGIN PASSWORD 'pooled-secret';
         GRANT CONNECT ON DATABASE ${new URL(directUrl).pathname.slice(1)} TO ${role};
         GRANT USAGE ON SCHEMA public TO ${role};
         ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON TABLES TO ${role};
-        ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO ${role}`);
+        ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT ALL ON SEQUENCES TO ${role}`,
+      );
       const pooledUrl = new URL(directUrl);
       pooledUrl.username = role;
       pooledUrl.password = 'pooled-secret';
-      api = new TestServer(await startServer(await testConfig('postgres', { DATABASE_URL: pooledUrl.toString(), DATABASE_DIRECT_URL: directUrl }), { ephemeral: true, erp: erp.erp }));
+      api = new TestServer(
+        await startServer(await testConfig('postgres', { DATABASE_URL: pooledUrl.toString(), DATABASE_DIRECT_URL: directUrl }), {
+          ephemeral: true,
+          erp: erp.erp,
+        }),
+      );
     });
     afterAll(async () => {
       await api?.close();
@@ -58,12 +66,20 @@ describe('PostgreSQL connections', () => {
 
     it('migrates and LISTENs on the direct connection, and serves requests from the pooled one', async () => {
       const directUser = decodeURIComponent(new URL(directUrl).username);
-      const [migrations] = await query<{ owner: string }>(directUrl, `SELECT tableowner AS owner FROM pg_tables WHERE tablename = 'change_log'`);
+      const [migrations] = await query<{ owner: string }>(
+        directUrl,
+        `SELECT tableowner AS owner FROM pg_tables WHERE tablename = 'change_log'`,
+      );
       expect(migrations.owner).toBe(directUser);
       await carArrivesLive(api, 7101);
-      const sessions = await query<{ application_name: string; usename: string; query: string }>(directUrl, `SELECT application_name, usename, query
-        FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'tourline%'`);
-      expect(sessions.filter((s) => s.query.startsWith('LISTEN')).map((s) => [s.application_name, s.usename])).toEqual([['tourline listen', directUser]]);
+      const sessions = await query<{ application_name: string; usename: string; query: string }>(
+        directUrl,
+        `SELECT application_name, usename, query
+        FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'tourline%'`,
+      );
+      expect(sessions.filter((s) => s.query.startsWith('LISTEN')).map((s) => [s.application_name, s.usename])).toEqual([
+        ['tourline listen', directUser],
+      ]);
       const pooled = sessions.filter((s) => s.application_name === 'tourline');
       expect(pooled.length).toBeGreaterThan(0);
       expect(new Set(pooled.map((s) => s.usename))).toEqual(new Set([role]));
@@ -72,9 +88,14 @@ describe('PostgreSQL connections', () => {
     it('holds the ERP import lock of a date on the direct connection', async () => {
       const running = runImport(api.ctx, '2026-06-01', 'manual');
       await erp.reading;
-      const holders = await query<{ application_name: string; usename: string }>(directUrl, `SELECT a.application_name, a.usename
-        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 20260601`);
-      expect(holders.map((h) => [h.application_name, h.usename])).toEqual([['tourline import lock', decodeURIComponent(new URL(directUrl).username)]]);
+      const holders = await query<{ application_name: string; usename: string }>(
+        directUrl,
+        `SELECT a.application_name, a.usename
+        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted AND l.objid = 20260601`,
+      );
+      expect(holders.map((h) => [h.application_name, h.usename])).toEqual([
+        ['tourline import lock', decodeURIComponent(new URL(directUrl).username)],
+      ]);
       erp.open();
       expect(await running).toMatchObject({ success: true, skipped: false });
     });
@@ -95,7 +116,10 @@ describe('PostgreSQL connections', () => {
 
     it('starts, imports, and answers concurrent requests and live changes through its one connection', async () => {
       expect((await api.get('/health')).status).toBe(200);
-      const [{ runs }] = await query<{ runs: number }>(api.ctx.config.databaseUrl!, 'SELECT count(*)::int AS runs FROM erp_import_runs WHERE success');
+      const [{ runs }] = await query<{ runs: number }>(
+        api.ctx.config.databaseUrl!,
+        'SELECT count(*)::int AS runs FROM erp_import_runs WHERE success',
+      );
       expect(runs).toBeGreaterThan(0);
       const token = await api.token(1001);
       const answers = await Promise.all([

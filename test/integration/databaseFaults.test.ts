@@ -19,16 +19,30 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const MIGRATION_LOCK = 7_230_001;
 // Short timeouts, so that every fault is answered and over within seconds.
 const TIMEOUTS = {
-  DATABASE_CONNECT_TIMEOUT_MS: '2000', DATABASE_POOL_WAIT_MS: '3000', DATABASE_STATEMENT_TIMEOUT_MS: '1500',
-  DATABASE_LOCK_TIMEOUT_MS: '1000', DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '5000',
+  DATABASE_CONNECT_TIMEOUT_MS: '2000',
+  DATABASE_POOL_WAIT_MS: '3000',
+  DATABASE_STATEMENT_TIMEOUT_MS: '1500',
+  DATABASE_LOCK_TIMEOUT_MS: '1000',
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: '5000',
 };
 /** The longest a fault may take to be answered, and the service to recover once it is over. */
 const ANSWER_MS = 4000;
 const RECOVER_MS = 5000;
 
-interface Driver { personalnummer: number; token: string; deliveryId: string; lineId: string }
+interface Driver {
+  personalnummer: number;
+  token: string;
+  deliveryId: string;
+  lineId: string;
+}
 type Event = ReturnType<typeof scan>;
-const scan = (deliveryItemId: string) => ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan' as const, deliveryItemId, action: 'scan' as const });
+const scan = (deliveryItemId: string) => ({
+  eventId: randomUUID(),
+  occurredAt: new Date().toISOString(),
+  type: 'scan' as const,
+  deliveryItemId,
+  action: 'scan' as const,
+});
 
 /** PostgreSQL only: the suite stops, freezes and starves a server of its own. */
 describe('database faults', () => {
@@ -36,7 +50,15 @@ describe('database faults', () => {
   let adminUrl: string;
   let url: string;
   const lines: string[] = [];
-  const logger = pino({ level: 'info' }, new Writable({ write(chunk, _enc, done) { lines.push(...String(chunk).trim().split('\n')); done(); } }));
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(chunk, _enc, done) {
+        lines.push(...String(chunk).trim().split('\n'));
+        done();
+      },
+    }),
+  );
   const servers: TestServer[] = [];
   let nextAccount = 9600;
   /** Every event sent, by line, for the exactly-once check. */
@@ -59,9 +81,17 @@ describe('database faults', () => {
     await control?.dispose();
   });
 
-  const config = (env: Record<string, string> = {}) => loadConfig({
-    NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', ADMIN_API_KEY: TEST_ADMIN_KEY, ERP_IMPORT_ENABLED: 'false', DATABASE_URL: url, ...TIMEOUTS, ...env,
-  });
+  const config = (env: Record<string, string> = {}) =>
+    loadConfig({
+      NODE_ENV: 'test',
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_API_KEY: TEST_ADMIN_KEY,
+      ERP_IMPORT_ENABLED: 'false',
+      DATABASE_URL: url,
+      ...TIMEOUTS,
+      ...env,
+    });
   async function instance() {
     const server = new TestServer(await startServer(config(), { ephemeral: true, logger }));
     servers.push(server);
@@ -69,8 +99,11 @@ describe('database faults', () => {
   }
   async function driver(server: TestServer): Promise<Driver> {
     const personalnummer = nextAccount++;
-    const { deliveries: [{ delivery, items }] } = await newTour(server.db, {
-      accountId: personalnummer, positions: [{ quantity: 1000, scannedQuantity: 0, state: 'InProgress' }],
+    const {
+      deliveries: [{ delivery, items }],
+    } = await newTour(server.db, {
+      accountId: personalnummer,
+      positions: [{ quantity: 1000, scannedQuantity: 0, state: 'InProgress' }],
     });
     return { personalnummer, token: await server.token(personalnummer), deliveryId: delivery.id, lineId: items[0].id };
   }
@@ -131,7 +164,8 @@ describe('database faults', () => {
     expect((await server.get('/health')).text).toBe('ok');
   }
   /** Makes the pool open `count` connections and keep them, as it does under load. */
-  const warmPool = (server: TestServer, count = 10) => Promise.all(Array.from({ length: count }, () => server.db.execute(sql`SELECT pg_sleep(0.05)`)));
+  const warmPool = (server: TestServer, count = 10) =>
+    Promise.all(Array.from({ length: count }, () => server.db.execute(sql`SELECT pg_sleep(0.05)`)));
 
   describe('one instance', () => {
     let a: TestServer;
@@ -214,7 +248,7 @@ describe('database faults', () => {
       await expectExactlyOnce(a);
     });
 
-    it('serves pushes from the pool\'s own connections when PostgreSQL has no connection slot left', async () => {
+    it("serves pushes from the pool's own connections when PostgreSQL has no connection slot left", async () => {
       // A few: the pool tries to open more, is refused, and waits for its own instead of failing.
       await warmPool(a, 3);
       const fillers = await takeFreeSlots();
@@ -241,10 +275,14 @@ describe('database faults', () => {
       await socket.next((m) => m.type === 'changes');
       await Promise.all([warmPool(a, 4), warmPool(b, 4)]);
       // The service's role may keep the connections it has but open no more: LISTEN cannot come back.
-      const { rows: [{ held, listening }] } = await admin.query(`SELECT count(*)::int AS held, count(*) FILTER (WHERE application_name = 'tourline listen')::int AS listening
+      const {
+        rows: [{ held, listening }],
+      } = await admin.query(`SELECT count(*)::int AS held, count(*) FILTER (WHERE application_name = 'tourline listen')::int AS listening
         FROM pg_stat_activity WHERE usename = 'app'`);
       await admin.query(`ALTER ROLE app CONNECTION LIMIT ${held - listening}`);
-      const { rows } = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'app' AND application_name = 'tourline listen'`);
+      const { rows } = await admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = 'app' AND application_name = 'tourline listen'`,
+      );
       expect(rows.length).toBeGreaterThanOrEqual(2);
       for (let i = 0; i < 3; i++) {
         const from = socket.messages.length;
@@ -284,8 +322,9 @@ describe('database faults', () => {
     it('gives up after DATABASE_START_TIMEOUT_MS with one line that says why', async () => {
       await control.stop();
       try {
-        await expect(startServer(config({ DATABASE_START_TIMEOUT_MS: '1000' }), { ephemeral: true, logger }))
-          .rejects.toThrow(/database unreachable for \d+ s \(DATABASE_START_TIMEOUT_MS\), giving up/);
+        await expect(startServer(config({ DATABASE_START_TIMEOUT_MS: '1000' }), { ephemeral: true, logger })).rejects.toThrow(
+          /database unreachable for \d+ s \(DATABASE_START_TIMEOUT_MS\), giving up/,
+        );
       } finally {
         await control.start();
       }
@@ -300,8 +339,12 @@ describe('database faults', () => {
       try {
         const started = Date.now();
         while (!lines.slice(from).some((l) => l.includes('waiting for the migration lock')) && Date.now() - started < 5000) await sleep(50);
-        const { rows: [{ pid }] } = await holder.query('SELECT pg_backend_pid() AS pid');
-        expect(lines.slice(from).find((l) => l.includes('waiting for the migration lock'))).toContain(`held by pid ${pid} (migration holder`);
+        const {
+          rows: [{ pid }],
+        } = await holder.query('SELECT pg_backend_pid() AS pid');
+        expect(lines.slice(from).find((l) => l.includes('waiting for the migration lock'))).toContain(
+          `held by pid ${pid} (migration holder`,
+        );
       } finally {
         await holder.end();
       }
@@ -314,7 +357,8 @@ describe('database faults', () => {
     async function logged(from: number, text: string, withinMs = 10_000) {
       const started = Date.now();
       while (!lines.slice(from).some((l) => l.includes(text))) {
-        if (Date.now() - started > withinMs) throw new Error(`no log line "${text}" within ${withinMs} ms:\n${lines.slice(from).join("\n")}`);
+        if (Date.now() - started > withinMs)
+          throw new Error(`no log line "${text}" within ${withinMs} ms:\n${lines.slice(from).join('\n')}`);
         await sleep(50);
       }
     }
@@ -327,12 +371,21 @@ describe('database faults', () => {
       await server.db.execute(sql`UPDATE change_log SET created_at = now() - interval '30 days'`);
       await control.stop();
       const from = lines.length;
-      const retention = startChangeRetention({ db: server.db, retentionDays: 7, eventRetentionDays: 3650, logger, retryMs: 500, firstRunMs: 0 });
+      const retention = startChangeRetention({
+        db: server.db,
+        retentionDays: 7,
+        eventRetentionDays: 3650,
+        logger,
+        retryMs: 500,
+        firstRunMs: 0,
+      });
       try {
         await logged(from, 'retention pruning failed: database unavailable');
         await control.start();
         await logged(from, 'change log pruned', RECOVER_MS + 5000);
-        const { rows: [{ old }] } = await server.db.execute<{ old: number }>(sql`
+        const {
+          rows: [{ old }],
+        } = await server.db.execute<{ old: number }>(sql`
           SELECT count(*)::int AS old FROM change_log WHERE created_at < now() - interval '7 days'`);
         expect(old).toBe(0);
       } finally {

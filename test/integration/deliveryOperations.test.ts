@@ -16,7 +16,9 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     const accountId = nextAccount++;
     const token = await api.token(accountId);
     const tour = await newTour(api.db, {
-      accountId, openAmountCents: options.openAmountCents ?? 5000, paymentMethodId: options.paymentMethodId ?? null,
+      accountId,
+      openAmountCents: options.openAmountCents ?? 5000,
+      paymentMethodId: options.paymentMethodId ?? null,
       positions: [
         { scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress', unitPriceCents: 1000 },
         { scannable: false, quantity: 1, unitPriceCents: null },
@@ -26,24 +28,43 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     return { accountId, token, delivery, items, path: `/deliveries/${delivery.id}` };
   }
 
-  const scan = (deliveryItemId: string, action: string, extra: Record<string, unknown> = {}) =>
-    ({ clientScanId: randomUUID(), deliveryItemId, action, occurredAt: new Date().toISOString(), ...extra });
+  const scan = (deliveryItemId: string, action: string, extra: Record<string, unknown> = {}) => ({
+    clientScanId: randomUUID(),
+    deliveryItemId,
+    action,
+    occurredAt: new Date().toISOString(),
+    ...extra,
+  });
 
   describe('scans', () => {
     it('applies scans in order, answers duplicates with the current state and rejects with a reason', async () => {
       const { token, items } = await setup();
       const first = scan(items[0].id, 'scan');
-      const response = await api.post('/scans', {
-        scans: [first, scan(items[0].id, 'scan'), scan(items[0].id, 'scan'), scan(items[0].id, 'scan'), scan(items[1].id, 'scan')],
-      }, { token });
+      const response = await api.post(
+        '/scans',
+        {
+          scans: [first, scan(items[0].id, 'scan'), scan(items[0].id, 'scan'), scan(items[0].id, 'scan'), scan(items[1].id, 'scan')],
+        },
+        { token },
+      );
       expect(response.status).toBe(200);
-      expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied', 'applied', 'rejected', 'rejected']);
+      expect(response.body.results.map((r: { status: string }) => r.status)).toEqual([
+        'applied',
+        'applied',
+        'applied',
+        'rejected',
+        'rejected',
+      ]);
       expect(response.body.results[2].item).toMatchObject({ state: 'Done', scannedQuantity: 3, requiredQuantity: 3, creditedQuantity: 0 });
       expect(response.body.results[3]).toMatchObject({ code: 'quantity_exceeded', item: null });
       expect(response.body.results[4].code).toBe('not_scannable');
 
       const again = await api.post('/scans', { scans: [first] }, { token });
-      expect(again.body.results[0]).toMatchObject({ clientScanId: first.clientScanId, status: 'duplicate', item: { scannedQuantity: 3, state: 'Done' } });
+      expect(again.body.results[0]).toMatchObject({
+        clientScanId: first.clientScanId,
+        status: 'duplicate',
+        item: { scannedQuantity: 3, state: 'Done' },
+      });
       const audit = await api.db.select().from(scanAudit).where(eq(scanAudit.deliveryItemId, items[0].id));
       expect(audit).toHaveLength(3);
       expect(audit[0].occurredAt.toISOString()).toBe(first.occurredAt);
@@ -52,9 +73,13 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     it('answers a scan whose id another event took as a duplicate that names other_event and counts nothing', async () => {
       const { token, items, path } = await setup();
       const clientEventId = randomUUID();
-      expect((await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1000, reason: 'Bruch' }, { token })).status).toBe(200);
+      expect(
+        (await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1000, reason: 'Bruch' }, { token })).status,
+      ).toBe(200);
       const response = await api.post('/scans', { scans: [{ ...scan(items[0].id, 'scan'), clientScanId: clientEventId }] }, { token });
-      expect(response.body.results).toEqual([{ clientScanId: clientEventId, status: 'duplicate', code: 'other_event', reason: expect.any(String), item: null }]);
+      expect(response.body.results).toEqual([
+        { clientScanId: clientEventId, status: 'duplicate', code: 'other_event', reason: expect.any(String), item: null },
+      ]);
       const [line] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, items[0].id));
       expect(line.scannedQuantity).toBe(0);
     });
@@ -63,7 +88,11 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const mine = await setup();
       const other = await setup();
       await api.post(`${mine.path}/hold`, { reason: 'Kunde nicht da' }, { token: mine.token });
-      const response = await api.post('/scans', { scans: [scan(other.items[0].id, 'scan'), scan(mine.items[0].id, 'scan'), scan(randomUUID(), 'scan')] }, { token: mine.token });
+      const response = await api.post(
+        '/scans',
+        { scans: [scan(other.items[0].id, 'scan'), scan(mine.items[0].id, 'scan'), scan(randomUUID(), 'scan')] },
+        { token: mine.token },
+      );
       expect(response.body.results.map((r: { code: string }) => r.code)).toEqual(['not_found', 'delivery_not_active', 'not_found']);
     });
 
@@ -71,10 +100,16 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const { token, items, path } = await setup();
       await api.post(`${path}/hold`, { reason: 'Kunde nicht da' }, { token });
       const refused = scan(items[0].id, 'scan');
-      expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toMatchObject({ status: 'rejected', code: 'delivery_not_active' });
+      expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toMatchObject({
+        status: 'rejected',
+        code: 'delivery_not_active',
+      });
       await api.post(`${path}/resume`, undefined, { token });
       expect((await api.post('/scans', { scans: [refused] }, { token })).body.results[0]).toEqual({
-        clientScanId: refused.clientScanId, status: 'duplicate', code: 'delivery_not_active', reason: expect.any(String),
+        clientScanId: refused.clientScanId,
+        status: 'duplicate',
+        code: 'delivery_not_active',
+        reason: expect.any(String),
         item: expect.objectContaining({ id: items[0].id, scannedQuantity: 0 }),
       });
       expect((await api.post('/scans', { scans: [scan(items[0].id, 'scan')] }, { token })).body.results[0].status).toBe('applied');
@@ -105,12 +140,40 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
 
     it.each([
       [{ scans: [{ deliveryItemId: randomUUID(), action: 'scan', occurredAt: new Date().toISOString() }] }, 'a scan without clientScanId'],
-      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'jump', occurredAt: new Date().toISOString() }] }, 'an unknown action'],
-      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: 'yesterday' }] }, 'a bad timestamp'],
-      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '0000-01-01T00:00:00Z' }] }, 'a timestamp in year 0'],
-      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '0001-01-01T00:00:00+01:00' }] }, 'a timestamp in year 0 in UTC'],
-      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '9999-12-31T23:00:00-02:00' }] }, 'a timestamp in year 10000 in UTC'],
-      [{ scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'remove', quantity: 0, occurredAt: new Date().toISOString() }] }, 'a zero quantity'],
+      [
+        { scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'jump', occurredAt: new Date().toISOString() }] },
+        'an unknown action',
+      ],
+      [
+        { scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: 'yesterday' }] },
+        'a bad timestamp',
+      ],
+      [
+        { scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '0000-01-01T00:00:00Z' }] },
+        'a timestamp in year 0',
+      ],
+      [
+        { scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '0001-01-01T00:00:00+01:00' }] },
+        'a timestamp in year 0 in UTC',
+      ],
+      [
+        { scans: [{ clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: '9999-12-31T23:00:00-02:00' }] },
+        'a timestamp in year 10000 in UTC',
+      ],
+      [
+        {
+          scans: [
+            {
+              clientScanId: randomUUID(),
+              deliveryItemId: randomUUID(),
+              action: 'remove',
+              quantity: 0,
+              occurredAt: new Date().toISOString(),
+            },
+          ],
+        },
+        'a zero quantity',
+      ],
     ])('answers 400 for %j (%s)', async (body, _why) => {
       const { token } = await setup();
       const response = await api.post('/scans', body, { token });
@@ -141,16 +204,28 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(canceled.body.delivery.state).toBe('canceled');
       expect((await api.post(`${path}/resume`, undefined, { token })).status).toBe(400);
       expect((await api.post(`${path}/cancel`, { reason: 'nochmal' }, { token })).status).toBe(400);
-      expect((await api.post(`${path}/cancel`, { reason: '' }, { token })).body).toMatchObject({ status: 400, code: 'invalid_state_transition' });
+      expect((await api.post(`${path}/cancel`, { reason: '' }, { token })).body).toMatchObject({
+        status: 400,
+        code: 'invalid_state_transition',
+      });
     });
 
-    it.each(['hold', 'cancel'])('refuses %s with an empty or missing reason, naming it, and leaves the delivery active', async (operation) => {
-      const { token, path, delivery } = await setup();
-      const blank = await api.post(`${path}/${operation}`, { reason: '   ' }, { token });
-      expect(blank).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'reason', message: 'must not be empty' }] } });
-      expect((await api.post(`${path}/${operation}`, {}, { token })).body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path: 'reason' })] });
-      expect((await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id)))[0].state).toBe('active');
-    });
+    it.each(['hold', 'cancel'])(
+      'refuses %s with an empty or missing reason, naming it, and leaves the delivery active',
+      async (operation) => {
+        const { token, path, delivery } = await setup();
+        const blank = await api.post(`${path}/${operation}`, { reason: '   ' }, { token });
+        expect(blank).toMatchObject({
+          status: 400,
+          body: { code: 'validation', errors: [{ path: 'reason', message: 'must not be empty' }] },
+        });
+        expect((await api.post(`${path}/${operation}`, {}, { token })).body).toMatchObject({
+          code: 'validation',
+          errors: [expect.objectContaining({ path: 'reason' })],
+        });
+        expect((await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id)))[0].state).toBe('active');
+      },
+    );
 
     it('answers 404 for a delivery of another account or an unknown one, and 400 for an invalid id', async () => {
       const mine = await setup();
@@ -165,7 +240,9 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const other = await setup();
       const car = (await api.post('/me/cars', { plate: `B-${mine.accountId}` }, { token: mine.token })).body.car;
       const foreign = (await api.post('/me/cars', { plate: `B-${other.accountId}` }, { token: other.token })).body.car;
-      expect((await api.put(`${mine.path}/assigned-car`, { carId: car.id }, { token: mine.token })).body.delivery.assignedCarId).toBe(car.id);
+      expect((await api.put(`${mine.path}/assigned-car`, { carId: car.id }, { token: mine.token })).body.delivery.assignedCarId).toBe(
+        car.id,
+      );
       expect((await api.put(`${mine.path}/assigned-car`, { carId: null }, { token: mine.token })).body.delivery.assignedCarId).toBeNull();
       const refused = await api.put(`${mine.path}/assigned-car`, { carId: foreign.id }, { token: mine.token });
       expect(refused.status).toBe(400);
@@ -190,9 +267,12 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     });
 
     it.each([
-      [{ action: 'set', amountCents: 1500, reason: 'x' }, 'amountCents'], [{ action: 'set', amountCents: 16000, reason: 'x' }, 'amountCents'],
-      [{ action: 'set', amountCents: 0, reason: 'x' }, 'amountCents'], [{ action: 'set', amountCents: 1000, reason: '  ' }, 'reason'],
-      [{ action: 'set', reason: 'x' }, 'amountCents'], [{ action: 'grant', amountCents: 1000 }, 'action'],
+      [{ action: 'set', amountCents: 1500, reason: 'x' }, 'amountCents'],
+      [{ action: 'set', amountCents: 16000, reason: 'x' }, 'amountCents'],
+      [{ action: 'set', amountCents: 0, reason: 'x' }, 'amountCents'],
+      [{ action: 'set', amountCents: 1000, reason: '  ' }, 'reason'],
+      [{ action: 'set', reason: 'x' }, 'amountCents'],
+      [{ action: 'grant', amountCents: 1000 }, 'action'],
     ])('refuses %j with 400 naming %s', async (body, path) => {
       const { token, path: at } = await setup();
       const response = await api.post(`${at}/credit`, { clientEventId: randomUUID(), ...body }, { token });
@@ -200,14 +280,22 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path })] });
     });
 
-    it('repeats a refusal to a copy under the same id, for the credit\'s amount as for the delivery\'s state', async () => {
+    it("repeats a refusal to a copy under the same id, for the credit's amount as for the delivery's state", async () => {
       const { token, path, delivery } = await setup();
       const clientEventId = randomUUID();
-      expect((await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1500, reason: 'Bruch' }, { token })).status).toBe(400);
+      expect(
+        (await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 1500, reason: 'Bruch' }, { token })).status,
+      ).toBe(400);
       const corrected = await api.post(`${path}/credit`, { clientEventId, action: 'set', amountCents: 2000, reason: 'Bruch' }, { token });
-      expect(corrected).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'amountCents' }, { path: 'clientEventId' }] } });
+      expect(corrected).toMatchObject({
+        status: 400,
+        body: { code: 'validation', errors: [{ path: 'amountCents' }, { path: 'clientEventId' }] },
+      });
 
-      expect((await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 2000, reason: 'Bruch' }, { token })).status).toBe(200);
+      expect(
+        (await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 2000, reason: 'Bruch' }, { token }))
+          .status,
+      ).toBe(200);
 
       const removal = { clientEventId: randomUUID(), action: 'remove' };
       await api.post(`${path}/hold`, { reason: 'Pause' }, { token });
@@ -233,7 +321,11 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(reused.status).toBe(200);
       expect(reused.body.credit).toMatchObject({ amountCents: 1000, reason: 'x' });
       const other = await setup();
-      const elsewhere = await api.post(`${other.path}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token: other.token });
+      const elsewhere = await api.post(
+        `${other.path}/credit`,
+        { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' },
+        { token: other.token },
+      );
       // Another account's id on the caller's own delivery: the id is taken, the delivery is there.
       expect(elsewhere.status).toBe(400);
       expect(elsewhere.body).toMatchObject({ code: 'validation', errors: [{ path: 'clientEventId' }] });
@@ -250,17 +342,33 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
     const first = await setup({ openAmountCents: 5000 });
     const sibling = `/deliveries/${(await newTour(api.db, { accountId: first.accountId, openAmountCents: 5000 })).deliveries[0].delivery.id}`;
     const id = randomUUID();
-    expect((await api.post(`${first.path}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token: first.token })).status).toBe(200);
-    const method = (await api.post('/payment-methods', { code: `EC-${randomUUID().slice(0, 8)}`, name: 'EC', collectOnSite: true }, { token: first.token })).body.paymentMethod;
+    expect(
+      (await api.post(`${first.path}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token: first.token }))
+        .status,
+    ).toBe(200);
+    const method = (
+      await api.post(
+        '/payment-methods',
+        { code: `EC-${randomUUID().slice(0, 8)}`, name: 'EC', collectOnSite: true },
+        { token: first.token },
+      )
+    ).body.paymentMethod;
     const reused = [
       await api.post(`${sibling}/credit`, { clientEventId: id, action: 'set', amountCents: 1000, reason: 'x' }, { token: first.token }),
-      await api.post(`${first.path}/payment`, { clientEventId: id, expectedAmountCents: 4000, paymentMethodId: method.id }, { token: first.token }),
+      await api.post(
+        `${first.path}/payment`,
+        { clientEventId: id, expectedAmountCents: 4000, paymentMethodId: method.id },
+        { token: first.token },
+      ),
     ];
     for (const response of reused) {
       expect(response.status).toBe(400);
-      expect(response.body).toMatchObject({ code: 'validation', errors: [{ path: 'clientEventId', message: 'already used for another event' }] });
+      expect(response.body).toMatchObject({
+        code: 'validation',
+        errors: [{ path: 'clientEventId', message: 'already used for another event' }],
+      });
     }
-    expect((await api.db.select().from(creditEvents).where(eq(creditEvents.clientEventId, id)))).toHaveLength(1);
+    expect(await api.db.select().from(creditEvents).where(eq(creditEvents.clientEventId, id))).toHaveLength(1);
     expect(await api.db.select().from(paymentProtocol).where(eq(paymentProtocol.clientEventId, id))).toEqual([]);
   });
 
@@ -278,7 +386,9 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
 
   describe('payment', () => {
     async function method(token: string, active = true) {
-      const created = (await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 8)}`, name: 'Bar', collectOnSite: true }, { token })).body.paymentMethod;
+      const created = (
+        await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 8)}`, name: 'Bar', collectOnSite: true }, { token })
+      ).body.paymentMethod;
       if (!active) await api.patch(`/payment-methods/${created.id}`, { active: false }, { token });
       return created;
     }
@@ -289,7 +399,12 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const body = { clientEventId: randomUUID(), expectedAmountCents: 4200, paymentMethodId: bar.id };
       const paid = await api.post(`${path}/payment`, body, { token });
       expect(paid.status).toBe(200);
-      expect(paid.body.payment).toMatchObject({ amountCents: 4200, paymentMethodId: bar.id, paymentMethodCode: bar.code, deliveryId: delivery.id });
+      expect(paid.body.payment).toMatchObject({
+        amountCents: 4200,
+        paymentMethodId: bar.id,
+        paymentMethodCode: bar.code,
+        deliveryId: delivery.id,
+      });
       const replay = await api.post(`${path}/payment`, body, { token });
       expect(replay.body.payment.id).toBe(paid.body.payment.id);
       expect(await api.db.select().from(paymentProtocol).where(eq(paymentProtocol.deliveryId, delivery.id))).toHaveLength(1);
@@ -312,7 +427,9 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       expect(await refusal(pay(open, 4200, randomUUID()))).toEqual({ status: 400, code: 'validation', paths: ['paymentMethodId'] });
       await api.post(`${open.path}/hold`, { reason: 'x' }, { token: open.token });
       expect((await pay(open, 4200, bar.id)).status).toBe(400);
-      expect((await api.post(`${open.path}/payment`, { clientEventId: randomUUID(), paymentMethodId: bar.id }, { token: open.token })).status).toBe(400);
+      expect(
+        (await api.post(`${open.path}/payment`, { clientEventId: randomUUID(), paymentMethodId: bar.id }, { token: open.token })).status,
+      ).toBe(400);
     });
   });
 
@@ -322,31 +439,44 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const created = await api.post(`${path}/notes`, { text: 'Bitte klingeln' }, { token });
       expect(created.body.note).toMatchObject({ text: 'Bitte klingeln', imageAttachment: null, isAmountCreditNote: false });
       const colleague = await api.token(accountId);
-      const changed = await api.patch(`${path}/notes/${created.body.note.id}`, { text: 'Hintereingang', imageAttachment: '~abc' }, { token: colleague });
+      const changed = await api.patch(
+        `${path}/notes/${created.body.note.id}`,
+        { text: 'Hintereingang', imageAttachment: '~abc' },
+        { token: colleague },
+      );
       expect(changed.body.note).toMatchObject({ text: 'Hintereingang', imageAttachment: '~abc' });
       expect((await api.delete(`${path}/notes/${created.body.note.id}`, { token })).status).toBe(204);
       expect((await api.delete(`${path}/notes/${created.body.note.id}`, { token })).status).toBe(404);
       expect((await api.patch(`${path}/notes/${created.body.note.id}`, { text: 'x' }, { token })).status).toBe(404);
     });
 
-    it.each([[{}], [{ text: '   ' }], [{ text: '', imageAttachment: ' ' }], [{ text: null, imageAttachment: null }]])('refuses a note without content %j', async (body) => {
-      const { token, path } = await setup();
-      const response = await api.post(`${path}/notes`, body, { token });
-      expect(response.status).toBe(400);
-      const note = (await api.post(`${path}/notes`, { text: 'ok' }, { token })).body.note;
-      expect((await api.patch(`${path}/notes/${note.id}`, { text: '  ' }, { token })).status).toBe(400);
-    });
+    it.each([[{}], [{ text: '   ' }], [{ text: '', imageAttachment: ' ' }], [{ text: null, imageAttachment: null }]])(
+      'refuses a note without content %j',
+      async (body) => {
+        const { token, path } = await setup();
+        const response = await api.post(`${path}/notes`, body, { token });
+        expect(response.status).toBe(400);
+        const note = (await api.post(`${path}/notes`, { text: 'ok' }, { token })).body.note;
+        expect((await api.patch(`${path}/notes/${note.id}`, { text: '  ' }, { token })).status).toBe(400);
+      },
+    );
 
     it('changes a note by its id whatever delivery the path names, but deletes it only under its own', async () => {
       const accountId = nextAccount++;
       const token = await api.token(accountId);
-      const tour = await newTour(api.db, { accountId, deliveries: 2, positions: [{ scannable: true, quantity: 1, scannedQuantity: 0, state: 'InProgress' }] });
+      const tour = await newTour(api.db, {
+        accountId,
+        deliveries: 2,
+        positions: [{ scannable: true, quantity: 1, scannedQuantity: 0, state: 'InProgress' }],
+      });
       const [a, b] = tour.deliveries.map((d) => d.delivery.id);
       const note = (await api.post(`/deliveries/${a}/notes`, { text: 'an A' }, { token })).body.note;
       const changed = await api.patch(`/deliveries/${b}/notes/${note.id}`, { text: 'über B' }, { token });
       expect(changed.status).toBe(200);
       expect(changed.body.note).toMatchObject({ id: note.id, deliveryId: a, text: 'über B' });
-      expect((await api.patch(`/deliveries/${randomUUID()}/notes/${note.id}`, { text: 'irgendwo' }, { token })).body.note.text).toBe('irgendwo');
+      expect((await api.patch(`/deliveries/${randomUUID()}/notes/${note.id}`, { text: 'irgendwo' }, { token })).body.note.text).toBe(
+        'irgendwo',
+      );
       expect((await api.delete(`/deliveries/${b}/notes/${note.id}`, { token })).status).toBe(404);
       const [stored] = await api.db.select().from(notes).where(eq(notes.id, note.id));
       expect(stored).toMatchObject({ deliveryId: a, text: 'irgendwo' });
@@ -390,7 +520,10 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
       const pallets = await service(token, { kind: 'numeric', minValue: 0, maxValue: 5 });
       const flag = await service(token, { kind: 'boolean' });
       const above = await api.put(`${path}/services/${pallets.id}`, { numericValue: 6 }, { token });
-      expect(above).toMatchObject({ status: 400, body: { code: 'validation', errors: [{ path: 'numericValue', message: 'must be <= 5' }] } });
+      expect(above).toMatchObject({
+        status: 400,
+        body: { code: 'validation', errors: [{ path: 'numericValue', message: 'must be <= 5' }] },
+      });
       const wrongKind = await api.put(`${path}/services/${pallets.id}`, { boolValue: true }, { token });
       expect(wrongKind).toMatchObject({ status: 400, body: { errors: [{ path: 'numericValue' }] } });
       expect((await api.put(`${path}/services/${flag.id}`, { boolValue: true, numericValue: 1 }, { token })).status).toBe(400);
@@ -409,16 +542,43 @@ describe.each(databaseKinds)('delivery operations on %s', (kind) => {
         await api.put(`${path}/services/${pallets.id}`, { numericValue: tooBig }, { token }),
         await api.put(`${path}/services/${pallets.id}`, { numericValue: -tooBig - 1 }, { token }),
         await api.post(`${path}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: tooBig, reason: 'x' }, { token }),
-        await api.post(`${path}/payment`, { clientEventId: randomUUID(), expectedAmountCents: tooBig, paymentMethodId: randomUUID() }, { token }),
+        await api.post(
+          `${path}/payment`,
+          { clientEventId: randomUUID(), expectedAmountCents: tooBig, paymentMethodId: randomUUID() },
+          { token },
+        ),
         await api.post('/scans', { scans: [scan(items[0].id, 'remove', { quantity: tooBig, reason: 'x' })] }, { token }),
-        await api.post('/sync/push', { clientId: 'c', events: [
-          { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'note.create', deliveryId: delivery.id, noteId: randomUUID(), text: 'vorher' },
-          { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'service.set', deliveryId: delivery.id, serviceId: pallets.id, numericValue: tooBig },
-        ] }, { token }),
+        await api.post(
+          '/sync/push',
+          {
+            clientId: 'c',
+            events: [
+              {
+                eventId: randomUUID(),
+                occurredAt: new Date().toISOString(),
+                type: 'note.create',
+                deliveryId: delivery.id,
+                noteId: randomUUID(),
+                text: 'vorher',
+              },
+              {
+                eventId: randomUUID(),
+                occurredAt: new Date().toISOString(),
+                type: 'service.set',
+                deliveryId: delivery.id,
+                serviceId: pallets.id,
+                numericValue: tooBig,
+              },
+            ],
+          },
+          { token },
+        ),
       ];
       for (const response of refused) expect(response).toMatchObject({ status: 400, body: { code: 'validation' } });
       expect(await api.db.select().from(notes).where(eq(notes.deliveryId, delivery.id))).toEqual([]);
-      expect((await api.put(`${path}/services/${pallets.id}`, { numericValue: tooBig - 1 }, { token })).body.serviceValue.numericValue).toBe(tooBig - 1);
+      expect(
+        (await api.put(`${path}/services/${pallets.id}`, { numericValue: tooBig - 1 }, { token })).body.serviceValue.numericValue,
+      ).toBe(tooBig - 1);
     });
 
     it('answers 409 when deleting a service that a delivery still references', async () => {

@@ -28,7 +28,10 @@ function filesBelow(root: string): string[] {
 }
 
 async function rejection(promise: Promise<unknown>): Promise<DomainError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(DomainError);
   return error as DomainError;
 }
@@ -79,10 +82,13 @@ describe('local document store', () => {
     await expect(store.get(`~sha256/${hex}`)).rejects.toThrow();
   });
 
-  it.each(['~sha256/' + 'a'.repeat(64), '~sha256/../../etc/passwd', 'sha256/abc', '~other/1', ''])('answers not_found for the reference %j', async (reference) => {
-    const store = createLocalDocumentStore(dataDir);
-    expect((await rejection(store.get(reference))).code).toBe('not_found');
-  });
+  it.each(['~sha256/' + 'a'.repeat(64), '~sha256/../../etc/passwd', 'sha256/abc', '~other/1', ''])(
+    'answers not_found for the reference %j',
+    async (reference) => {
+      const store = createLocalDocumentStore(dataDir);
+      expect((await rejection(store.get(reference))).code).toBe('not_found');
+    },
+  );
 
   it('uses a temporary directory without a data directory and removes it on close', async () => {
     const store = createLocalDocumentStore(undefined);
@@ -101,7 +107,12 @@ describe('HTTP document store', () => {
   const msw = setupServer(
     http.post(`${base}/documents`, async ({ request }) => {
       const body = Buffer.from(await request.arrayBuffer());
-      uploads.push({ body, contentType: request.headers.get('content-type'), name: request.headers.get('x-document-name'), authorization: request.headers.get('authorization') });
+      uploads.push({
+        body,
+        contentType: request.headers.get('content-type'),
+        name: request.headers.get('x-document-name'),
+        authorization: request.headers.get('authorization'),
+      });
       const reference = `~store/${sha256(body).slice(0, 16)}`;
       stored.set(reference, { bytes: body, contentType: request.headers.get('content-type') ?? 'application/octet-stream' });
       return HttpResponse.json({ reference }, { status: 201 });
@@ -110,7 +121,9 @@ describe('HTTP document store', () => {
       const reference = decodeURIComponent(String(params.reference));
       if (!stored.has(reference)) return new HttpResponse(null, { status: 404 });
       const query = new URL(request.url).searchParams;
-      return new HttpResponse(Buffer.from(`preview ${query.get('w')}x${query.get('h')} ${query.get('ext')} p${query.get('page')}`), { headers: { 'content-type': 'image/jpeg' } });
+      return new HttpResponse(Buffer.from(`preview ${query.get('w')}x${query.get('h')} ${query.get('ext')} p${query.get('page')}`), {
+        headers: { 'content-type': 'image/jpeg' },
+      });
     }),
     http.get(`${base}/documents/:reference`, ({ params }) => {
       const document = stored.get(decodeURIComponent(String(params.reference)));
@@ -164,7 +177,12 @@ describe('HTTP document store', () => {
   });
 
   it('is chosen by DOCUMENT_STORE=http with DOCUMENT_STORE_URL', async () => {
-    const config = loadConfig({ DOCUMENT_STORE: 'http', DOCUMENT_STORE_URL: base, DOCUMENT_STORE_TOKEN: 'store-token', LOG_LEVEL: 'silent' });
+    const config = loadConfig({
+      DOCUMENT_STORE: 'http',
+      DOCUMENT_STORE_URL: base,
+      DOCUMENT_STORE_TOKEN: 'store-token',
+      LOG_LEVEL: 'silent',
+    });
     const configured = createDocumentStore(config.documents, undefined);
     const reference = await configured.put(Buffer.from('via config'), 'text/plain');
     expect(reference.startsWith('~store/')).toBe(true);

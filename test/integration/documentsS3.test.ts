@@ -26,7 +26,7 @@ const directory = mkdtempSync(path.join(os.tmpdir(), 'tourline-s3-'));
 const s3rver = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: BUCKET, configs: [] }] });
 let endpoint = '';
 beforeAll(async () => {
-  const { port } = await s3rver.run() as AddressInfo;
+  const { port } = (await s3rver.run()) as AddressInfo;
   endpoint = `http://127.0.0.1:${port}`;
 });
 afterAll(async () => {
@@ -34,18 +34,30 @@ afterAll(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-const options = (extra: Partial<S3DocumentStoreOptions> = {}): S3DocumentStoreOptions =>
-  ({ bucket: BUCKET, region: 'eu-central-1', endpoint, forcePathStyle: true, credentials, timeoutMs: 5_000, ...extra });
+const options = (extra: Partial<S3DocumentStoreOptions> = {}): S3DocumentStoreOptions => ({
+  bucket: BUCKET,
+  region: 'eu-central-1',
+  endpoint,
+  forcePathStyle: true,
+  credentials,
+  timeoutMs: 5_000,
+  ...extra,
+});
 
 async function codeOf(promise: Promise<unknown>) {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(DomainError);
   return (error as DomainError).code;
 }
 
 describe('S3 document store', () => {
   let store: DocumentStore;
-  beforeAll(() => { store = createS3DocumentStore(options()); });
+  beforeAll(() => {
+    store = createS3DocumentStore(options());
+  });
   afterAll(() => store.close?.());
   documentStoreContract('S3', () => store);
 
@@ -69,8 +81,13 @@ describe('S3 document store', () => {
 
   it('is chosen by DOCUMENT_STORE=s3 with S3_BUCKET, S3_ENDPOINT, S3_FORCE_PATH_STYLE and the AWS keys', async () => {
     const config = loadConfig({
-      DOCUMENT_STORE: 's3', S3_BUCKET: BUCKET, S3_REGION: 'eu-central-1', S3_ENDPOINT: endpoint, S3_FORCE_PATH_STYLE: 'true',
-      AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+      DOCUMENT_STORE: 's3',
+      S3_BUCKET: BUCKET,
+      S3_REGION: 'eu-central-1',
+      S3_ENDPOINT: endpoint,
+      S3_FORCE_PATH_STYLE: 'true',
+      AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
     });
     const configured = createDocumentStore(config.documents, undefined);
     try {
@@ -93,18 +110,29 @@ describe('S3 document store', () => {
 
 describe.each(databaseKinds)('S3 document store behind the service on %s', (kind) => {
   const api = useTestServer(kind, {
-    DOCUMENT_STORE: 's3', S3_BUCKET: BUCKET, S3_REGION: 'eu-central-1', S3_FORCE_PATH_STYLE: 'true',
-    AWS_ACCESS_KEY_ID: credentials.accessKeyId, AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+    DOCUMENT_STORE: 's3',
+    S3_BUCKET: BUCKET,
+    S3_REGION: 'eu-central-1',
+    S3_FORCE_PATH_STYLE: 'true',
+    AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
     // The endpoint is known only once s3rver listens; useTestServer starts after the file's beforeAll.
-    get S3_ENDPOINT() { return endpoint; },
+    get S3_ENDPOINT() {
+      return endpoint;
+    },
   });
 
   it('stores the delivery report in the bucket and renders its preview', async () => {
     const driver = 65_001 + databaseKinds.indexOf(kind);
     const token = await api.token(driver);
-    const { deliveries: [{ delivery }] } = await newTour(api.db, { accountId: driver });
+    const {
+      deliveries: [{ delivery }],
+    } = await newTour(api.db, { accountId: driver });
     expect((await api.post(`/deliveries/${delivery.id}/complete`, await completionForm(), { token })).status).toBe(200);
-    const [report] = await api.db.select().from(attachments).where(eq(attachments.deliveryId, delivery.id))
+    const [report] = await api.db
+      .select()
+      .from(attachments)
+      .where(eq(attachments.deliveryId, delivery.id))
       .then((rows) => rows.filter((r) => r.kind === 'delivery_report'));
     const stored = createS3DocumentStore(options());
     try {

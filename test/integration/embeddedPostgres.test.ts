@@ -48,7 +48,8 @@ describe('throwaway PostgreSQL', () => {
     const cacheRoot = tempDir('tourline-pg-cache-');
     chmodSync(cacheRoot, 0o755);
 
-    await expect(startEmbeddedPostgres({ prefix: 'tourline-broken-pg-', settings: [], packageDir, cacheRoot }))
-      .rejects.toThrow(/^The throwaway PostgreSQL could not start: initdb could not be started \(spawn \S+initdb EACCES\)\..* set DATABASE_URL/);
+    await expect(startEmbeddedPostgres({ prefix: 'tourline-broken-pg-', settings: [], packageDir, cacheRoot })).rejects.toThrow(
+      /^The throwaway PostgreSQL could not start: initdb could not be started \(spawn \S+initdb EACCES\)\..* set DATABASE_URL/,
+    );
   });
 });

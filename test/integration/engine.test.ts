@@ -18,16 +18,26 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const accountId = nextAccount++;
     const token = await api.token(accountId);
     const tour = await newTour(api.db, {
-      accountId, deliveries: 2,
-      positions: [{ scannable: true, quantity, scannedQuantity: 0, state: 'InProgress' }, { scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }],
+      accountId,
+      deliveries: 2,
+      positions: [
+        { scannable: true, quantity, scannedQuantity: 0, state: 'InProgress' },
+        { scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' },
+      ],
     });
-    const actor: DriverActor = { kind: 'driver', personalnummer: accountId, name: 'x', tokenExpiresAt: Date.now() + 3600_000, syncRole: false };
+    const actor: DriverActor = {
+      kind: 'driver',
+      personalnummer: accountId,
+      name: 'x',
+      tokenExpiresAt: Date.now() + 3600_000,
+      syncRole: false,
+    };
     return { token, actor, tour, line: tour.deliveries[0].items[0], other: tour.deliveries[1].items[0] };
   }
 
   const now = () => new Date().toISOString();
   const scanEvent = (deliveryItemId: string, action = 'scan', eventId = randomUUID()): SyncEvent =>
-    ({ type: 'scan', eventId, occurredAt: now(), deliveryItemId, action } as SyncEvent);
+    ({ type: 'scan', eventId, occurredAt: now(), deliveryItemId, action }) as SyncEvent;
 
   it('applies ten copies of one event sent at the same moment exactly once', async () => {
     const { token, line } = await setup();
@@ -44,8 +54,15 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
 
   it('loses no update when 50 different scans of one line arrive concurrently', async () => {
     const { token, line } = await setup(50);
-    const responses = await Promise.all(Array.from({ length: 50 }, () =>
-      api.post('/scans', { scans: [{ clientScanId: randomUUID(), deliveryItemId: line.id, action: 'scan', occurredAt: now() }] }, { token })));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        api.post(
+          '/scans',
+          { scans: [{ clientScanId: randomUUID(), deliveryItemId: line.id, action: 'scan', occurredAt: now() }] },
+          { token },
+        ),
+      ),
+    );
     expect(responses.every((r) => r.body.results[0].status === 'applied')).toBe(true);
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
     expect(item).toMatchObject({ scannedQuantity: 50, state: 'Done' });
@@ -55,8 +72,13 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
   it('keeps going after a rejected event in the middle of a batch and keeps the order per delivery', async () => {
     const { actor, line, other } = await setup(2);
     const events = [
-      scanEvent(line.id), scanEvent(other.id), scanEvent(line.id), scanEvent(line.id) /* third piece of two: rejected */,
-      scanEvent(line.id, 'unscan'), scanEvent(line.id), scanEvent(other.id),
+      scanEvent(line.id),
+      scanEvent(other.id),
+      scanEvent(line.id),
+      scanEvent(line.id) /* third piece of two: rejected */,
+      scanEvent(line.id, 'unscan'),
+      scanEvent(line.id),
+      scanEvent(other.id),
     ];
     const results = await applyEvents(api.db, actor, events);
     expect(results.map((r) => r.status)).toEqual(['applied', 'applied', 'applied', 'rejected', 'applied', 'applied', 'applied']);
@@ -81,9 +103,16 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const [elsewhere] = await applyEvents(api.db, actor, [scanEvent(sibling.id, 'scan', id)]);
     expect(elsewhere).toMatchObject({ status: 'duplicate', entity: { id: line.id, scannedQuantity: 1 } });
     // A copy of another kind says nothing about what it names: the event did not touch it.
-    const [holdHere] = await applyEvents(api.db, actor, [{ ...first, type: 'delivery.hold', deliveryId: line.deliveryId, reason: 'x' } as SyncEvent]);
-    const [hold] = await applyEvents(api.db, actor, [{ ...first, type: 'delivery.hold', deliveryId: other.deliveryId, reason: 'x' } as SyncEvent]);
-    expect([holdHere, hold]).toMatchObject([{ status: 'duplicate', entity: null, reason: 'other_event' }, { status: 'duplicate', entity: null, reason: 'other_event' }]);
+    const [holdHere] = await applyEvents(api.db, actor, [
+      { ...first, type: 'delivery.hold', deliveryId: line.deliveryId, reason: 'x' } as SyncEvent,
+    ]);
+    const [hold] = await applyEvents(api.db, actor, [
+      { ...first, type: 'delivery.hold', deliveryId: other.deliveryId, reason: 'x' } as SyncEvent,
+    ]);
+    expect([holdHere, hold]).toMatchObject([
+      { status: 'duplicate', entity: null, reason: 'other_event' },
+      { status: 'duplicate', entity: null, reason: 'other_event' },
+    ]);
     // The same within one batch: a copy of another kind is another event, not the first one's state.
     const reused = randomUUID();
     const inBatch = await applyEvents(api.db, actor, [
@@ -92,7 +121,10 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     ]);
     expect(inBatch).toMatchObject([{ status: 'applied' }, { status: 'duplicate', entity: null, reason: 'other_event' }]);
     expect((await api.db.select().from(deliveries).where(eq(deliveries.id, line.deliveryId)))[0].state).toBe('active');
-    const items = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, [line.id, other.id]));
+    const items = await api.db
+      .select()
+      .from(deliveryItems)
+      .where(inArray(deliveryItems.id, [line.id, other.id]));
     expect(items.map((i) => i.scannedQuantity).sort()).toEqual([0, 1]);
     expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, id))).toHaveLength(1);
   });
@@ -146,15 +178,20 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(resent).toEqual({ eventId: deletion.eventId, status: 'duplicate', entity: null });
   });
 
-  it('keeps the uploaded image of a note that the same batch creates and deletes, as no note\'s', async () => {
+  it("keeps the uploaded image of a note that the same batch creates and deletes, as no note's", async () => {
     const { actor, tour } = await setup();
     const deliveryId = tour.deliveries[0].delivery.id;
     const noteId = randomUUID();
     const base = { occurredAt: now(), noteId };
-    const results = await applyEvents(api.db, actor, [
-      { ...base, eventId: randomUUID(), type: 'note.create', deliveryId, imageAttachment: '~bild' },
-      { ...base, eventId: randomUUID(), type: 'note.delete' },
-    ], { attachment: { reference: '~bild', contentType: 'image/png', sizeBytes: 3 } });
+    const results = await applyEvents(
+      api.db,
+      actor,
+      [
+        { ...base, eventId: randomUUID(), type: 'note.create', deliveryId, imageAttachment: '~bild' },
+        { ...base, eventId: randomUUID(), type: 'note.delete' },
+      ],
+      { attachment: { reference: '~bild', contentType: 'image/png', sizeBytes: 3 } },
+    );
     expect(results.map((r) => r.status)).toEqual(['applied', 'applied']);
     expect(await api.db.select().from(notes).where(eq(notes.id, noteId))).toEqual([]);
     const images = await api.db.select().from(attachments).where(eq(attachments.deliveryId, deliveryId));
@@ -164,19 +201,32 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
   it('answers one id sent by two drivers together by which of them recorded it', async () => {
     const [busy, alsoBusy, first, second] = await Promise.all(Array.from({ length: 4 }, () => setup()));
     // Two pushes keep both writers busy, so that the two copies after them go in one transaction.
-    const together = async (firstCopy: SyncEvent, secondCopy: SyncEvent) => (await Promise.all([
-      applyEvents(api.db, busy.actor, [scanEvent(busy.line.id)]), applyEvents(api.db, alsoBusy.actor, [scanEvent(alsoBusy.line.id)]),
-      applyEvents(api.db, first.actor, [firstCopy]), applyEvents(api.db, second.actor, [secondCopy]),
-    ])).slice(2).map(([result]) => result);
+    const together = async (firstCopy: SyncEvent, secondCopy: SyncEvent) =>
+      (
+        await Promise.all([
+          applyEvents(api.db, busy.actor, [scanEvent(busy.line.id)]),
+          applyEvents(api.db, alsoBusy.actor, [scanEvent(alsoBusy.line.id)]),
+          applyEvents(api.db, first.actor, [firstCopy]),
+          applyEvents(api.db, second.actor, [secondCopy]),
+        ])
+      )
+        .slice(2)
+        .map(([result]) => result);
 
     const taken = randomUUID();
     const [applied, other] = await together(scanEvent(first.line.id, 'scan', taken), scanEvent(second.line.id, 'scan', taken));
-    expect([applied.status, other]).toEqual(['applied', expect.objectContaining({ status: 'duplicate', entity: null, reason: 'other_event' })]);
+    expect([applied.status, other]).toEqual([
+      'applied',
+      expect.objectContaining({ status: 'duplicate', entity: null, reason: 'other_event' }),
+    ]);
     // A first copy that records nothing (a line its sender cannot see) leaves the id to the second.
     const free = randomUUID();
     const [unseen, own] = await together(scanEvent(second.other.id, 'scan', free), scanEvent(second.other.id, 'scan', free));
     expect([unseen.code, own.status]).toEqual(['not_found', 'applied']);
-    const lines = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, [first.line.id, second.line.id, second.other.id]));
+    const lines = await api.db
+      .select()
+      .from(deliveryItems)
+      .where(inArray(deliveryItems.id, [first.line.id, second.line.id, second.other.id]));
     expect(lines.map((l) => l.scannedQuantity).sort()).toEqual([0, 1, 1]);
   });
 
@@ -185,7 +235,11 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const small = await setup(100);
     const count = async (who: DriverActor, n: number, target: string) => {
       const before = api.ctx.database.queries.count;
-      const results = await applyEvents(api.db, who, Array.from({ length: n }, () => scanEvent(target)));
+      const results = await applyEvents(
+        api.db,
+        who,
+        Array.from({ length: n }, () => scanEvent(target)),
+      );
       expect(results.every((r) => r.status === 'applied')).toBe(true);
       return api.ctx.database.queries.count - before;
     };
@@ -199,7 +253,11 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const two = await setup(100);
     const count = async (who: DriverActor, targets: string[]) => {
       const before = api.ctx.database.queries.count;
-      const results = await applyEvents(api.db, who, Array.from({ length: 20 }, (_, n) => scanEvent(targets[n % targets.length])));
+      const results = await applyEvents(
+        api.db,
+        who,
+        Array.from({ length: 20 }, (_, n) => scanEvent(targets[n % targets.length])),
+      );
       expect(results.every((r) => r.status === 'applied')).toBe(true);
       return api.ctx.database.queries.count - before;
     };
@@ -215,16 +273,33 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const statementsAlone = api.ctx.database.queries.count - alone;
 
     const before = api.ctx.database.queries.count;
-    const answers = await Promise.all(drivers.map(({ actor, line, other }, n) => applyEvents(api.db, actor, [
-      scanEvent(line.id), scanEvent(other.id),
-      // Another driver's line is not found for this one.
-      ...(n === 1 ? [scanEvent(drivers[2].line.id)] : []),
-    ])));
+    const answers = await Promise.all(
+      drivers.map(({ actor, line, other }, n) =>
+        applyEvents(api.db, actor, [
+          scanEvent(line.id),
+          scanEvent(other.id),
+          // Another driver's line is not found for this one.
+          ...(n === 1 ? [scanEvent(drivers[2].line.id)] : []),
+        ]),
+      ),
+    );
     const statements = api.ctx.database.queries.count - before;
 
-    for (const [n, results] of answers.entries()) expect(results.slice(0, 2).map((r) => r.status), `driver ${n}`).toEqual(['applied', 'applied']);
+    for (const [n, results] of answers.entries())
+      expect(
+        results.slice(0, 2).map((r) => r.status),
+        `driver ${n}`,
+      ).toEqual(['applied', 'applied']);
     expect(answers[1][2]).toMatchObject({ status: 'rejected', code: 'not_found' });
-    const scanned = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, drivers.flatMap((d) => [d.line.id, d.other.id])));
+    const scanned = await api.db
+      .select()
+      .from(deliveryItems)
+      .where(
+        inArray(
+          deliveryItems.id,
+          drivers.flatMap((d) => [d.line.id, d.other.id]),
+        ),
+      );
     expect(scanned.reduce((sum, item) => sum + item.scannedQuantity, 0)).toBe(1 + 16);
     // Two go at once, the other six wait and go together: far fewer statements than eight pushes alone.
     expect(statements).toBeLessThanOrEqual(4 * statementsAlone);

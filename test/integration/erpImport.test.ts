@@ -45,10 +45,19 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       expect(response.status).toBe(200);
       const deliveryCount = expected.reduce((n, t) => n + t.deliveries.length, 0);
       expect(response.body).toMatchObject({
-        target_date: date, trigger: 'manual', success: true, skipped: false, error: null,
-        tours: expected.length, tours_created: expected.length, deliveries_created: deliveryCount, deliveries_updated: 0,
+        target_date: date,
+        trigger: 'manual',
+        success: true,
+        skipped: false,
+        error: null,
+        tours: expected.length,
+        tours_created: expected.length,
+        deliveries_created: deliveryCount,
+        deliveries_updated: 0,
       });
-      expect(response.body.positions_created).toBe(expected.reduce((n, t) => n + t.deliveries.reduce((m, d) => m + d.positions.length, 0), 0));
+      expect(response.body.positions_created).toBe(
+        expected.reduce((n, t) => n + t.deliveries.reduce((m, d) => m + d.positions.length, 0), 0),
+      );
 
       const [run] = await runsOf(api, date);
       expect(run).toMatchObject({ id: response.body.run_id, trigger: 'manual', success: true, error: null });
@@ -59,11 +68,21 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       const mine = await api.get(`/me/tours?date=${date}`, { token });
       expect(mine.body.tours).toHaveLength(1);
       expect(mine.body.tours[0]).toMatchObject({ name: expected[0].name, deliveryCount: expected[0].deliveries.length });
-      const codes = await api.db.select({ code: paymentMethods.code, collectOnSite: paymentMethods.collectOnSite }).from(paymentMethods)
-        .where(inArray(paymentMethods.code, ['BAR', 'EC', 'RECHNUNG'])).orderBy(asc(paymentMethods.code));
-      expect(codes).toEqual([{ code: 'BAR', collectOnSite: true }, { code: 'EC', collectOnSite: true }, { code: 'RECHNUNG', collectOnSite: false }]);
-      const rows = await api.db.select({ methodId: deliveries.paymentMethodId, code: deliveries.erpPaymentMethodCode }).from(deliveries)
-        .innerJoin(tours, eq(tours.id, deliveries.tourId)).where(eq(tours.tourDate, date));
+      const codes = await api.db
+        .select({ code: paymentMethods.code, collectOnSite: paymentMethods.collectOnSite })
+        .from(paymentMethods)
+        .where(inArray(paymentMethods.code, ['BAR', 'EC', 'RECHNUNG']))
+        .orderBy(asc(paymentMethods.code));
+      expect(codes).toEqual([
+        { code: 'BAR', collectOnSite: true },
+        { code: 'EC', collectOnSite: true },
+        { code: 'RECHNUNG', collectOnSite: false },
+      ]);
+      const rows = await api.db
+        .select({ methodId: deliveries.paymentMethodId, code: deliveries.erpPaymentMethodCode })
+        .from(deliveries)
+        .innerJoin(tours, eq(tours.id, deliveries.tourId))
+        .where(eq(tours.tourDate, date));
       expect(rows.every((r) => r.methodId !== null && r.code !== null)).toBe(true);
     });
 
@@ -74,8 +93,14 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       const again = await api.post(`/admin/import-erp?date=${date}`, undefined, { admin: true });
       const deliveryCount = generateDemoTours(date).reduce((n, t) => n + t.deliveries.length, 0);
       expect(again.body).toMatchObject({
-        success: true, tours_created: 0, deliveries_created: 0, deliveries_updated: 0, deliveries_unchanged: deliveryCount,
-        positions_created: 0, positions_updated: 0, positions_deleted: 0,
+        success: true,
+        tours_created: 0,
+        deliveries_created: 0,
+        deliveries_updated: 0,
+        deliveries_unchanged: deliveryCount,
+        positions_created: 0,
+        positions_updated: 0,
+        positions_deleted: 0,
       });
       expect(await changeCount()).toBe(before);
       expect((await runsOf(api, date)).map((r) => r.success)).toEqual([true, true]);
@@ -132,13 +157,21 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       const response = await erpApi.post('/admin/import-erp?date=2026-04-03', undefined, { admin: true });
       expect(response.status).toBe(200);
       expect(response.body).toMatchObject({ success: true, tours: 1, deliveries_created: 2 });
-      const rows = await erpApi.db.select({ methodId: deliveries.paymentMethodId, code: deliveries.erpPaymentMethodCode }).from(deliveries)
+      const rows = await erpApi.db
+        .select({ methodId: deliveries.paymentMethodId, code: deliveries.erpPaymentMethodCode })
+        .from(deliveries)
         .where(eq(deliveries.tourId, (await erpApi.db.select().from(tours).where(eq(tours.accountId, 5801)))[0].id));
-      expect(rows).toEqual([{ methodId: null, code: 'SCHECK' }, { methodId: null, code: 'SCHECK' }]);
+      expect(rows).toEqual([
+        { methodId: null, code: 'SCHECK' },
+        { methodId: null, code: 'SCHECK' },
+      ]);
     });
 
     it('imports the tours that fit the contract, refuses the one that does not and logs the run as failed', async () => {
-      const [good, bad] = [tourPayload(5821, { date: '2026-04-05', deliveries: 2 }), tourPayload(5822, { date: '2026-04-05', deliveries: 1 })];
+      const [good, bad] = [
+        tourPayload(5821, { date: '2026-04-05', deliveries: 2 }),
+        tourPayload(5822, { date: '2026-04-05', deliveries: 1 }),
+      ];
       (bad.deliveries[0].positions[0] as { quantity: unknown }).quantity = 'viele';
       msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [bad, good] })));
       const response = await erpApi.post('/admin/import-erp?date=2026-04-05', undefined, { admin: true });
@@ -150,7 +183,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
     });
 
     it('refuses a tour of another day than the one asked for and imports the others', async () => {
-      const [today, tomorrow] = [tourPayload(5831, { date: '2026-04-07', deliveries: 1 }), tourPayload(5832, { date: '2026-04-08', deliveries: 1 })];
+      const [today, tomorrow] = [
+        tourPayload(5831, { date: '2026-04-07', deliveries: 1 }),
+        tourPayload(5832, { date: '2026-04-08', deliveries: 1 }),
+      ];
       msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [today, tomorrow] })));
       const response = await erpApi.post('/admin/import-erp?date=2026-04-07', undefined, { admin: true });
       expect(response.status).toBe(200);
@@ -162,7 +198,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [{ x: 1 }, { driver: null }] })));
       const response = await erpApi.post('/admin/import-erp?date=2026-04-06', undefined, { admin: true });
       expect(response.status).toBe(502);
-      expect(response.body).toMatchObject({ code: 'upstream_unavailable', detail: expect.stringContaining('tour 2 of the answer does not fit the contract') });
+      expect(response.body).toMatchObject({
+        code: 'upstream_unavailable',
+        detail: expect.stringContaining('tour 2 of the answer does not fit the contract'),
+      });
       const runs = await runsOf(erpApi, '2026-04-06');
       expect(runs).toMatchObject([{ success: false, error: expect.stringContaining('tour 1 of the answer') }]);
     });
@@ -180,7 +219,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       const again = await erpApi.post('/admin/import-erp?date=2026-04-04', undefined, { admin: true });
       expect(again.body).toMatchObject({ success: true, deliveries_moved: 0, deliveries_updated: 0, deliveries_unchanged: 4 });
       expect((await erpApi.db.select({ n: count() }).from(changeLog))[0].n).toBe(changes);
-      const [shared] = await erpApi.db.select({ tourId: deliveries.tourId }).from(deliveries).where(eq(deliveries.belegnummer, a.deliveries[1].belegnummer));
+      const [shared] = await erpApi.db
+        .select({ tourId: deliveries.tourId })
+        .from(deliveries)
+        .where(eq(deliveries.belegnummer, a.deliveries[1].belegnummer));
       expect((await erpApi.db.select().from(tours).where(eq(tours.id, shared.tourId)))[0].accountId).toBe(5811);
     });
   });
@@ -195,7 +237,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       try {
         await first.running.importJobs!.catchUp;
         const runs = await first.db.select().from(erpImportRuns).orderBy(asc(erpImportRuns.targetDate));
-        expect(runs.map((r) => [r.targetDate, r.trigger, r.success])).toEqual([['2026-03-10', 'startup', true], ['2026-03-11', 'startup', true]]);
+        expect(runs.map((r) => [r.targetDate, r.trigger, r.success])).toEqual([
+          ['2026-03-10', 'startup', true],
+          ['2026-03-11', 'startup', true],
+        ]);
         const token = await first.token(1001);
         expect((await first.get('/me/tours?date=2026-03-10', { token })).body.tours).toHaveLength(1);
 
@@ -213,10 +258,12 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
 
     it('imports only the target date from a real ERP, logs a failure and retries at the next start', async () => {
       const dates: string[] = [];
-      msw.use(http.get(`${ERP}/tours`, ({ request }) => {
-        dates.push(new URL(request.url).searchParams.get('date')!);
-        return new HttpResponse(null, { status: 500 });
-      }));
+      msw.use(
+        http.get(`${ERP}/tours`, ({ request }) => {
+          dates.push(new URL(request.url).searchParams.get('date')!);
+          return new HttpResponse(null, { status: 500 });
+        }),
+      );
       const first = await startTestServer(kind, { ...enabled, ...httpErp, ERP_IMPORT_OFFSET_DAYS: '2' }, { now });
       try {
         await first.running.importJobs!.catchUp;
@@ -249,12 +296,17 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
   });
 
   describe('scheduler', () => {
-    afterEach(() => { vi.useRealTimers(); });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
 
     it('imports today plus the offset at the configured Berlin time, also across a clock change', async () => {
       // 04:50 in Berlin (summer time) on 24 October 2026; the clocks go back on the 25th.
       vi.useFakeTimers({ now: new Date('2026-10-24T02:50:00Z'), toFake: ['setTimeout', 'clearTimeout', 'Date'], shouldAdvanceTime: true });
-      const ctx = { ...api.ctx, config: { ...api.ctx.config, erp: { ...api.ctx.config.erp, importCron: '0 5 * * *', importOffsetDays: 1 } } };
+      const ctx = {
+        ...api.ctx,
+        config: { ...api.ctx.config, erp: { ...api.ctx.config.erp, importCron: '0 5 * * *', importOffsetDays: 1 } },
+      };
       const jobs = startImportJobs(ctx);
       try {
         expect(jobs.nextRun()).toEqual(new Date('2026-10-24T03:00:00Z'));
@@ -269,7 +321,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
         await jobs.stop();
       }
       const runs = await runsOf(api, '2026-10-25');
-      expect(runs.map((r) => [r.trigger, r.success])).toEqual([['startup', true], ['scheduler', true]]);
+      expect(runs.map((r) => [r.trigger, r.success])).toEqual([
+        ['startup', true],
+        ['scheduler', true],
+      ]);
       expect(runs[1].counters).toMatchObject({ deliveries_created: 0, deliveries_updated: 0 });
     });
   });
@@ -287,7 +342,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
         expect(skipped.error).toContain('already running');
         gated.open();
         expect(await running).toMatchObject({ success: true, skipped: false });
-        expect((await runsOf(first, '2026-05-20')).map((r) => [r.trigger, r.success])).toEqual([['manual', true], ['scheduler', false]]);
+        expect((await runsOf(first, '2026-05-20')).map((r) => [r.trigger, r.success])).toEqual([
+          ['manual', true],
+          ['scheduler', false],
+        ]);
 
         const afterwards = await runImport(second.ctx, '2026-05-20', 'manual');
         expect(afterwards).toMatchObject({ success: true, skipped: false, deliveries_created: 0 });

@@ -23,20 +23,43 @@ function expectProblem(response: ApiResponse, status: number, code: string) {
 /** Routes that fail the ways handlers can fail, served by an app built like the real one. */
 const failingRoutes = [
   route({
-    method: 'get', path: '/test/crash', auth: 'none', tags: ['Test'], summary: 'throws an unexpected error',
-    handler: async () => { throw new Error('connection to 10.0.0.7 refused; password=hunter2'); },
+    method: 'get',
+    path: '/test/crash',
+    auth: 'none',
+    tags: ['Test'],
+    summary: 'throws an unexpected error',
+    handler: async () => {
+      throw new Error('connection to 10.0.0.7 refused; password=hunter2');
+    },
   }),
   route({
-    method: 'get', path: '/test/domain', auth: 'none', tags: ['Test'], summary: 'throws a domain error',
-    handler: async () => { throw new DomainError('conflict', 'The thing is still referenced'); },
+    method: 'get',
+    path: '/test/domain',
+    auth: 'none',
+    tags: ['Test'],
+    summary: 'throws a domain error',
+    handler: async () => {
+      throw new DomainError('conflict', 'The thing is still referenced');
+    },
   }),
   route({
-    method: 'get', path: '/test/upload', auth: 'none', tags: ['Test'], summary: 'a failed upload (500 by the spec)',
-    handler: async () => { throw new DomainError('internal', 'Upload to the document store failed', undefined, 500); },
+    method: 'get',
+    path: '/test/upload',
+    auth: 'none',
+    tags: ['Test'],
+    summary: 'a failed upload (500 by the spec)',
+    handler: async () => {
+      throw new DomainError('internal', 'Upload to the document store failed', undefined, 500);
+    },
   }),
   route({
-    method: 'post', path: '/test/echo', auth: 'none', tags: ['Test'], summary: 'echoes a validated body',
-    body: z.object({ n: z.number().int() }), response: z.object({ n: z.number() }),
+    method: 'post',
+    path: '/test/echo',
+    auth: 'none',
+    tags: ['Test'],
+    summary: 'echoes a validated body',
+    body: z.object({ n: z.number().int() }),
+    response: z.object({ n: z.number() }),
     handler: async ({ body }) => body,
   }),
 ];
@@ -44,12 +67,17 @@ const failingRoutes = [
 describe.each(databaseKinds)('errors on %s', (kind) => {
   const api = useTestServer(kind, { BODY_LIMIT_BYTES: String(BODY_LIMIT) });
   let token: string;
-  beforeAll(async () => { token = await api.token(4001); });
-
-  it.each(['GET /nowhere', 'POST /me/cars/extra/segments', 'DELETE /me/cars'])('answers 404 not_found for the unknown route %s', async (line) => {
-    const [method, path] = line.split(' ');
-    expectProblem(await api.request(method, path, { token }), 404, 'not_found');
+  beforeAll(async () => {
+    token = await api.token(4001);
   });
+
+  it.each(['GET /nowhere', 'POST /me/cars/extra/segments', 'DELETE /me/cars'])(
+    'answers 404 not_found for the unknown route %s',
+    async (line) => {
+      const [method, path] = line.split(' ');
+      expectProblem(await api.request(method, path, { token }), 404, 'not_found');
+    },
+  );
 
   it.each([
     ['headers over the size limit', `GET /me/cars HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'payload_too_large'],
@@ -60,7 +88,9 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = net.connect(Number(port), '127.0.0.1', () => socket.write(raw));
       let received = '';
-      socket.on('data', (chunk) => { received += chunk; });
+      socket.on('data', (chunk) => {
+        received += chunk;
+      });
       socket.on('end', () => resolve(received));
       socket.on('error', reject);
     });
@@ -72,7 +102,11 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
   });
 
   it('answers 400 validation for malformed JSON', async () => {
-    expectProblem(await api.post('/me/cars', '{"plate": "B-X', { token, headers: { 'content-type': 'application/json' } }), 400, 'validation');
+    expectProblem(
+      await api.post('/me/cars', '{"plate": "B-X', { token, headers: { 'content-type': 'application/json' } }),
+      400,
+      'validation',
+    );
   });
 
   it('answers 400 validation with field problems for a body that misses its schema', async () => {
@@ -88,9 +122,23 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     expect((await api.get('/me/cars', { token })).body.cars).toEqual([]);
     expectProblem(await api.get('/admin/belege/a%00b', { admin: true }), 400, 'validation');
     expectProblem(await api.get('/sync/changes?since=%00', { token }), 400, 'validation');
-    const push = await api.post('/sync/push', { clientId: 'c', events: [
-      { eventId: crypto.randomUUID(), occurredAt: new Date().toISOString(), type: 'note.create', deliveryId: crypto.randomUUID(), noteId: crypto.randomUUID(), text: '\u0000' },
-    ] }, { token });
+    const push = await api.post(
+      '/sync/push',
+      {
+        clientId: 'c',
+        events: [
+          {
+            eventId: crypto.randomUUID(),
+            occurredAt: new Date().toISOString(),
+            type: 'note.create',
+            deliveryId: crypto.randomUUID(),
+            noteId: crypto.randomUUID(),
+            text: '\u0000',
+          },
+        ],
+      },
+      { token },
+    );
     expectProblem(push, 400, 'validation');
     expect(push.body.errors[0].path).toBe('events.0.text');
   });
@@ -99,7 +147,10 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     const car = await api.post('/me/cars', '{"plate": "B-\\ud800"}', { token, headers: { 'content-type': 'application/json' } });
     expectProblem(car, 400, 'validation');
     expect(car.body.errors).toEqual([{ path: 'plate', message: 'must not contain NUL characters or unpaired surrogates' }]);
-    const push = await api.post('/sync/push', '{"clientId": "\\udc00", "events": []}', { token, headers: { 'content-type': 'application/json' } });
+    const push = await api.post('/sync/push', '{"clientId": "\\udc00", "events": []}', {
+      token,
+      headers: { 'content-type': 'application/json' },
+    });
     expectProblem(push, 400, 'validation');
     // A whole pair is a character like any other.
     expect((await api.post('/me/cars', { plate: 'B-📦 1' }, { token: await api.token(4002) })).status).toBe(200);
@@ -116,29 +167,46 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
   });
 
   it('answers 415 for a body that is not JSON on a JSON endpoint', async () => {
-    expectProblem(await api.post('/me/cars', 'plate=B-X', { token, headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415, 'unsupported_media_type');
+    expectProblem(
+      await api.post('/me/cars', 'plate=B-X', { token, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+      415,
+      'unsupported_media_type',
+    );
     expectProblem(await api.post('/me/cars', 'B-X', { token, headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type');
   });
 
   it('answers 415 for a body sent without a content type, instead of taking it for an empty one', async () => {
     const car = (await api.post('/me/cars', { plate: 'B-CT 1' }, { token })).body.car;
     const response = await fetch(`${api.url}/me/cars/${car.id}`, {
-      method: 'PATCH', headers: { authorization: `Bearer ${token}` }, body: new TextEncoder().encode('{"plate":"B-CT 2","active":false}'),
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${token}` },
+      body: new TextEncoder().encode('{"plate":"B-CT 2","active":false}'),
     });
     expect(response.status).toBe(415);
     expect(await response.json()).toMatchObject({ status: 415, code: 'unsupported_media_type' });
-    expect((await api.get('/me/cars', { token })).body.cars.find((c: { id: string }) => c.id === car.id)).toMatchObject({ plate: 'B-CT 1', active: true });
+    expect((await api.get('/me/cars', { token })).body.cars.find((c: { id: string }) => c.id === car.id)).toMatchObject({
+      plate: 'B-CT 1',
+      active: true,
+    });
   });
 
   it('answers 415 for JSON in a charset other than UTF', async () => {
-    expectProblem(await api.post('/me/cars', '{"plate":"B-X"}', { token, headers: { 'content-type': 'application/json; charset=latin1' } }), 415, 'unsupported_media_type');
+    expectProblem(
+      await api.post('/me/cars', '{"plate":"B-X"}', { token, headers: { 'content-type': 'application/json; charset=latin1' } }),
+      415,
+      'unsupported_media_type',
+    );
   });
 
   it('answers 401 before looking at the body of a protected endpoint', async () => {
     expectProblem(await api.post('/me/cars', '{"plate": ', { headers: { 'content-type': 'text/plain' } }), 401, 'unauthorized');
     expectProblem(await api.post('/me/cars', '{"plate": ', { headers: { 'content-type': 'application/json' } }), 401, 'unauthorized');
     expectProblem(await api.post('/me/cars', { plate: 'X'.repeat(BODY_LIMIT * 2) }), 401, 'unauthorized');
-    expectProblem(await api.post('/admin/mark-mail-sent', '{"belegnummern": ', { headers: { 'content-type': 'application/json' } }), 401, 'unauthorized');
+    expectProblem(
+      await api.post('/admin/mark-mail-sent', '{"belegnummern": ', { headers: { 'content-type': 'application/json' } }),
+      401,
+      'unauthorized',
+    );
   });
 
   describe('thrown errors', () => {
@@ -149,7 +217,9 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
       base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     });
-    afterAll(async () => { await new Promise((resolve) => server.close(resolve)); });
+    afterAll(async () => {
+      await new Promise((resolve) => server.close(resolve));
+    });
 
     async function call(path: string, init?: RequestInit): Promise<ApiResponse> {
       const response = await fetch(`${base}${path}`, init);
@@ -175,8 +245,14 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     });
 
     it('validates the body of a route', async () => {
-      expect((await call('/test/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":3}' })).body).toEqual({ n: 3 });
-      expectProblem(await call('/test/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":"3"}' }), 400, 'validation');
+      expect((await call('/test/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":3}' })).body).toEqual(
+        { n: 3 },
+      );
+      expectProblem(
+        await call('/test/echo', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":"3"}' }),
+        400,
+        'validation',
+      );
     });
   });
 

@@ -49,15 +49,19 @@ describe.each(databaseKinds)('a change that reaches 5,000 accounts, on %s', (kin
     const second = await api.post('/sync/tour', renamed, { token: sync });
     expect(second.status).toBe(200);
 
-    const articleId = (await api.db.execute<{ article_id: string }>(sql`SELECT article_id FROM delivery_items i JOIN deliveries d ON d.id = i.delivery_id
-      WHERE d.tour_id = ${first.body.tour.id}`)).rows[0].article_id;
+    const articleId = (
+      await api.db.execute<{ article_id: string }>(sql`SELECT article_id FROM delivery_items i JOIN deliveries d ON d.id = i.delivery_id
+      WHERE d.tour_id = ${first.body.tour.id}`)
+    ).rows[0].article_id;
     const recorded = await api.db.execute<{ n: number }>(sql`SELECT count(DISTINCT account_id)::int AS n FROM change_log
       WHERE entity = 'article' AND entity_id = ${articleId} AND account_id BETWEEN ${FIRST_READER} AND ${lastReader}`);
     expect(recorded.rows[0].n).toBe(READERS);
     // Too many accounts to name: the payload says "every account", and every instance wakes its own sockets.
     await expect.poll(() => payloads.slice(before).filter((p) => /^\d+:\*$/.test(p)).length).toBe(1);
     expect(Math.max(...payloads.map((p) => Buffer.byteLength(p)))).toBeLessThan(8000);
-    const live = await socket.next((m) => m.type === 'changes' && (m.changes ?? []).some((c) => c.entity === 'article' && c.id === articleId));
+    const live = await socket.next(
+      (m) => m.type === 'changes' && (m.changes ?? []).some((c) => c.entity === 'article' && c.id === articleId),
+    );
     expect(live.changes!.find((c) => c.entity === 'article')!.data).toMatchObject({ name: 'Mineralwasser, neuer Name' });
     await socket.close();
   }, 120_000);

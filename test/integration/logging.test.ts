@@ -9,7 +9,11 @@ import { TEST_ADMIN_KEY, TestServer, testConfig } from '../helpers/server.js';
 import { startServer } from '../../server/server.js';
 
 interface LogLine {
-  level: number; msg: string; req?: { id: string; method: string; url: string }; res?: { statusCode: number }; responseTime?: number;
+  level: number;
+  msg: string;
+  req?: { id: string; method: string; url: string };
+  res?: { statusCode: number };
+  responseTime?: number;
   err?: { message: string; stack: string };
 }
 
@@ -19,11 +23,20 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
   let token: string;
 
   beforeAll(async () => {
-    const logger = pino({ level: 'info' }, { write: (line: string) => { written.push(line); } });
+    const logger = pino(
+      { level: 'info' },
+      {
+        write: (line: string) => {
+          written.push(line);
+        },
+      },
+    );
     api = new TestServer(await startServer(await testConfig(kind, { LOG_LEVEL: 'info' }), { ephemeral: true, logger }));
     token = await api.token(4501);
   });
-  afterAll(async () => { await api?.close(); });
+  afterAll(async () => {
+    await api?.close();
+  });
 
   const linesFor = (requestId: string) => written.map((l) => JSON.parse(l) as LogLine).filter((l) => l.req?.id === requestId);
 
@@ -43,8 +56,14 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
 
   it('writes the error behind a 500 with its stack into the line, at level error', async () => {
     const crash = route({
-      method: 'get', path: '/test/crash', auth: 'none', tags: ['Test'], summary: 'throws an unexpected error',
-      handler: async () => { throw new Error('the disk is full'); },
+      method: 'get',
+      path: '/test/crash',
+      auth: 'none',
+      tags: ['Test'],
+      summary: 'throws an unexpected error',
+      handler: async () => {
+        throw new Error('the disk is full');
+      },
     });
     const server = http.createServer(createHttpApp(api.ctx, [crash]));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -54,7 +73,12 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
       expect(await response.text()).not.toContain('the disk is full');
       const lines = linesFor(response.headers.get('x-request-id')!);
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatchObject({ level: 50, msg: 'request errored', req: { method: 'GET', url: '/test/crash?x=1' }, res: { statusCode: 500 } });
+      expect(lines[0]).toMatchObject({
+        level: 50,
+        msg: 'request errored',
+        req: { method: 'GET', url: '/test/crash?x=1' },
+        res: { statusCode: 500 },
+      });
       expect(lines[0].err?.message).toBe('the disk is full');
       expect(lines[0].err?.stack).toMatch(/logging\.test\.ts/);
     } finally {

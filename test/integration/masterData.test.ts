@@ -72,7 +72,9 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       const patched = await api.patch(`/payment-methods/${id}`, { name: 'Barzahlung', active: false }, { token });
       expect(patched.body.paymentMethod).toMatchObject({ name: 'Barzahlung', active: false });
       expect((await api.get('/payment-methods', { token })).body.paymentMethods.some((m: { id: string }) => m.id === id)).toBe(false);
-      expect((await api.get('/payment-methods?includeInactive=true', { token })).body.paymentMethods.some((m: { id: string }) => m.id === id)).toBe(true);
+      expect(
+        (await api.get('/payment-methods?includeInactive=true', { token })).body.paymentMethods.some((m: { id: string }) => m.id === id),
+      ).toBe(true);
 
       expect((await api.delete(`/payment-methods/${id}`, { token })).status).toBe(204);
       expect((await api.delete(`/payment-methods/${id}`, { token })).status).toBe(404);
@@ -84,9 +86,13 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       const method = (await api.post('/payment-methods', { code: 'SCHECK', name: 'Scheck' }, { token })).body.paymentMethod;
       const refused = await api.patch(`/payment-methods/${method.id}`, { code: 'CHEQUE', name: 'Cheque' }, { token });
       expect(refused.status).toBe(400);
-      expect(refused.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ message: expect.stringContaining('code') })] });
-      expect((await api.get('/payment-methods', { token })).body.paymentMethods.find((m: { id: string }) => m.id === method.id))
-        .toMatchObject({ code: 'SCHECK', name: 'Scheck' });
+      expect(refused.body).toMatchObject({
+        code: 'validation',
+        errors: [expect.objectContaining({ message: expect.stringContaining('code') })],
+      });
+      expect(
+        (await api.get('/payment-methods', { token })).body.paymentMethods.find((m: { id: string }) => m.id === method.id),
+      ).toMatchObject({ code: 'SCHECK', name: 'Scheck' });
     });
 
     it('refuses a duplicate code with 400', async () => {
@@ -98,16 +104,22 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
     });
 
     it.each([[{ name: 'x' }], [{ code: '', name: 'x' }], [{ code: 'A', name: '  ' }], [{ code: 'A', name: 'x', collectOnSite: 'yes' }]])(
-      'refuses create body %j with 400', async (body) => {
+      'refuses create body %j with 400',
+      async (body) => {
         const token = await api.token(2012);
         expect((await api.post('/payment-methods', body, { token })).status).toBe(400);
-      });
+      },
+    );
   });
 
   describe('services', () => {
     it('creates a numeric service and lists services by sortOrder', async () => {
       const token = await api.token(2020);
-      const b = await api.post('/services', { key: 'paletten', name: 'Paletten', kind: 'numeric', minValue: 0, maxValue: 10, sortOrder: 2 }, { token });
+      const b = await api.post(
+        '/services',
+        { key: 'paletten', name: 'Paletten', kind: 'numeric', minValue: 0, maxValue: 10, sortOrder: 2 },
+        { token },
+      );
       const a = await api.post('/services', { key: 'altgeraet', name: 'Altgerät mitgenommen', kind: 'boolean', sortOrder: 1 }, { token });
       expect(b.status).toBe(200);
       expect(a.status).toBe(200);
@@ -138,7 +150,9 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
 
     it('refuses to change the kind and checks limits against the stored ones', async () => {
       const token = await api.token(2023);
-      const service = (await api.post('/services', { key: 'kg', name: 'Kilogramm', kind: 'numeric', minValue: 0, maxValue: 100 }, { token })).body.service;
+      const service = (
+        await api.post('/services', { key: 'kg', name: 'Kilogramm', kind: 'numeric', minValue: 0, maxValue: 100 }, { token })
+      ).body.service;
       expect((await api.patch(`/services/${service.id}`, { kind: 'boolean' }, { token })).status).toBe(400);
       expect((await api.patch(`/services/${service.id}`, { minValue: 200 }, { token })).status).toBe(400);
       const patched = await api.patch(`/services/${service.id}`, { maxValue: 500, name: 'kg' }, { token });
@@ -151,7 +165,9 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       const service = (await api.post('/services', { key: 'inactive-one', name: 'Alt', kind: 'boolean' }, { token })).body.service;
       await api.patch(`/services/${service.id}`, { active: false }, { token });
       expect((await api.get('/services', { token })).body.services.some((s: { id: string }) => s.id === service.id)).toBe(false);
-      expect((await api.get('/services?includeInactive=true', { token })).body.services.some((s: { id: string }) => s.id === service.id)).toBe(true);
+      expect(
+        (await api.get('/services?includeInactive=true', { token })).body.services.some((s: { id: string }) => s.id === service.id),
+      ).toBe(true);
       expect((await api.delete(`/services/${service.id}`, { token })).status).toBe(204);
       expect((await api.delete(`/services/${service.id}`, { token })).status).toBe(404);
     });
@@ -164,17 +180,23 @@ describe.each(databaseKinds)('master data on %s', (kind) => {
       expect((await api.get('/accounts/999999', { token })).status).toBe(404);
     });
 
-    it.each(['0', '-7', '9007199254740993', '9223372036854775807', '-9223372036854775808'])('answers 404 for the int64 %s that names no account', async (value) => {
-      const response = await api.get(`/accounts/${value}`, { token: await api.token(2031) });
-      expect(response.status).toBe(404);
-      expect(response.body.code).toBe('not_found');
-    });
+    it.each(['0', '-7', '9007199254740993', '9223372036854775807', '-9223372036854775808'])(
+      'answers 404 for the int64 %s that names no account',
+      async (value) => {
+        const response = await api.get(`/accounts/${value}`, { token: await api.token(2031) });
+        expect(response.status).toBe(404);
+        expect(response.body.code).toBe('not_found');
+      },
+    );
 
-    it.each(['0x7EE', '2030.0', '2e3', '%202030', 'abc', '9223372036854775808', '12345678901234567890'])('answers 400 for %s, which is no decimal int64', async (value) => {
-      const response = await api.get(`/accounts/${value}`, { token: await api.token(2031) });
-      expect(response.status).toBe(400);
-      expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path: 'params.personalnummer' })] });
-    });
+    it.each(['0x7EE', '2030.0', '2e3', '%202030', 'abc', '9223372036854775808', '12345678901234567890'])(
+      'answers 400 for %s, which is no decimal int64',
+      async (value) => {
+        const response = await api.get(`/accounts/${value}`, { token: await api.token(2031) });
+        expect(response.status).toBe(400);
+        expect(response.body).toMatchObject({ code: 'validation', errors: [expect.objectContaining({ path: 'params.personalnummer' })] });
+      },
+    );
 
     it.each([
       ['no header', undefined],

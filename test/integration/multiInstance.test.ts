@@ -9,8 +9,13 @@ import { TestServer, testConfig } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const lockWaiters = async (client: pg.Client) => Number((await client.query(`SELECT count(*) AS n FROM pg_stat_activity
-  WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0].n);
+const lockWaiters = async (client: pg.Client) =>
+  Number(
+    (
+      await client.query(`SELECT count(*) AS n FROM pg_stat_activity
+  WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+    ).rows[0].n,
+  );
 let nextAccount = 8100;
 
 // PostgreSQL only: on PGlite there is one process per database, so there is no second instance.
@@ -43,7 +48,7 @@ describe('two instances on one PostgreSQL', () => {
 
   /** Waits until `count` statements of the database wait for a lock. */
   async function waitersReach(holder: pg.Client, count: number) {
-    for (let i = 0; i < 100 && await lockWaiters(holder) < count; i++) await sleep(20);
+    for (let i = 0; i < 100 && (await lockWaiters(holder)) < count; i++) await sleep(20);
     expect(await lockWaiters(holder)).toBe(count);
   }
 
@@ -86,13 +91,21 @@ describe('two instances on one PostgreSQL', () => {
 
   it('delivers events pushed through instance A to a WebSocket client of instance B', async () => {
     const { personalnummer, tokenA, tokenB, cursor } = await driver();
-    const tour = await newTour(a.db, { accountId: personalnummer, positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }] });
+    const tour = await newTour(a.db, {
+      accountId: personalnummer,
+      positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }],
+    });
     const line = tour.deliveries[0].items[0];
     const socket = await listenOn(b, tokenB, cursor);
     try {
-      const pushed = await a.post('/sync/push', {
-        clientId: 'phone-a', events: [{ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: line.id, action: 'scan' }],
-      }, { token: tokenA });
+      const pushed = await a.post(
+        '/sync/push',
+        {
+          clientId: 'phone-a',
+          events: [{ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: line.id, action: 'scan' }],
+        },
+        { token: tokenA },
+      );
       expect(pushed.body.results[0].status).toBe('applied');
       const live = await socket.next((m) => m.type === 'changes' && (m.changes ?? []).some((c) => c.id === line.id), 1);
       expect(live.changes!.find((c) => c.id === line.id)!.data).toMatchObject({ scannedQuantity: 1 });
@@ -125,13 +138,19 @@ describe('two instances on one PostgreSQL', () => {
     const [x, y, z] = [await driver(), await driver(), await driver()];
     const mine = tourPayload(x.personalnummer, { date: '2026-05-04', deliveries: 1 });
     await a.post('/sync/tour', mine, { token: x.tokenA });
-    const zTour = (await a.post('/sync/tour', { ...tourPayload(z.personalnummer, { date: '2026-05-04' }), deliveries: [] }, { token: z.tokenA })).body.tour.id;
+    const zTour = (
+      await a.post('/sync/tour', { ...tourPayload(z.personalnummer, { date: '2026-05-04' }), deliveries: [] }, { token: z.tokenA })
+    ).body.tour.id;
     const { belegnummer } = mine.deliveries[0];
     await withLockHolder(async (holder) => {
       // Another writer holds the delivery and moves it to driver Z; driver Y's sync waits for it meanwhile.
       const [{ id }] = (await holder.query('SELECT id FROM deliveries WHERE belegnummer = $1 FOR UPDATE', [belegnummer])).rows;
       // Moving a delivery between accounts is the ERP connector's job: the admin key.
-      const taking = a.post('/sync/tour', { ...tourPayload(y.personalnummer, { date: '2026-05-04' }), deliveries: mine.deliveries }, { admin: true });
+      const taking = a.post(
+        '/sync/tour',
+        { ...tourPayload(y.personalnummer, { date: '2026-05-04' }), deliveries: mine.deliveries },
+        { admin: true },
+      );
       await waitersReach(holder, 1);
       await holder.query('UPDATE deliveries SET tour_id = $1 WHERE id = $2', [zTour, id]);
       await holder.query('COMMIT');
@@ -146,16 +165,19 @@ describe('two instances on one PostgreSQL', () => {
 
   it('reorders a tour that gained a delivery while the reorder waited for its lock, leaving the newcomer in place', async () => {
     const x = await driver();
-    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-05', deliveries: 2 }), { token: x.tokenA })).body.tour.id;
-    const other = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-06', deliveries: 1 }), { token: x.tokenA })).body.tour.id;
+    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-05', deliveries: 2 }), { token: x.tokenA }))
+      .body.tour.id;
+    const other = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-06', deliveries: 1 }), { token: x.tokenA }))
+      .body.tour.id;
     const ids: string[] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
     await withLockHolder(async (holder) => {
       await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [ids[0]]);
       const reordering = a.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [ids[1], ids[0]] }, { token: x.tokenA });
       await waitersReach(holder, 1);
       // A delivery joins the tour meanwhile, as a re-sync would add it.
-      const [{ id: newcomer, sort_order: place }] = (await holder.query(
-        'UPDATE deliveries SET tour_id = $1 WHERE tour_id = $2 RETURNING id, sort_order', [tourId, other])).rows;
+      const [{ id: newcomer, sort_order: place }] = (
+        await holder.query('UPDATE deliveries SET tour_id = $1 WHERE tour_id = $2 RETURNING id, sort_order', [tourId, other])
+      ).rows;
       await holder.query('COMMIT');
 
       expect((await reordering).status).toBe(200);
@@ -167,7 +189,8 @@ describe('two instances on one PostgreSQL', () => {
 
   it('lets a first reorder wait for a re-sync that holds the tour, without a deadlock', async () => {
     const x = await driver();
-    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-07', deliveries: 2 }), { token: x.tokenA })).body.tour.id;
+    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-07', deliveries: 2 }), { token: x.tokenA }))
+      .body.tour.id;
     const ids: string[] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
     await withLockHolder(async (holder) => {
       // As a re-sync does: the tour's row first, then its deliveries.
@@ -182,12 +205,19 @@ describe('two instances on one PostgreSQL', () => {
 
   it('checks a payment against its method as it is once the delivery is locked', async () => {
     const x = await driver();
-    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-08', deliveries: 1 }), { token: x.tokenA })).body.tour.id;
+    const tourId = (await a.post('/sync/tour', tourPayload(x.personalnummer, { date: '2026-05-08', deliveries: 1 }), { token: x.tokenA }))
+      .body.tour.id;
     const [deliveryId] = (await a.get(`/tours/${tourId}`, { token: x.tokenA })).body.deliveries.map((d: { id: string }) => d.id);
-    const method = (await a.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 8)}`, name: 'Bar', collectOnSite: true }, { token: x.tokenA })).body.paymentMethod;
+    const method = (
+      await a.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 8)}`, name: 'Bar', collectOnSite: true }, { token: x.tokenA })
+    ).body.paymentMethod;
     await withLockHolder(async (holder) => {
       await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [deliveryId]);
-      const paying = a.post(`/deliveries/${deliveryId}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 1500, paymentMethodId: method.id }, { token: x.tokenA });
+      const paying = a.post(
+        `/deliveries/${deliveryId}/payment`,
+        { clientEventId: randomUUID(), expectedAmountCents: 1500, paymentMethodId: method.id },
+        { token: x.tokenA },
+      );
       await waitersReach(holder, 1);
       // The back office deactivates the method while the payment waits for the delivery.
       expect((await a.patch(`/payment-methods/${method.id}`, { active: false }, { token: x.tokenA })).status).toBe(200);
@@ -202,17 +232,30 @@ describe('two instances on one PostgreSQL', () => {
   describe('four-eyes review against changes in flight', () => {
     const resolve = (deliveryId: string) => a.post(`/admin/reviews/${deliveryId}/resolve`, { processor: 'Frau Weber' }, { admin: true });
     const pendingIds = async () => (await a.get('/admin/reviews', { admin: true })).body.map((r: { delivery_id: string }) => r.delivery_id);
-    const event = (deliveryItemId: string, action: 'scan' | 'remove') =>
-      ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId, action });
+    const event = (deliveryItemId: string, action: 'scan' | 'remove') => ({
+      eventId: randomUUID(),
+      occurredAt: new Date().toISOString(),
+      type: 'scan',
+      deliveryItemId,
+      action,
+    });
 
     it('keeps a removal pending that began before a confirmation and was written after it', async () => {
       const { personalnummer, tokenA } = await driver();
-      const tour = await newTour(a.db, { accountId: personalnummer, deliveries: 2, positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
+      const tour = await newTour(a.db, {
+        accountId: personalnummer,
+        deliveries: 2,
+        positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }],
+      });
       // The push locks its deliveries in id order: held at the first, it has not reached the second yet.
       const [first, second] = tour.deliveries.sort((x, y) => x.delivery.id.localeCompare(y.delivery.id));
       await withLockHolder(async (holder) => {
         await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [first.delivery.id]);
-        const pushing = a.post('/sync/push', { clientId: 'phone', events: [event(first.items[0].id, 'scan'), event(second.items[0].id, 'remove')] }, { token: tokenA });
+        const pushing = a.post(
+          '/sync/push',
+          { clientId: 'phone', events: [event(first.items[0].id, 'scan'), event(second.items[0].id, 'remove')] },
+          { token: tokenA },
+        );
         await waitersReach(holder, 1);
         expect((await resolve(second.delivery.id)).status).toBe(204);
         await holder.query('COMMIT');
@@ -223,13 +266,18 @@ describe('two instances on one PostgreSQL', () => {
 
     it('lets a confirmation wait for a change in flight on its delivery, so that it covers it', async () => {
       const { personalnummer, tokenA } = await driver();
-      const { deliveries: [{ delivery, items }] } = await newTour(a.db, { accountId: personalnummer, positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
+      const {
+        deliveries: [{ delivery, items }],
+      } = await newTour(a.db, { accountId: personalnummer, positions: [{ quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
       let resolved = false;
       await withLockHolder(async (holder) => {
         await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [delivery.id]);
         const pushing = a.post('/sync/push', { clientId: 'phone', events: [event(items[0].id, 'remove')] }, { token: tokenA });
         await waitersReach(holder, 1);
-        const resolving = resolve(delivery.id).then((response) => { resolved = true; return response; });
+        const resolving = resolve(delivery.id).then((response) => {
+          resolved = true;
+          return response;
+        });
         await waitersReach(holder, 2);
         expect(resolved).toBe(false);
         await holder.query('COMMIT');
@@ -251,9 +299,14 @@ describe('two instances on one PostgreSQL', () => {
       const car = (await a.post('/me/cars', { plate: `ML-${randomUUID().slice(0, 8)}` }, { token: tokenA })).body.car;
       const live = await socket.next((m) => m.type === 'changes', 1, 15_000);
       expect(live.changes!.map((c) => c.id)).toEqual([car.id]);
-      const listening = async () => Number((await admin.query(`SELECT count(*) AS n FROM pg_stat_activity
-        WHERE datname = current_database() AND query ILIKE 'LISTEN%'`)).rows[0].n);
-      for (let i = 0; i < 50 && await listening() < 2; i++) await sleep(100);
+      const listening = async () =>
+        Number(
+          (
+            await admin.query(`SELECT count(*) AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND query ILIKE 'LISTEN%'`)
+          ).rows[0].n,
+        );
+      for (let i = 0; i < 50 && (await listening()) < 2; i++) await sleep(100);
       expect(await listening()).toBe(2);
     } finally {
       await admin.end();

@@ -43,26 +43,46 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
       const misses = undeclaredKeys(doc, value, variant, path);
       if (value !== null && (variant.type === 'object' || variant.$ref || variant.type === 'array')) return misses;
     }
-    if (Array.isArray(value)) return value.flatMap((item, i) => (schema.items ? undeclaredKeys(doc, item, schema.items, `${path}[${i}]`) : []));
+    if (Array.isArray(value))
+      return value.flatMap((item, i) => (schema.items ? undeclaredKeys(doc, item, schema.items, `${path}[${i}]`) : []));
     if (value === null || typeof value !== 'object' || !schema.properties) return [];
-    return Object.entries(value).flatMap(([key, item]) => (key in schema.properties
-      ? undeclaredKeys(doc, item, schema.properties[key], `${path}.${key}`)
-      : schema.additionalProperties === false ? [`${path}.${key}`] : []));
+    return Object.entries(value).flatMap(([key, item]) =>
+      key in schema.properties
+        ? undeclaredKeys(doc, item, schema.properties[key], `${path}.${key}`)
+        : schema.additionalProperties === false
+          ? [`${path}.${key}`]
+          : [],
+    );
   }
 
   it('declares every field that the answers really carry', async () => {
     const doc = await document();
     const token = await api.token(9901);
-    const { deliveries: [{ delivery, items }] } = await newTour(api.db, { accountId: 9901, positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
+    const {
+      deliveries: [{ delivery, items }],
+    } = await newTour(api.db, { accountId: 9901, positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
     const schemaOf = (path: string, method: string) => doc.paths[path][method].responses['200'].content!['application/json'].schema;
-    const scans = await api.post('/scans', { scans: [
-      { clientScanId: randomUUID(), deliveryItemId: items[0].id, action: 'scan', occurredAt: new Date().toISOString() },
-      { clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: new Date().toISOString() },
-    ] }, { token });
-    const push = await api.post('/sync/push', { clientId: 'c', events: [
-      { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: items[0].id, action: 'scan' },
-      { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'delivery.resume', deliveryId: delivery.id },
-    ] }, { token });
+    const scans = await api.post(
+      '/scans',
+      {
+        scans: [
+          { clientScanId: randomUUID(), deliveryItemId: items[0].id, action: 'scan', occurredAt: new Date().toISOString() },
+          { clientScanId: randomUUID(), deliveryItemId: randomUUID(), action: 'scan', occurredAt: new Date().toISOString() },
+        ],
+      },
+      { token },
+    );
+    const push = await api.post(
+      '/sync/push',
+      {
+        clientId: 'c',
+        events: [
+          { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId: items[0].id, action: 'scan' },
+          { eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'delivery.resume', deliveryId: delivery.id },
+        ],
+      },
+      { token },
+    );
     const belege = await api.get(`/admin/belege/${delivery.belegnummer}`, { admin: true });
     const tour = await api.get(`/tours/${delivery.tourId}`, { token });
     expect([scans.status, push.status, belege.status, tour.status]).toEqual([200, 200, 200, 200]);
@@ -87,14 +107,22 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     for (const r of apiRoutes) {
       const operation = doc.paths[r.path]?.[r.method];
       expect(operation, `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
-      const expected = { bearer: [{ bearer_auth: [] }], admin: [{ admin_api_key: [] }], sync: [{ bearer_auth: [] }, { admin_api_key: [] }], none: [] }[r.auth as string];
+      const expected = {
+        bearer: [{ bearer_auth: [] }],
+        admin: [{ admin_api_key: [] }],
+        sync: [{ bearer_auth: [] }, { admin_api_key: [] }],
+        none: [],
+      }[r.auth as string];
       expect(operation.security, `${r.method.toUpperCase()} ${r.path}`).toEqual(expected);
       if (r.auth !== 'none') {
         expect(operation.responses['401']?.content?.['application/problem+json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
       }
       expect(operation.responses['502'] !== undefined, `${r.method.toUpperCase()} ${r.path}`).toBe((r.errors ?? []).includes(502));
       expect(JSON.stringify(operation.responses['503'] ?? null), `${r.method.toUpperCase()} ${r.path}`).toContain('Retry-After');
-      const declared = operation.parameters.filter((p) => p.in === 'path').map((p) => p.name).sort();
+      const declared = operation.parameters
+        .filter((p) => p.in === 'path')
+        .map((p) => p.name)
+        .sort();
       expect(declared, `${r.method.toUpperCase()} ${r.path}`).toEqual(placeholders(r.path).sort());
       if (r.body) expect(operation.requestBody?.content['application/json'], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
       expect(operation.responses[r.webSocket ? '101' : String(r.status ?? 200)], `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
@@ -103,7 +131,9 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
 
   it('documents the WebSocket feed with the messages each side sends', async () => {
     const { paths, components } = await document();
-    const feed = paths['/sync/ws'].get as Omit<Operation, 'responses'> & { responses: Record<string, { content?: Record<string, { schema: unknown }>; 'x-client-messages'?: unknown }> };
+    const feed = paths['/sync/ws'].get as Omit<Operation, 'responses'> & {
+      responses: Record<string, { content?: Record<string, { schema: unknown }>; 'x-client-messages'?: unknown }>;
+    };
     expect(feed.security).toEqual([{ bearer_auth: [] }]);
     expect(feed.responses['101'].content!['application/json'].schema).toEqual({ $ref: '#/components/schemas/WsServerMessage' });
     expect(feed.responses['101']['x-client-messages']).toEqual({ $ref: '#/components/schemas/WsClientMessage' });
@@ -155,7 +185,9 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
   });
 
   it('documents ERP numbers as int64, as the specification types them', async () => {
-    const { components: { schemas } } = await document();
+    const {
+      components: { schemas },
+    } = await document();
     const property = (schema: string, name: string) => (schemas[schema].properties as Record<string, Record<string, unknown>>)[name];
     expect(property('Account', 'personalnummer')).toMatchObject({ type: 'integer', format: 'int64' });
     expect(property('Car', 'accountId')).toMatchObject({ type: 'integer', format: 'int64' });
@@ -182,48 +214,116 @@ describe('buildOpenApi', () => {
   const build = (routes: AnyRoute[]) => buildOpenApi(routes, { version: 'test' }) as unknown as Document;
 
   it('documents query parameters of optional, defaulted and transformed schemas, also behind a reference', () => {
-    const Query = z.object({
-      includeInactive: QueryBoolean,
-      limit: z.coerce.number().int().min(1).default(50).describe('page size'),
-      day: z.string().regex(/^\d{2}-\d{2}-\d{4}$/).optional(),
-      since: z.string().transform((v) => v.trim()),
-    }).meta({ id: 'ListQuery' });
-    const doc = build([route({ method: 'get', path: '/things', auth: 'bearer', tags: ['T'], summary: 's', query: Query, response: z.object({}), handler: async () => ({}) })]);
+    const Query = z
+      .object({
+        includeInactive: QueryBoolean,
+        limit: z.coerce.number().int().min(1).default(50).describe('page size'),
+        day: z
+          .string()
+          .regex(/^\d{2}-\d{2}-\d{4}$/)
+          .optional(),
+        since: z.string().transform((v) => v.trim()),
+      })
+      .meta({ id: 'ListQuery' });
+    const doc = build([
+      route({
+        method: 'get',
+        path: '/things',
+        auth: 'bearer',
+        tags: ['T'],
+        summary: 's',
+        query: Query,
+        response: z.object({}),
+        handler: async () => ({}),
+      }),
+    ]);
     const parameters = doc.paths['/things'].get.parameters;
     expect(parameters).toEqual([
-      { name: 'includeInactive', in: 'query', required: false, description: 'true or 1; false or 0, in any case (default false)', schema: { type: 'boolean' } },
-      { name: 'limit', in: 'query', required: false, description: 'page size', schema: expect.objectContaining({ type: 'integer', default: 50 }) },
+      {
+        name: 'includeInactive',
+        in: 'query',
+        required: false,
+        description: 'true or 1; false or 0, in any case (default false)',
+        schema: { type: 'boolean' },
+      },
+      {
+        name: 'limit',
+        in: 'query',
+        required: false,
+        description: 'page size',
+        schema: expect.objectContaining({ type: 'integer', default: 50 }),
+      },
       { name: 'day', in: 'query', required: false, schema: expect.objectContaining({ type: 'string', pattern: expect.any(String) }) },
       { name: 'since', in: 'query', required: true, schema: { type: 'string' } },
     ]);
   });
 
   it('declares a path placeholder even without a params schema', () => {
-    const doc = build([route({ method: 'delete', path: '/things/{thing_id}', auth: 'admin', tags: ['T'], summary: 's', status: 204, handler: async () => undefined })]);
-    expect(doc.paths['/things/{thing_id}'].delete.parameters).toEqual([{ name: 'thing_id', in: 'path', required: true, schema: { type: 'string' } }]);
+    const doc = build([
+      route({
+        method: 'delete',
+        path: '/things/{thing_id}',
+        auth: 'admin',
+        tags: ['T'],
+        summary: 's',
+        status: 204,
+        handler: async () => undefined,
+      }),
+    ]);
+    expect(doc.paths['/things/{thing_id}'].delete.parameters).toEqual([
+      { name: 'thing_id', in: 'path', required: true, schema: { type: 'string' } },
+    ]);
   });
 
   it('keeps the response shape under the plain name and names a differing request shape <name>Input', () => {
     const Thing = z.object({ name: z.string(), size: z.number().int().default(1) }).meta({ id: 'Thing' });
     const Envelope = z.object({ thing: Thing }).meta({ id: 'Envelope' });
     const doc = build([
-      route({ method: 'post', path: '/things', auth: 'bearer', tags: ['T'], summary: 's', body: Envelope, response: Envelope, handler: async () => ({}) }),
+      route({
+        method: 'post',
+        path: '/things',
+        auth: 'bearer',
+        tags: ['T'],
+        summary: 's',
+        body: Envelope,
+        response: Envelope,
+        handler: async () => ({}),
+      }),
     ]);
     const { schemas } = doc.components;
     expect(schemas.Thing).toMatchObject({ required: ['name', 'size'] });
     expect(schemas.ThingInput).toMatchObject({ required: ['name'] });
     // The request envelope refers to the request shape of its part, so it is renamed too.
     expect(schemas.EnvelopeInput).toMatchObject({ properties: { thing: { $ref: '#/components/schemas/ThingInput' } } });
-    expect(doc.paths['/things'].post.requestBody?.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/EnvelopeInput' });
-    expect(doc.paths['/things'].post.responses['200'].content?.['application/json'].schema).toEqual({ $ref: '#/components/schemas/Envelope' });
+    expect(doc.paths['/things'].post.requestBody?.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/EnvelopeInput',
+    });
+    expect(doc.paths['/things'].post.responses['200'].content?.['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Envelope',
+    });
   });
 
   it('moves the definitions of a generated multipart part into the components', () => {
     const Part = z.object({ confirmed: z.boolean() }).meta({ id: 'Part' });
-    const schema = { type: 'object', properties: { file: { type: 'string', format: 'binary' }, json: { ...z.toJSONSchema(Part, { io: 'input' }), description: 'JSON part' } } };
-    const doc = build([route({
-      method: 'post', path: '/upload', auth: 'bearer', tags: ['T'], summary: 's', rawBody: { contentType: 'multipart/form-data', schema }, response: z.object({}), handler: async () => ({}),
-    })]);
+    const schema = {
+      type: 'object',
+      properties: {
+        file: { type: 'string', format: 'binary' },
+        json: { ...z.toJSONSchema(Part, { io: 'input' }), description: 'JSON part' },
+      },
+    };
+    const doc = build([
+      route({
+        method: 'post',
+        path: '/upload',
+        auth: 'bearer',
+        tags: ['T'],
+        summary: 's',
+        rawBody: { contentType: 'multipart/form-data', schema },
+        response: z.object({}),
+        handler: async () => ({}),
+      }),
+    ]);
     const upload = doc.paths['/upload'].post.requestBody?.content['multipart/form-data'].schema as { properties: Record<string, unknown> };
     expect(upload.properties.json).toEqual({ $ref: '#/components/schemas/Part', description: 'JSON part' });
     expect(doc.components.schemas.Part).toMatchObject({ properties: { confirmed: { type: 'boolean' } } });
@@ -232,7 +332,18 @@ describe('buildOpenApi', () => {
 
   it('uses one component for a schema that reads the same both ways', () => {
     const Same = z.object({ id: z.string() }).strict().meta({ id: 'Same' });
-    const doc = build([route({ method: 'put', path: '/same', auth: 'bearer', tags: ['T'], summary: 's', body: Same, response: Same, handler: async () => ({}) })]);
+    const doc = build([
+      route({
+        method: 'put',
+        path: '/same',
+        auth: 'bearer',
+        tags: ['T'],
+        summary: 's',
+        body: Same,
+        response: Same,
+        handler: async () => ({}),
+      }),
+    ]);
     expect(Object.keys(doc.components.schemas).filter((name) => name.startsWith('Same'))).toEqual(['Same']);
   });
 });

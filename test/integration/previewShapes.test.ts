@@ -15,7 +15,9 @@ let nextAccount = 7800;
 const INT32_MAX = 2_147_483_647;
 
 const solid = (width: number, height: number, format: 'png' | 'jpeg' | 'webp' | 'gif' | 'tiff') =>
-  sharp({ create: { width, height, channels: 3, background: '#4a90d9' } }).toFormat(format).toBuffer();
+  sharp({ create: { width, height, channels: 3, background: '#4a90d9' } })
+    .toFormat(format)
+    .toBuffer();
 
 /** Source images of extreme shapes within the limits, in every format a note image may have. */
 const shapes: [string, () => Promise<Buffer>][] = [
@@ -27,7 +29,17 @@ const shapes: [string, () => Promise<Buffer>][] = [
   ['gif 1 x 5000', () => solid(1, 5000, 'gif')],
   ['tiff 5000 x 1', () => solid(5000, 1, 'tiff')],
 ];
-const boxes: [number, number][] = [[0, 0], [1, 1], [0, 1], [1, 0], [3, 1], [1024, 1024], [INT32_MAX, INT32_MAX], [INT32_MAX, 0], [0, INT32_MAX]];
+const boxes: [number, number][] = [
+  [0, 0],
+  [1, 1],
+  [0, 1],
+  [1, 0],
+  [3, 1],
+  [1024, 1024],
+  [INT32_MAX, INT32_MAX],
+  [INT32_MAX, 0],
+  [0, INT32_MAX],
+];
 const formats = ['png', 'jpeg', 'webp', 'tiff'] as const;
 
 async function activeDelivery(api: TestServer) {
@@ -65,12 +77,17 @@ describe.each(databaseKinds)('previews of every shape on %s', (kind) => {
   it.each(table)('previews %s as %s in every box, never 500, within the box, the image and the maximum', async (shape, format) => {
     const source = uploaded.get(shape)!;
     for (const [w, h] of boxes) {
-      const response = await fetch(`${api.url}/attachments/${source.id}?w=${w}&h=${h}&ext=${format}`, { headers: { authorization: `Bearer ${token}` } });
+      const response = await fetch(`${api.url}/attachments/${source.id}?w=${w}&h=${h}&ext=${format}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       const bytes = Buffer.from(await response.arrayBuffer());
       expect(response.status, `${w} x ${h}: ${bytes.toString().slice(0, 200)}`).toBe(200);
       expect(response.headers.get('content-type')).toBe(`image/${format}`);
       const { width, height } = await sharp(bytes).metadata();
-      for (const [side, box, original] of [[width, w, source.width], [height, h, source.height]]) {
+      for (const [side, box, original] of [
+        [width, w, source.width],
+        [height, h, source.height],
+      ]) {
         expect(side, `${w} x ${h}`).toBeGreaterThanOrEqual(1);
         expect(side, `${w} x ${h}`).toBeLessThanOrEqual(Math.min(original, PREVIEW_MAX_SIDE, box || Infinity) || 1);
       }
@@ -93,7 +110,9 @@ describe.each(databaseKinds)('previews of every shape on %s', (kind) => {
       await shown.arrayBuffer();
       const ms = performance.now() - started;
       delay.disable();
-      console.info(`${kind} largest image: upload ${uploadMs.toFixed(0)} ms, preview '${query}' ${ms.toFixed(0)} ms, event-loop delay max ${(delay.max / 1e6).toFixed(0)} ms`);
+      console.info(
+        `${kind} largest image: upload ${uploadMs.toFixed(0)} ms, preview '${query}' ${ms.toFixed(0)} ms, event-loop delay max ${(delay.max / 1e6).toFixed(0)} ms`,
+      );
       expect(shown.status).toBe(200);
       // sharp decodes, resizes and encodes in libuv's threads: the event loop goes on meanwhile.
       expect(delay.max / 1e6).toBeLessThan(500);
@@ -122,7 +141,11 @@ describe.each(databaseKinds)('image limits on %s', (kind) => {
 
   it('refuses a signature with a side longer than 16384 with 400', async () => {
     const { token, delivery } = await activeDelivery(api);
-    const response = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm({ customer: rawPng(IMAGE_MAX_SIDE + 1, 2) }), { token });
+    const response = await api.post(
+      `/deliveries/${delivery.id}/complete`,
+      await completionForm({ customer: rawPng(IMAGE_MAX_SIDE + 1, 2) }),
+      { token },
+    );
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('validation');
   });

@@ -35,8 +35,13 @@ function expectUnavailable(response: ApiResponse) {
 function garbage(real: string) {
   const [header, payload, signature] = real.split('.');
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
-  return ['abc.def.ghi', 'not-a-jwt', `${header}..`, `${b64url({ alg: 'none', typ: 'at+jwt' })}.${payload}.`,
-    `${header}.${b64url({ ...claims, iss: 'https://evil.example.test' })}.${signature}`];
+  return [
+    'abc.def.ghi',
+    'not-a-jwt',
+    `${header}..`,
+    `${b64url({ alg: 'none', typ: 'at+jwt' })}.${payload}.`,
+    `${header}.${b64url({ ...claims, iss: 'https://evil.example.test' })}.${signature}`,
+  ];
 }
 
 /** The issuer's token with another Personalnummer: the signature no longer fits the known key. */
@@ -155,7 +160,10 @@ describe.each(databaseKinds)('tokens of a real OpenID provider on %s', (kind: Da
         retryAfter = expectUnavailable(await api.get('/me/cars', { token: unseenKey }));
         await sleep(200);
       }
-      await expect(SyncSocket.open(api.url, { token: unseenKey })).rejects.toMatchObject({ status: 503, retryAfter: expect.stringMatching(/^\d+$/) });
+      await expect(SyncSocket.open(api.url, { token: unseenKey })).rejects.toMatchObject({
+        status: 503,
+        retryAfter: expect.stringMatching(/^\d+$/),
+      });
       expect((await api.get('/me/cars', { token: knownKeyNewToken })).status).toBe(200);
       for (const token of [...garbage(known), tampered(known)]) expectUnauthorized(await api.get('/me/cars', { token }));
     } finally {

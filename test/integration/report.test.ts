@@ -21,7 +21,11 @@ async function readPdf(pdf: Buffer) {
   for (let i = 0; i < document.countPages(); i++) {
     const text = document.loadPage(i).toStructuredText('preserve-whitespace,preserve-images');
     pages.push(text.asText());
-    text.walk({ onImageBlock: () => { images += 1; } });
+    text.walk({
+      onImageBlock: () => {
+        images += 1;
+      },
+    });
   }
   const title = document.getMetaData('info:Title');
   document.destroy();
@@ -42,15 +46,64 @@ async function sampleData(overrides: Partial<DeliveryReportData> = {}): Promise<
     driver: { name: 'Max Müller', personalnummer: 1001 },
     carPlate: 'B-TL 100',
     positions: [
-      { lineNumber: 10, articleNumber: 'A-100', articleName: 'Mineralwasser 12 x 1 l', unit: 'Kst', ordered: 5, delivered: 3, credited: 2, removed: 0, state: 'Done', scannable: true },
-      { lineNumber: 20, articleNumber: 'A-200', articleName: 'Apfelschorle 24 x 0,33 l', unit: 'Kst', ordered: 4, delivered: 0, credited: 0, removed: 4, state: 'Removed', scannable: true },
-      { lineNumber: 30, articleNumber: 'F-1', articleName: 'Lieferpauschale', unit: null, ordered: 1, delivered: 1, credited: 0, removed: 0, state: 'InProgress', scannable: false },
+      {
+        lineNumber: 10,
+        articleNumber: 'A-100',
+        articleName: 'Mineralwasser 12 x 1 l',
+        unit: 'Kst',
+        ordered: 5,
+        delivered: 3,
+        credited: 2,
+        removed: 0,
+        state: 'Done',
+        scannable: true,
+      },
+      {
+        lineNumber: 20,
+        articleNumber: 'A-200',
+        articleName: 'Apfelschorle 24 x 0,33 l',
+        unit: 'Kst',
+        ordered: 4,
+        delivered: 0,
+        credited: 0,
+        removed: 4,
+        state: 'Removed',
+        scannable: true,
+      },
+      {
+        lineNumber: 30,
+        articleNumber: 'F-1',
+        articleName: 'Lieferpauschale',
+        unit: null,
+        ordered: 1,
+        delivered: 1,
+        credited: 0,
+        removed: 0,
+        state: 'InProgress',
+        scannable: false,
+      },
     ],
     credit: { amountCents: 2000, reason: 'Verspätete Lieferung' },
-    payment: { methodName: 'Barzahlung', methodCode: 'BAR', paymentTerm: 'sofort', erpOpenAmountCents: 12345, openAmountCents: 10345, collectedAmountCents: 10345, loggedAt: new Date('2026-07-01T10:00:00Z') },
-    serviceValues: [{ name: 'Leergut zurückgenommen', value: 'Ja' }, { name: 'Paletten getauscht', value: '2' }],
+    payment: {
+      methodName: 'Barzahlung',
+      methodCode: 'BAR',
+      paymentTerm: 'sofort',
+      erpOpenAmountCents: 12345,
+      openAmountCents: 10345,
+      collectedAmountCents: 10345,
+      loggedAt: new Date('2026-07-01T10:00:00Z'),
+    },
+    serviceValues: [
+      { name: 'Leergut zurückgenommen', value: 'Ja' },
+      { name: 'Paletten getauscht', value: '2' },
+    ],
     notes: [{ text: 'Bitte Hintereingang benutzen', hasImage: false, createdAt: new Date('2026-06-30T08:00:00Z') }],
-    internalNote: { text: 'Hund im Hof, vorher klingeln', at: new Date('2026-07-01T10:05:00Z'), driver: 'Max Müller', carPlate: 'B-TL 100' },
+    internalNote: {
+      text: 'Hund im Hof, vorher klingeln',
+      at: new Date('2026-07-01T10:05:00Z'),
+      driver: 'Max Müller',
+      carPlate: 'B-TL 100',
+    },
     signatures: { customer: await signaturePng(), driver: await signaturePng(300, 100, 'M10 50 L 290 50') },
     ...overrides,
   };
@@ -60,9 +113,20 @@ describe('delivery report PDF', () => {
   it('shows header, document number, addresses, tour date, driver and car', async () => {
     const { text, title } = await readPdf(await renderDeliveryReport(await sampleData()));
     for (const expected of [
-      'Getränke Nord GmbH', 'Lieferschein / Lieferbericht', 'LS-2026-004711', 'Bäckerei Sonnenschein GmbH', 'Kunden-Nr. 100234',
-      'Marktplatz 12a', 'Lieferweg 12a', 'Hinterhof', '10115 Berlin', '01.07.2026', 'Max Müller (Pers.-Nr. 1001)', 'B-TL 100',
-    ]) expect(text).toContain(expected);
+      'Getränke Nord GmbH',
+      'Lieferschein / Lieferbericht',
+      'LS-2026-004711',
+      'Bäckerei Sonnenschein GmbH',
+      'Kunden-Nr. 100234',
+      'Marktplatz 12a',
+      'Lieferweg 12a',
+      'Hinterhof',
+      '10115 Berlin',
+      '01.07.2026',
+      'Max Müller (Pers.-Nr. 1001)',
+      'B-TL 100',
+    ])
+      expect(text).toContain(expected);
     expect(title).toBe('Lieferbericht LS-2026-004711');
   });
 
@@ -90,33 +154,71 @@ describe('delivery report PDF', () => {
   });
 
   it('writes names and notes in any European script as they were entered', async () => {
-    const { text } = await readPdf(await renderDeliveryReport(await sampleData({
-      customer: { name: 'Łukasz Żółć Spółka z o.o.', erpCustomerId: 4711, address: { ...sampleAddress('Łąkowa'), city: 'Gdańsk' } },
-      driver: { name: 'Ömer Çelik', personalnummer: 1001 },
-      notes: [{ text: 'proszę dzwonić – Łukasz; Спасибо; Çok teşekkürler; Ελλάδα', hasImage: false, createdAt: new Date('2026-06-30T08:00:00Z') }],
-      internalNote: { text: 'Klient prosił o dostawę przez bramę', at: new Date('2026-07-01T10:05:00Z'), driver: 'Ömer Çelik', carPlate: null },
-    })));
-    for (const expected of ['Łukasz Żółć Spółka z o.o.', 'Łąkowa', 'Gdańsk', 'Ömer Çelik', 'proszę dzwonić – Łukasz; Спасибо; Çok teşekkürler; Ελλάδα', 'Klient prosił o dostawę przez bramę']) {
+    const { text } = await readPdf(
+      await renderDeliveryReport(
+        await sampleData({
+          customer: { name: 'Łukasz Żółć Spółka z o.o.', erpCustomerId: 4711, address: { ...sampleAddress('Łąkowa'), city: 'Gdańsk' } },
+          driver: { name: 'Ömer Çelik', personalnummer: 1001 },
+          notes: [
+            {
+              text: 'proszę dzwonić – Łukasz; Спасибо; Çok teşekkürler; Ελλάδα',
+              hasImage: false,
+              createdAt: new Date('2026-06-30T08:00:00Z'),
+            },
+          ],
+          internalNote: {
+            text: 'Klient prosił o dostawę przez bramę',
+            at: new Date('2026-07-01T10:05:00Z'),
+            driver: 'Ömer Çelik',
+            carPlate: null,
+          },
+        }),
+      ),
+    );
+    for (const expected of [
+      'Łukasz Żółć Spółka z o.o.',
+      'Łąkowa',
+      'Gdańsk',
+      'Ömer Çelik',
+      'proszę dzwonić – Łukasz; Спасибо; Çok teşekkürler; Ελλάδα',
+      'Klient prosił o dostawę przez bramę',
+    ]) {
       expect(text).toContain(expected);
     }
   });
 
   it('moves the next header line below a tour name that wraps, and keeps long text off the footer', async () => {
-    const pdf = await renderDeliveryReport(await sampleData({
-      tourName: 'Tour Berlin Mitte und Umland Nord-Ost mit Nachlieferung',
-      internalNote: { text: 'Sehr lange Notiz. '.repeat(400), at: new Date('2026-07-01T10:05:00Z'), driver: 'Max Müller', carPlate: null },
-    }));
+    const pdf = await renderDeliveryReport(
+      await sampleData({
+        tourName: 'Tour Berlin Mitte und Umland Nord-Ost mit Nachlieferung',
+        internalNote: {
+          text: 'Sehr lange Notiz. '.repeat(400),
+          at: new Date('2026-07-01T10:05:00Z'),
+          driver: 'Max Müller',
+          carPlate: null,
+        },
+      }),
+    );
     const mupdf = await import('mupdf');
     const document = mupdf.Document.openDocument(pdf, 'application/pdf');
     // Every line of text with its box: nothing may overlap another line, the footer included.
     for (let i = 0; i < document.countPages(); i++) {
       const lines: { text: string; y0: number; y1: number; x0: number; x1: number }[] = [];
       let current: (typeof lines)[number] | undefined;
-      document.loadPage(i).toStructuredText('preserve-whitespace').walk({
-        beginLine: (bbox: number[]) => { current = { text: '', x0: bbox[0], y0: bbox[1], x1: bbox[2], y1: bbox[3] }; },
-        onChar: (c: string) => { current!.text += c; },
-        endLine: () => { lines.push(current!); },
-      });
+      document
+        .loadPage(i)
+        .toStructuredText('preserve-whitespace')
+        .walk({
+          beginLine: (bbox: number[]) => {
+            current = { text: '', x0: bbox[0], y0: bbox[1], x1: bbox[2], y1: bbox[3] };
+          },
+          onChar: (c: string) => {
+            current!.text += c;
+          },
+          endLine: () => {
+            lines.push(current!);
+          },
+        });
       for (const a of lines) {
         for (const b of lines) {
           if (a === b) continue;
@@ -129,7 +231,9 @@ describe('delivery report PDF', () => {
   });
 
   it('writes timestamps in Berlin time, in summer and in winter', async () => {
-    const winter = await readPdf(await renderDeliveryReport(await sampleData({ completedAt: new Date('2026-01-15T23:30:00Z'), internalNote: null })));
+    const winter = await readPdf(
+      await renderDeliveryReport(await sampleData({ completedAt: new Date('2026-01-15T23:30:00Z'), internalNote: null })),
+    );
     expect(winter.text).toContain('16.01.2026, 00:30 Uhr');
     const summer = await readPdf(await renderDeliveryReport(await sampleData({ completedAt: new Date('2026-07-01T22:30:00Z') })));
     expect(summer.text).toContain('02.07.2026, 00:30 Uhr');
@@ -144,13 +248,17 @@ describe('delivery report PDF', () => {
 
   it('says so for a stored signature it cannot read, instead of failing the report', async () => {
     const data = await sampleData();
-    const { images, text } = await readPdf(await renderDeliveryReport({ ...data, signatures: { ...data.signatures, customer: rawPng(40, 20, { filter: 7 }) } }));
+    const { images, text } = await readPdf(
+      await renderDeliveryReport({ ...data, signatures: { ...data.signatures, customer: rawPng(40, 20, { filter: 7 }) } }),
+    );
     expect(images).toBe(1);
     expect(text).toContain('(Bild nicht lesbar)');
   });
 
   it('leaves out the internal note section when there is none and says so for empty lists', async () => {
-    const { text } = await readPdf(await renderDeliveryReport(await sampleData({ internalNote: null, credit: null, serviceValues: [], notes: [] })));
+    const { text } = await readPdf(
+      await renderDeliveryReport(await sampleData({ internalNote: null, credit: null, serviceValues: [], notes: [] })),
+    );
     expect(text).not.toContain('Interne Notiz');
     expect(text).toContain('Betrags-Gutschrift: keine');
     expect(text).toMatch(/Leistungen keine erfasst/);
@@ -158,7 +266,16 @@ describe('delivery report PDF', () => {
 
   it('continues a long position list on further pages, numbering every page', async () => {
     const positions = Array.from({ length: 80 }, (_, i) => ({
-      lineNumber: i + 1, articleNumber: `A-${i}`, articleName: `Artikel ${i}`, unit: 'Stk', ordered: 1, delivered: 1, credited: 0, removed: 0, state: 'Done', scannable: true,
+      lineNumber: i + 1,
+      articleNumber: `A-${i}`,
+      articleName: `Artikel ${i}`,
+      unit: 'Stk',
+      ordered: 1,
+      delivered: 1,
+      credited: 0,
+      removed: 0,
+      state: 'Done',
+      scannable: true,
     }));
     const { pages, text } = await readPdf(await renderDeliveryReport(await sampleData({ positions })));
     expect(pages.length).toBeGreaterThan(2);
@@ -175,7 +292,9 @@ describe.each(databaseKinds)('the report of a completion on %s', (kind) => {
     const accountId = 63_000 + databaseKinds.indexOf(kind);
     const token = await api.token(accountId);
     const tour = await newTour(api.db, {
-      accountId, openAmountCents: 5000, customerName: 'Café Morgenrot',
+      accountId,
+      openAmountCents: 5000,
+      customerName: 'Café Morgenrot',
       positions: [
         { scannable: true, quantity: 4, unitPriceCents: 500, articleName: 'Milch 1 l' },
         { scannable: true, quantity: 2, state: 'Removed', scannedQuantity: 0, unitPriceCents: 300, articleName: 'Sahne' },
@@ -183,16 +302,42 @@ describe.each(databaseKinds)('the report of a completion on %s', (kind) => {
     });
     const { delivery } = tour.deliveries[0];
     const car = (await api.post('/me/cars', { plate: `B-R ${randomUUID().slice(0, 4)}` }, { token })).body.car;
-    const method = (await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 6)}`, name: 'Barzahlung', collectOnSite: true }, { token })).body.paymentMethod;
-    const service = (await api.post('/services', { key: `pal-${randomUUID().slice(0, 6)}`, name: 'Paletten getauscht', kind: 'numeric', minValue: 0, maxValue: 10 }, { token })).body.service;
+    const method = (
+      await api.post('/payment-methods', { code: `BAR-${randomUUID().slice(0, 6)}`, name: 'Barzahlung', collectOnSite: true }, { token })
+    ).body.paymentMethod;
+    const service = (
+      await api.post(
+        '/services',
+        { key: `pal-${randomUUID().slice(0, 6)}`, name: 'Paletten getauscht', kind: 'numeric', minValue: 0, maxValue: 10 },
+        { token },
+      )
+    ).body.service;
     await api.db.update(deliveries).set({ paymentMethodId: method.id }).where(eq(deliveries.id, delivery.id));
     expect((await api.put(`/deliveries/${delivery.id}/services/${service.id}`, { numericValue: 3 }, { token })).status).toBe(200);
-    expect((await api.post(`/deliveries/${delivery.id}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 1000, reason: 'Kühlkette unterbrochen' }, { token })).status).toBe(200);
+    expect(
+      (
+        await api.post(
+          `/deliveries/${delivery.id}/credit`,
+          { clientEventId: randomUUID(), action: 'set', amountCents: 1000, reason: 'Kühlkette unterbrochen' },
+          { token },
+        )
+      ).status,
+    ).toBe(200);
     expect((await api.post(`/deliveries/${delivery.id}/notes`, { text: 'Ware im Kühlraum abstellen' }, { token })).status).toBe(200);
 
-    const response = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm({
-      acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, paymentCollected: true, authorCarId: car.id, internalNote: 'Kunde zahlt künftig per Rechnung' },
-    }), { token });
+    const response = await api.post(
+      `/deliveries/${delivery.id}/complete`,
+      await completionForm({
+        acknowledgements: {
+          receiptConfirmed: true,
+          notesAcknowledged: true,
+          paymentCollected: true,
+          authorCarId: car.id,
+          internalNote: 'Kunde zahlt künftig per Rechnung',
+        },
+      }),
+      { token },
+    );
     expect(response.status).toBe(200);
 
     const [completion] = await api.db.select().from(completions).where(eq(completions.deliveryId, delivery.id));
@@ -204,10 +349,22 @@ describe.each(databaseKinds)('the report of a completion on %s', (kind) => {
 
     const { text, images } = await readPdf(stored.bytes);
     for (const expected of [
-      'Frischdienst Süd GmbH', delivery.belegnummer, 'Café Morgenrot', `Fahrer ${accountId}`, car.plate,
-      'Milch 1 l', 'Sahne', 'Kühlkette unterbrochen', 'Barzahlung', 'Kassiert: 34,00 €', 'Paletten getauscht: 3',
-      'Ware im Kühlraum abstellen', 'Interne Notiz des Fahrers', 'Kunde zahlt künftig per Rechnung',
-    ]) expect(text).toContain(expected);
+      'Frischdienst Süd GmbH',
+      delivery.belegnummer,
+      'Café Morgenrot',
+      `Fahrer ${accountId}`,
+      car.plate,
+      'Milch 1 l',
+      'Sahne',
+      'Kühlkette unterbrochen',
+      'Barzahlung',
+      'Kassiert: 34,00 €',
+      'Paletten getauscht: 3',
+      'Ware im Kühlraum abstellen',
+      'Interne Notiz des Fahrers',
+      'Kunde zahlt künftig per Rechnung',
+    ])
+      expect(text).toContain(expected);
     expect(images).toBe(2);
   });
 });
@@ -222,26 +379,36 @@ describe.each(databaseKinds)('a report stored after the document store was down 
     close: () => local.close!(),
   };
   let api: TestServer;
-  beforeAll(async () => { api = await startTestServer(kind, {}, { documents: store }); });
+  beforeAll(async () => {
+    api = await startTestServer(kind, {}, { documents: store });
+  });
   afterAll(() => api.close());
 
   /** A tour synced as the ERP sends it, its one delivery completed while the store is down. */
   async function completedWhileStoreDown(accountId: number) {
     const token = await api.token(accountId);
     // Only a charge line, so that no scans are needed; nothing open, so no payment either.
-    const payload = { ...tourPayload(accountId, { deliveries: 0 }), deliveries: [erpDelivery({ openAmountCents: 0, positions: [position(30)] })] };
+    const payload = {
+      ...tourPayload(accountId, { deliveries: 0 }),
+      deliveries: [erpDelivery({ openAmountCents: 0, positions: [position(30)] })],
+    };
     const synced = await api.post('/sync/tour', payload, { token });
     expect(synced.status).toBe(200);
     const [delivery] = await api.db.select().from(deliveries).where(eq(deliveries.tourId, synced.body.tour.id));
     expect((await api.post(`/deliveries/${delivery.id}/notes`, { text: 'Vor Abschluss notiert' }, { token })).status).toBe(200);
     down = true;
-    const response = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm({ acknowledgements: { receiptConfirmed: true, notesAcknowledged: true } }), { token });
+    const response = await api.post(
+      `/deliveries/${delivery.id}/complete`,
+      await completionForm({ acknowledgements: { receiptConfirmed: true, notesAcknowledged: true } }),
+      { token },
+    );
     expect(response.status).toBe(200);
     expect((await completionOf(delivery.id)).reportAttachmentId).toBeNull();
     return { token, payload, delivery };
   }
 
-  const completionOf = async (deliveryId: string) => (await api.db.select().from(completions).where(eq(completions.deliveryId, deliveryId)))[0];
+  const completionOf = async (deliveryId: string) =>
+    (await api.db.select().from(completions).where(eq(completions.deliveryId, deliveryId)))[0];
 
   /** The store is back: the retry job's follow-up stores the report; its text. */
   async function reportOnceStoreIsBack(deliveryId: string) {
@@ -265,8 +432,11 @@ describe.each(databaseKinds)('a report stored after the document store was down 
     // Renaming an account is the ERP connector's job: the admin key.
     expect((await api.post('/sync/tour', renamed, { admin: true })).status).toBe(200);
     // The changes are real: the data as it is now carries them.
-    const [now] = await api.db.select({ customer: customers.name, driver: accounts.name }).from(deliveries)
-      .innerJoin(customers, eq(customers.id, deliveries.customerId)).innerJoin(accounts, eq(accounts.personalnummer, accountId))
+    const [now] = await api.db
+      .select({ customer: customers.name, driver: accounts.name })
+      .from(deliveries)
+      .innerJoin(customers, eq(customers.id, deliveries.customerId))
+      .innerJoin(accounts, eq(accounts.personalnummer, accountId))
       .where(eq(deliveries.id, delivery.id));
     expect(now).toEqual({ customer: 'Umbenannt nach Abschluss GmbH', driver: 'Umbenannter Fahrer' });
 
@@ -285,7 +455,13 @@ describe.each(databaseKinds)('a report stored after the document store was down 
     await api.db.update(completions).set({ reportSource: null }).where(eq(completions.deliveryId, delivery.id));
 
     const text = await reportOnceStoreIsBack(delivery.id);
-    for (const expected of [delivery.belegnummer, payload.deliveries[0].customer.name, `Fahrer ${accountId}`, 'Frachtpauschale', 'Vor Abschluss notiert']) {
+    for (const expected of [
+      delivery.belegnummer,
+      payload.deliveries[0].customer.name,
+      `Fahrer ${accountId}`,
+      'Frachtpauschale',
+      'Vor Abschluss notiert',
+    ]) {
       expect(text).toContain(expected);
     }
   });

@@ -29,7 +29,11 @@ describe.each(databaseKinds)('the request id on %s', (kind) => {
   const lines: Record<string, unknown>[] = [];
   let api: TestServer;
   beforeAll(async () => {
-    const logger = pino(loggerOptions('info'), { write: (line: string) => { lines.push(JSON.parse(line)); } });
+    const logger = pino(loggerOptions('info'), {
+      write: (line: string) => {
+        lines.push(JSON.parse(line));
+      },
+    });
     const config = await testConfig(kind, { LOG_LEVEL: 'info', ERP_MODE: 'http', ERP_BASE_URL: ERP, ERP_RETRIES: '0' });
     api = new TestServer(await startServer(config, { ephemeral: true, logger }));
   }, 90_000);

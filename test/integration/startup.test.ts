@@ -14,34 +14,54 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 // `npx tsx` resolves to this binary; calling it directly saves npx's start-up time.
 const tsx = path.join(root, 'node_modules/.bin/tsx');
 
-interface Service { child: ChildProcess; output: () => string; exited: Promise<number | null> }
+interface Service {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
 
 function startService(env: Record<string, string>): Service {
   const { DATABASE_URL: _ignored, ...inherited } = process.env;
-  const child = spawn(tsx, ['server/main.ts'], { cwd: root, env: { ...inherited, NODE_ENV: 'development', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(tsx, ['server/main.ts'], {
+    cwd: root,
+    env: { ...inherited, NODE_ENV: 'development', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
+  child.stdout!.on('data', (chunk) => {
+    output += chunk;
+  });
+  child.stderr!.on('data', (chunk) => {
+    output += chunk;
+  });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => output, exited };
 }
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    }).on('error', reject);
+    const server = net
+      .createServer()
+      .listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      })
+      .on('error', reject);
   });
 }
 
 async function waitForHealth(base: string, service: Service) {
   const deadline = Date.now() + 100_000;
   let exitCode: number | null | undefined;
-  void service.exited.then((code) => { exitCode = code; });
+  void service.exited.then((code) => {
+    exitCode = code;
+  });
   while (Date.now() < deadline) {
     if (exitCode !== undefined) throw new Error(`the service exited with ${exitCode}:\n${service.output()}`);
-    const ok = await fetch(`${base}/health`).then((r) => r.status === 200, () => false);
+    const ok = await fetch(`${base}/health`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -50,12 +70,20 @@ async function waitForHealth(base: string, service: Service) {
 
 /** A request whose body arrives in two parts, so the server is busy with it while we act. */
 function slowRequest(port: number, adminKey: string, body: string, agent: http.Agent | false = false) {
-  const request = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/dev/token', agent,
-    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-admin-api-key': adminKey } });
+  const request = http.request({
+    host: '127.0.0.1',
+    port,
+    method: 'POST',
+    path: '/dev/token',
+    agent,
+    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-admin-api-key': adminKey },
+  });
   const answer = new Promise<{ status: number; body: string; connection?: string }>((resolve, reject) => {
     request.on('response', (response) => {
       let text = '';
-      response.on('data', (chunk) => { text += chunk; });
+      response.on('data', (chunk) => {
+        text += chunk;
+      });
       response.on('end', () => resolve({ status: response.statusCode!, body: text, connection: response.headers.connection }));
     });
     request.on('error', reject);
@@ -70,13 +98,24 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('starting and stopping the service', () => {
   const cleanup: (() => void)[] = [];
-  afterEach(() => { while (cleanup.length) cleanup.pop()!(); });
+  afterEach(() => {
+    while (cleanup.length) cleanup.pop()!();
+  });
 
   it('starts on a fresh data directory, prints and keeps an admin key, and on SIGTERM finishes a running request and exits 0', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
     const port = await freePort();
-    const service = startService({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ERP_IMPORT_ENABLED: 'false', LOG_LEVEL: 'info' });
-    cleanup.push(() => { service.child.kill('SIGKILL'); rmSync(dataDir, { recursive: true, force: true }); });
+    const service = startService({
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      ERP_IMPORT_ENABLED: 'false',
+      LOG_LEVEL: 'info',
+    });
+    cleanup.push(() => {
+      service.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    });
     const base = `http://127.0.0.1:${port}`;
 
     await waitForHealth(base, service);
@@ -103,14 +142,28 @@ describe('starting and stopping the service', () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
     const port = await freePort();
     // The demo ERP import at start creates the demo drivers (1001, ...).
-    const service = startService({ DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', SHUTDOWN_DRAIN_MS: '1500' });
-    cleanup.push(() => { service.child.kill('SIGKILL'); rmSync(dataDir, { recursive: true, force: true }); });
+    const service = startService({
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_DRAIN_MS: '1500',
+    });
+    cleanup.push(() => {
+      service.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    });
     const base = `http://127.0.0.1:${port}`;
     await waitForHealth(base, service);
     const adminKey = readFileSync(path.join(dataDir, 'admin-api-key'), 'utf8').trim();
-    const mint = () => fetch(`${base}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': adminKey }, body: '{"personalnummer":1001}' });
+    const mint = () =>
+      fetch(`${base}/dev/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-admin-api-key': adminKey },
+        body: '{"personalnummer":1001}',
+      });
     await expect.poll(async () => (await mint()).status, { timeout: 60_000, interval: 200 }).toBe(200);
-    const { accessToken } = await (await mint()).json() as { accessToken: string };
+    const { accessToken } = (await (await mint()).json()) as { accessToken: string };
     const socket = await SyncSocket.open(base, { token: accessToken });
     expect((await fetch(`${base}/readyz`)).status).toBe(200);
 
@@ -150,7 +203,12 @@ describe.each(databaseKinds)('stopping the server with keep-alive clients on %s'
     try {
       const port = Number(new URL(api.url).port);
       // An idle keep-alive connection, and a second one busy with a request.
-      await new Promise<void>((resolve) => http.get({ host: '127.0.0.1', port, path: '/health', agent }, (r) => { r.resume(); r.on('end', resolve); }));
+      await new Promise<void>((resolve) =>
+        http.get({ host: '127.0.0.1', port, path: '/health', agent }, (r) => {
+          r.resume();
+          r.on('end', resolve);
+        }),
+      );
       const running = slowRequest(port, TEST_ADMIN_KEY, JSON.stringify({ personalnummer: 424243 }), agent);
       await sleep(200);
       const started = Date.now();

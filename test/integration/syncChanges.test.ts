@@ -10,7 +10,14 @@ import { startTestServer, useTestServer } from '../helpers/server.js';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 let nextAccount = 5100;
 
-interface ChangeBody { seq: number; entity: string; op: string; id: string; tourId?: string; data?: any }
+interface ChangeBody {
+  seq: number;
+  entity: string;
+  op: string;
+  id: string;
+  tourId?: string;
+  data?: any;
+}
 
 describe.each(databaseKinds)('pulling changes on %s', (kind) => {
   const api = useTestServer(kind);
@@ -36,9 +43,18 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
 
   /** A tour change as the tour import writes it: visible to the tour's driver only. */
   const tourChange = (accountId: number, tourId = randomUUID()) =>
-    recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: tourId, tourId, accountId, data: { id: tourId, accountId, tourDate: '2026-03-11', name: 'Tour Nord' } }]);
+    recordChanges(api.db, [
+      {
+        entity: 'tour',
+        op: 'upsert',
+        id: tourId,
+        tourId,
+        accountId,
+        data: { id: tourId, accountId, tourDate: '2026-03-11', name: 'Tour Nord' },
+      },
+    ]);
 
-  it('shows a driver their own tours and cars and everyone\'s payment methods and services, never another driver\'s', async () => {
+  it("shows a driver their own tours and cars and everyone's payment methods and services, never another driver's", async () => {
     const a = await driver();
     const b = await driver();
     const carA = (await api.post('/me/cars', { plate: `A-${a.personalnummer}` }, { token: a.token })).body.car;
@@ -47,16 +63,22 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
     const tourB = randomUUID();
     await tourChange(a.personalnummer, tourA);
     await tourChange(b.personalnummer, tourB);
-    const method = (await api.post('/payment-methods', { code: `bar-${a.personalnummer}`, name: 'Bar' }, { token: a.token })).body.paymentMethod;
-    const service = (await api.post('/services', { key: `s-${a.personalnummer}`, name: 'Altglas', kind: 'boolean' }, { token: b.token })).body.service;
+    const method = (await api.post('/payment-methods', { code: `bar-${a.personalnummer}`, name: 'Bar' }, { token: a.token })).body
+      .paymentMethod;
+    const service = (await api.post('/services', { key: `s-${a.personalnummer}`, name: 'Altglas', kind: 'boolean' }, { token: b.token }))
+      .body.service;
 
     const seenBy = async (token: string) => (await pullAll(token)).changes.map((c) => `${c.entity}:${c.id}`);
     const seenA = await seenBy(a.token);
     const seenB = await seenBy(b.token);
-    expect(seenA).toEqual(expect.arrayContaining([`car:${carA.id}`, `tour:${tourA}`, `paymentMethod:${method.id}`, `service:${service.id}`]));
+    expect(seenA).toEqual(
+      expect.arrayContaining([`car:${carA.id}`, `tour:${tourA}`, `paymentMethod:${method.id}`, `service:${service.id}`]),
+    );
     expect(seenA).not.toContain(`car:${carB.id}`);
     expect(seenA).not.toContain(`tour:${tourB}`);
-    expect(seenB).toEqual(expect.arrayContaining([`car:${carB.id}`, `tour:${tourB}`, `paymentMethod:${method.id}`, `service:${service.id}`]));
+    expect(seenB).toEqual(
+      expect.arrayContaining([`car:${carB.id}`, `tour:${tourB}`, `paymentMethod:${method.id}`, `service:${service.id}`]),
+    );
     expect(seenB).not.toContain(`car:${carA.id}`);
     expect(seenB).not.toContain(`tour:${tourA}`);
   });
@@ -95,7 +117,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
     expect(again.body).toEqual({ changes: [], cursor, hasMore: false });
   });
 
-  it('moves a quiet driver\'s cursor past other drivers\' changes, so it does not expire while nothing concerns them', async () => {
+  it("moves a quiet driver's cursor past other drivers' changes, so it does not expire while nothing concerns them", async () => {
     const quiet = await driver();
     const busy = await driver();
     const { cursor } = await pullAll(quiet.token);
@@ -232,16 +254,20 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
     it('raises the horizon to the last entry deleted, not over a seq that never committed', async () => {
       const a = await driver();
       const old = (await recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: 'old', accountId: a.personalnummer }]))!;
-      await api.db.transaction(async (tx) => {
-        await recordChanges(tx, [{ entity: 'tour', op: 'upsert', id: 'rolled back', accountId: a.personalnummer }]);
-        tx.rollback();
-      }).catch(() => undefined);
+      await api.db
+        .transaction(async (tx) => {
+          await recordChanges(tx, [{ entity: 'tour', op: 'upsert', id: 'rolled back', accountId: a.personalnummer }]);
+          tx.rollback();
+        })
+        .catch(() => undefined);
       await recordChanges(api.db, [{ entity: 'tour', op: 'upsert', id: 'new', accountId: a.personalnummer }]);
       await api.db.execute(sql`UPDATE change_log SET created_at = now() - interval '40 days' WHERE seq <= ${old}`);
 
       expect(await pruneChangeLog(api.db, new Date(Date.now() - 30 * 86_400_000))).toMatchObject({ horizon: old });
       // A client that had read up to the last deleted entry missed nothing.
-      const { epoch } = JSON.parse(Buffer.from((await api.get('/sync/cursor', { token: a.token })).body.cursor, 'base64url').toString('utf8'));
+      const { epoch } = JSON.parse(
+        Buffer.from((await api.get('/sync/cursor', { token: a.token })).body.cursor, 'base64url').toString('utf8'),
+      );
       const page = await api.get(`/sync/changes?since=${encodeCursor(epoch, old)}`, { token: a.token });
       expect(page.status).toBe(200);
       expect(page.body.changes.map((c: { id: string }) => c.id)).toEqual(['new']);

@@ -18,16 +18,30 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     const token = await api.token(accountId);
     const tour = await newTour(api.db, {
       accountId,
-      positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }, { scannable: false, quantity: 1 }],
+      positions: [
+        { scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' },
+        { scannable: false, quantity: 1 },
+      ],
     });
     const { delivery, items } = tour.deliveries[0];
     return { accountId, token, tour, delivery, line: items[0], service: items[1] };
   }
 
   const at = () => new Date().toISOString();
-  const scan = (deliveryItemId: string, action = 'scan') => ({ eventId: randomUUID(), occurredAt: at(), type: 'scan', deliveryItemId, action });
-  const onDelivery = (deliveryId: string, type: string, extra: Record<string, unknown> = {}) =>
-    ({ eventId: randomUUID(), occurredAt: at(), type, deliveryId, ...extra });
+  const scan = (deliveryItemId: string, action = 'scan') => ({
+    eventId: randomUUID(),
+    occurredAt: at(),
+    type: 'scan',
+    deliveryItemId,
+    action,
+  });
+  const onDelivery = (deliveryId: string, type: string, extra: Record<string, unknown> = {}) => ({
+    eventId: randomUUID(),
+    occurredAt: at(),
+    type,
+    deliveryId,
+    ...extra,
+  });
   const push = (token: string, events: unknown[], clientId = 'phone-1') => api.post('/sync/push', { clientId, events }, { token });
 
   it('answers one result per event in request order: applied, duplicate or rejected with a code', async () => {
@@ -47,7 +61,16 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(response.status).toBe(200);
     const results = response.body.results as Array<{ eventId: string; status: string; code?: string; entity?: any }>;
     expect(results.map((r) => r.eventId)).toEqual(events.map((e) => e.eventId));
-    expect(results.map((r) => r.status)).toEqual(['applied', 'applied', 'rejected', 'rejected', 'duplicate', 'rejected', 'applied', 'rejected']);
+    expect(results.map((r) => r.status)).toEqual([
+      'applied',
+      'applied',
+      'rejected',
+      'rejected',
+      'duplicate',
+      'rejected',
+      'applied',
+      'rejected',
+    ]);
     expect(results[1].entity).toMatchObject({ id: line.id, scannedQuantity: 2, state: 'Done' });
     expect(results[2].code).toBeTruthy();
     expect(results[5].code).toBe('not_found');
@@ -76,7 +99,9 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     const response = await push(token, [scan(line.id), onDelivery(delivery.id, 'delivery.hold', { reason: '  ' }), scan(line.id)]);
     expect(response.status).toBe(200);
     expect(response.body.results).toMatchObject([
-      { status: 'applied' }, { status: 'rejected', code: 'validation', errors: [{ path: 'reason' }] }, { status: 'applied' },
+      { status: 'applied' },
+      { status: 'rejected', code: 'validation', errors: [{ path: 'reason' }] },
+      { status: 'applied' },
     ]);
     const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
     expect(row.state).toBe('active');
@@ -95,10 +120,14 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(item.scannedQuantity).toBe(1);
   });
 
-  it('names for each applied event the seq up to which the sender\'s change feed carries it', async () => {
+  it("names for each applied event the seq up to which the sender's change feed carries it", async () => {
     const { token, delivery, line } = await setup();
     const cursor = (await api.get('/sync/cursor', { token })).body.cursor;
-    const events = [scan(line.id), onDelivery(delivery.id, 'delivery.hold', { reason: '' }), onDelivery(delivery.id, 'delivery.assignCar', { carId: null })];
+    const events = [
+      scan(line.id),
+      onDelivery(delivery.id, 'delivery.hold', { reason: '' }),
+      onDelivery(delivery.id, 'delivery.assignCar', { carId: null }),
+    ];
     const first = await push(token, events);
     expect(first.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'rejected', 'applied']);
     const feed = (await api.get(`/sync/changes?since=${cursor}`, { token })).body.changes as { seq: number }[];
@@ -108,29 +137,52 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect((await push(token, [events[0]])).body.results[0]).not.toHaveProperty('seq');
   });
 
-  it('names a seq of the sender\'s own feed when pushes of several drivers are written together', async () => {
+  it("names a seq of the sender's own feed when pushes of several drivers are written together", async () => {
     const drivers = await Promise.all([setup(), setup(), setup()]);
     // Concurrent pushes share write transactions; each driver's seq must still be one of its own changes.
-    const answers = await Promise.all(drivers.flatMap((driver) =>
-      Array.from({ length: 8 }, () => push(driver.token, [scan(driver.service.id) /* refused */, onDelivery(driver.delivery.id, 'note.create', { noteId: randomUUID(), text: 'Hof' })]))));
+    const answers = await Promise.all(
+      drivers.flatMap((driver) =>
+        Array.from({ length: 8 }, () =>
+          push(driver.token, [
+            scan(driver.service.id) /* refused */,
+            onDelivery(driver.delivery.id, 'note.create', { noteId: randomUUID(), text: 'Hof' }),
+          ]),
+        ),
+      ),
+    );
     for (const [index, driver] of drivers.entries()) {
       const feed = new Set(((await api.get('/sync/changes', { token: driver.token })).body.changes as { seq: number }[]).map((c) => c.seq));
       const seqs = answers.slice(index * 8, index * 8 + 8).map((answer) => answer.body.results[1].seq as number);
-      expect(seqs.every((seq) => feed.has(seq)), `driver ${index}: ${seqs} within ${[...feed]}`).toBe(true);
+      expect(
+        seqs.every((seq) => feed.has(seq)),
+        `driver ${index}: ${seqs} within ${[...feed]}`,
+      ).toBe(true);
     }
   });
 
-  it('answers a resent batch\'s refused events as duplicates with their refusal, so that none applies out of order', async () => {
+  it("answers a resent batch's refused events as duplicates with their refusal, so that none applies out of order", async () => {
     const { token, delivery, line } = await setup();
     // Offline, the driver held the delivery twice (the second is refused), resumed it, scanned
     // one piece too many and took one back. The answer is lost; the phone pushes the batch again.
     const events = [
-      onDelivery(delivery.id, 'delivery.hold', { reason: 'a' }), onDelivery(delivery.id, 'delivery.hold', { reason: 'b' }),
-      onDelivery(delivery.id, 'delivery.resume'), scan(line.id), scan(line.id), scan(line.id), scan(line.id, 'unscan'),
+      onDelivery(delivery.id, 'delivery.hold', { reason: 'a' }),
+      onDelivery(delivery.id, 'delivery.hold', { reason: 'b' }),
+      onDelivery(delivery.id, 'delivery.resume'),
+      scan(line.id),
+      scan(line.id),
+      scan(line.id),
+      scan(line.id, 'unscan'),
     ];
     const first = await push(token, events);
-    expect(first.body.results.map((r: { status: string }) => r.status))
-      .toEqual(['applied', 'rejected', 'applied', 'applied', 'applied', 'rejected', 'applied']);
+    expect(first.body.results.map((r: { status: string }) => r.status)).toEqual([
+      'applied',
+      'rejected',
+      'applied',
+      'applied',
+      'applied',
+      'rejected',
+      'applied',
+    ]);
     const again = await push(token, events);
     expect(again.body.results.map((r: { status: string }) => r.status)).toEqual(Array(7).fill('duplicate'));
     // Each refused copy carries its first answer's code, reason and message, and the current state.
@@ -139,12 +191,19 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
       expect(again.body.results[i]).toEqual({ ...refusal, status: 'duplicate', entity: expect.any(Object) });
     }
     expect(again.body.results[1]).toMatchObject({ code: 'invalid_state_transition', entity: { id: delivery.id, state: 'active' } });
-    expect(again.body.results[5]).toMatchObject({ code: 'quantity_exceeded', reason: 'quantity_exceeded', entity: { id: line.id, scannedQuantity: 1 } });
+    expect(again.body.results[5]).toMatchObject({
+      code: 'quantity_exceeded',
+      reason: 'quantity_exceeded',
+      entity: { id: line.id, scannedQuantity: 1 },
+    });
     // Only a refused copy carries a code: a copy of an applied event does not.
     expect(again.body.results[0]).not.toHaveProperty('code');
     // Two copies in one batch: both say why.
     const twice = await push(token, [events[1], { ...events[1] }]);
-    expect(twice.body.results.map((r: { status: string; code?: string }) => [r.status, r.code])).toEqual([['duplicate', 'invalid_state_transition'], ['duplicate', 'invalid_state_transition']]);
+    expect(twice.body.results.map((r: { status: string; code?: string }) => [r.status, r.code])).toEqual([
+      ['duplicate', 'invalid_state_transition'],
+      ['duplicate', 'invalid_state_transition'],
+    ]);
     const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
     expect(row).toMatchObject({ state: 'active', stateReason: null });
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
@@ -153,12 +212,16 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(recorded[0].rejection).toMatchObject({ code: 'invalid_state_transition' });
   });
 
-  it('keeps a refusal for the event\'s own fields too: a later copy under the same id, corrected or not, is a duplicate', async () => {
+  it("keeps a refusal for the event's own fields too: a later copy under the same id, corrected or not, is a duplicate", async () => {
     const { token, delivery } = await setup();
     const credit = onDelivery(delivery.id, 'credit', { action: 'set', amountCents: 1500, reason: 'Bruch' });
     const first = (await push(token, [credit])).body.results[0];
     expect(first).toMatchObject({ status: 'rejected', errors: [{ path: 'amountCents' }] });
-    expect((await push(token, [credit])).body.results[0]).toEqual({ ...first, status: 'duplicate', entity: expect.objectContaining({ credit: null }) });
+    expect((await push(token, [credit])).body.results[0]).toEqual({
+      ...first,
+      status: 'duplicate',
+      entity: expect.objectContaining({ credit: null }),
+    });
     const corrected = await push(token, [{ ...credit, amountCents: 2000 }]);
     expect(corrected.body.results[0]).toMatchObject({ status: 'duplicate', code: 'validation', entity: { credit: null } });
     const [row] = await api.db.select().from(deliveries).where(eq(deliveries.id, delivery.id));
@@ -169,8 +232,22 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     const { token, delivery, line } = await setup();
     const scanned = scan(line.id);
     const held = onDelivery(delivery.id, 'delivery.hold', { reason: 'Kunde nicht da' });
-    const response = await push(token, [scanned, scan(line.id), { ...scanned }, held, onDelivery(delivery.id, 'delivery.resume'), { ...held }]);
-    expect(response.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied', 'duplicate', 'applied', 'applied', 'duplicate']);
+    const response = await push(token, [
+      scanned,
+      scan(line.id),
+      { ...scanned },
+      held,
+      onDelivery(delivery.id, 'delivery.resume'),
+      { ...held },
+    ]);
+    expect(response.body.results.map((r: { status: string }) => r.status)).toEqual([
+      'applied',
+      'applied',
+      'duplicate',
+      'applied',
+      'applied',
+      'duplicate',
+    ]);
     expect(response.body.results[0].entity).toMatchObject({ scannedQuantity: 1 });
     expect(response.body.results[2].entity).toMatchObject({ id: line.id, scannedQuantity: 2, state: 'Done' });
     expect(response.body.results[3].entity).toMatchObject({ state: 'held' });
@@ -183,13 +260,28 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     const { token, delivery } = await setup();
     const badCredit = onDelivery(delivery.id, 'credit', { action: 'set', amountCents: 1500, reason: 'Bruch' });
     const refusedHold = onDelivery(delivery.id, 'delivery.hold', { reason: 'b' });
-    const response = await push(token, [badCredit, onDelivery(delivery.id, 'delivery.hold', { reason: 'a' }), refusedHold, { ...badCredit }, { ...refusedHold }]);
-    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code ?? null])).toEqual([
-      ['rejected', 'validation'], ['applied', null], ['rejected', 'invalid_state_transition'],
-      ['duplicate', 'validation'], ['duplicate', 'invalid_state_transition'],
+    const response = await push(token, [
+      badCredit,
+      onDelivery(delivery.id, 'delivery.hold', { reason: 'a' }),
+      refusedHold,
+      { ...badCredit },
+      { ...refusedHold },
     ]);
-    expect(response.body.results[3]).toMatchObject({ errors: [{ path: 'amountCents' }], entity: { credit: null, openAmountCents: expect.any(Number) } });
-    expect(response.body.results[4]).toMatchObject({ message: response.body.results[2].message, entity: { id: delivery.id, state: 'held', stateReason: 'a' } });
+    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code ?? null])).toEqual([
+      ['rejected', 'validation'],
+      ['applied', null],
+      ['rejected', 'invalid_state_transition'],
+      ['duplicate', 'validation'],
+      ['duplicate', 'invalid_state_transition'],
+    ]);
+    expect(response.body.results[3]).toMatchObject({
+      errors: [{ path: 'amountCents' }],
+      entity: { credit: null, openAmountCents: expect.any(Number) },
+    });
+    expect(response.body.results[4]).toMatchObject({
+      message: response.body.results[2].message,
+      entity: { id: delivery.id, state: 'held', stateReason: 'a' },
+    });
   });
 
   it('rejects a note.create whose noteId another delivery holds with conflict, and applies the events around it', async () => {
@@ -200,9 +292,17 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect((await push(other.token, [taken])).body.results[0].status).toBe('applied');
     const before = scan(mine.line.id);
     const after = onDelivery(mine.delivery.id, 'note.create', { noteId: randomUUID(), text: 'danach' });
-    const response = await push(mine.token, [before, onDelivery(mine.delivery.id, 'note.create', { noteId: takenId, text: 'meins' }), after]);
+    const response = await push(mine.token, [
+      before,
+      onDelivery(mine.delivery.id, 'note.create', { noteId: takenId, text: 'meins' }),
+      after,
+    ]);
     expect(response.status).toBe(200);
-    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code ?? null])).toEqual([['applied', null], ['rejected', 'conflict'], ['applied', null]]);
+    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code ?? null])).toEqual([
+      ['applied', null],
+      ['rejected', 'conflict'],
+      ['applied', null],
+    ]);
     const [note] = await api.db.select().from(notes).where(eq(notes.id, takenId));
     expect(note).toMatchObject({ deliveryId: other.delivery.id, text: 'fremd' });
     expect((await push(mine.token, [before])).body.results[0].status).toBe('duplicate');
@@ -221,7 +321,11 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
   it('answers the loser of one id sent at the same moment on two deliveries as a duplicate, never as refused', async () => {
     const accountId = nextAccount++;
     const token = await api.token(accountId);
-    const tour = await newTour(api.db, { accountId, deliveries: 2, positions: [{ scannable: true, quantity: 20, scannedQuantity: 0, state: 'InProgress' }] });
+    const tour = await newTour(api.db, {
+      accountId,
+      deliveries: 2,
+      positions: [{ scannable: true, quantity: 20, scannedQuantity: 0, state: 'InProgress' }],
+    });
     const [a, b] = tour.deliveries.map((d) => d.items[0].id);
     for (let round = 0; round < 5; round++) {
       const eventId = randomUUID();
@@ -230,7 +334,10 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
       expect(results.map((r) => r.status).sort(), JSON.stringify(results)).toEqual(['applied', 'duplicate']);
       expect(results.find((r) => r.status === 'duplicate')).toMatchObject({ reason: 'other_event', entity: null });
     }
-    const lines = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, [a, b]));
+    const lines = await api.db
+      .select()
+      .from(deliveryItems)
+      .where(inArray(deliveryItems.id, [a, b]));
     expect(lines.reduce((sum, line) => sum + line.scannedQuantity, 0)).toBe(5);
   });
 
@@ -238,7 +345,9 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     const accountId = nextAccount++;
     const token = await api.token(accountId);
     const tour = await newTour(api.db, {
-      accountId, deliveries: 5, positions: [{ scannable: true, quantity: 100, scannedQuantity: 0, state: 'InProgress' }],
+      accountId,
+      deliveries: 5,
+      positions: [{ scannable: true, quantity: 100, scannedQuantity: 0, state: 'InProgress' }],
     });
     const events = tour.deliveries.flatMap(({ items }) => Array.from({ length: 100 }, () => scan(items[0].id)));
     const before = api.ctx.database.queries.count;
@@ -246,7 +355,15 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     const statements = api.ctx.database.queries.count - before;
     expect(response.body.results.every((r: { status: string }) => r.status === 'applied')).toBe(true);
     expect(statements).toBeLessThan(100);
-    const lines = await api.db.select().from(deliveryItems).where(inArray(deliveryItems.id, tour.deliveries.map((d) => d.items[0].id)));
+    const lines = await api.db
+      .select()
+      .from(deliveryItems)
+      .where(
+        inArray(
+          deliveryItems.id,
+          tour.deliveries.map((d) => d.items[0].id),
+        ),
+      );
     expect(lines.map((l) => l.scannedQuantity)).toEqual([100, 100, 100, 100, 100]);
   }, 60_000);
 
@@ -259,11 +376,14 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     expect(row.occurredAt?.toISOString()).toBe('2026-03-01T06:30:00.000Z');
   });
 
-  it('rejects events on another driver\'s delivery as not found', async () => {
+  it("rejects events on another driver's delivery as not found", async () => {
     const owner = await setup();
     const other = await setup();
     const response = await push(other.token, [scan(owner.line.id), onDelivery(owner.delivery.id, 'delivery.cancel', { reason: 'x' })]);
-    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code])).toEqual([['rejected', 'not_found'], ['rejected', 'not_found']]);
+    expect(response.body.results.map((r: { status: string; code?: string }) => [r.status, r.code])).toEqual([
+      ['rejected', 'not_found'],
+      ['rejected', 'not_found'],
+    ]);
   });
 
   it('publishes applied events to the change feed of the driver only, and live over the WebSocket', async () => {
@@ -277,9 +397,11 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
       await socket.next((m) => m.type === 'changes');
       await push(token, [scan(line.id)]);
       const live = await socket.next((m) => m.type === 'changes', 1);
-      expect(live.changes).toEqual(expect.arrayContaining([
-        expect.objectContaining({ entity: 'position', id: line.id, data: expect.objectContaining({ scannedQuantity: 1 }) }),
-      ]));
+      expect(live.changes).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ entity: 'position', id: line.id, data: expect.objectContaining({ scannedQuantity: 1 }) }),
+        ]),
+      );
       const pulled = await api.get(`/sync/changes?since=${cursor}`, { token });
       expect(pulled.body.changes.map((c: { id: string }) => c.id)).toEqual(expect.arrayContaining([line.id, delivery.id]));
       expect((await api.get(`/sync/changes?since=${strangerCursor}`, { token: stranger.token })).body.changes).toEqual([]);
@@ -303,9 +425,17 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     });
 
     it.each([
-      ['an unknown event type', (id: string) => [{ eventId: randomUUID(), occurredAt: at(), type: 'delivery.teleport', deliveryId: id }], 'events.0'],
+      [
+        'an unknown event type',
+        (id: string) => [{ eventId: randomUUID(), occurredAt: at(), type: 'delivery.teleport', deliveryId: id }],
+        'events.0',
+      ],
       ['an event without eventId', (id: string) => [{ occurredAt: at(), type: 'delivery.resume', deliveryId: id }], 'events.0.eventId'],
-      ['an event with a bad occurredAt', (id: string) => [{ eventId: randomUUID(), occurredAt: 'yesterday', type: 'delivery.resume', deliveryId: id }], 'events.0.occurredAt'],
+      [
+        'an event with a bad occurredAt',
+        (id: string) => [{ eventId: randomUUID(), occurredAt: 'yesterday', type: 'delivery.resume', deliveryId: id }],
+        'events.0.occurredAt',
+      ],
       ['no events', () => [], 'events'],
     ])('refuses %s with 400', async (_what, events, path) => {
       const { token, delivery } = await setup();
@@ -320,7 +450,17 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
       const tooMany = many(501);
       const refused = await push(token, tooMany);
       expect(refused.status).toBe(400);
-      expect(await api.db.select().from(processedEvents).where(inArray(processedEvents.eventId, tooMany.slice(0, 5).map((e) => e.eventId)))).toEqual([]);
+      expect(
+        await api.db
+          .select()
+          .from(processedEvents)
+          .where(
+            inArray(
+              processedEvents.eventId,
+              tooMany.slice(0, 5).map((e) => e.eventId),
+            ),
+          ),
+      ).toEqual([]);
       const accepted = await push(token, many(500));
       expect(accepted.status).toBe(200);
       expect(accepted.body.results).toHaveLength(500);

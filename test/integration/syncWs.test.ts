@@ -95,7 +95,10 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
     it('answers a plain GET without a token with 401, and with one with 400 saying it takes a handshake', async () => {
       const { token } = await driver();
       expect(await api.get('/sync/ws')).toMatchObject({ status: 401, body: { code: 'unauthorized' } });
-      expect(await api.get('/sync/ws', { token })).toMatchObject({ status: 400, body: { code: 'validation', detail: expect.stringContaining('WebSocket handshake') } });
+      expect(await api.get('/sync/ws', { token })).toMatchObject({
+        status: 400,
+        body: { code: 'validation', detail: expect.stringContaining('WebSocket handshake') },
+      });
     });
 
     it('refuses an upgrade on another path with 404', async () => {
@@ -142,7 +145,7 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       }
     });
 
-    it('never sends another driver\'s changes', async () => {
+    it("never sends another driver's changes", async () => {
       const a = await driver();
       const b = await driver();
       const socket = await resumed(a.token, a.cursor);
@@ -162,7 +165,15 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       const { personalnummer, token, cursor } = await driver();
       const writes = [...Array(30).keys()].map(async (i) => {
         await sleep(i * 3);
-        return recordChanges(api.db, [{ entity: 'car', op: 'upsert', id: `race-${i}`, accountId: personalnummer, data: { id: `race-${i}`, accountId: personalnummer, plate: `R-${i}`, active: true } }]);
+        return recordChanges(api.db, [
+          {
+            entity: 'car',
+            op: 'upsert',
+            id: `race-${i}`,
+            accountId: personalnummer,
+            data: { id: `race-${i}`, accountId: personalnummer, plate: `R-${i}`, active: true },
+          },
+        ]);
       });
       await sleep(20);
       const socket = await SyncSocket.open(api.url, { token });
@@ -301,11 +312,28 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
         // Random text: permessage-deflate must not shrink the backlog below the limit.
         const big = randomBytes(150_000).toString('base64');
         const note = (id: string) => ({
-          id, deliveryId: id, text: big, imageAttachment: null, imageAttachmentId: null, authorCarId: null, creditDeliveryItemId: null,
-          isAmountCreditNote: false, createdAt: new Date().toISOString(), updatedAt: new Date().toISOString(),
+          id,
+          deliveryId: id,
+          text: big,
+          imageAttachment: null,
+          imageAttachmentId: null,
+          authorCarId: null,
+          creditDeliveryItemId: null,
+          isAmountCreditNote: false,
+          createdAt: new Date().toISOString(),
+          updatedAt: new Date().toISOString(),
         });
         for (let i = 0; i < 8; i++) {
-          await recordChanges(small.db, [...Array(5).keys()].map((j) => ({ entity: 'note', op: 'upsert' as const, id: `n-${i}-${j}`, accountId: personalnummer, data: note(`n-${i}-${j}`) })));
+          await recordChanges(
+            small.db,
+            [...Array(5).keys()].map((j) => ({
+              entity: 'note',
+              op: 'upsert' as const,
+              id: `n-${i}-${j}`,
+              accountId: personalnummer,
+              data: note(`n-${i}-${j}`),
+            })),
+          );
         }
         await sleep(6500);
         socket.ws.resume();

@@ -11,9 +11,14 @@ const tsx = path.join(root, 'node_modules/.bin/tsx');
 describe('npm run token', () => {
   const api = useTestServer('pglite');
 
-  const run = (...args: string[]) => promisify(execFile)(tsx, ['server/cli/token.ts', ...args], {
-    cwd: root, env: { ...process.env, TOURLINE_URL: api.url, ADMIN_API_KEY: TEST_ADMIN_KEY },
-  }).then(({ stdout }) => ({ code: 0, stdout: stdout.trim(), stderr: '' }), (error) => ({ code: error.code as number, stdout: '', stderr: error.stderr as string }));
+  const run = (...args: string[]) =>
+    promisify(execFile)(tsx, ['server/cli/token.ts', ...args], {
+      cwd: root,
+      env: { ...process.env, TOURLINE_URL: api.url, ADMIN_API_KEY: TEST_ADMIN_KEY },
+    }).then(
+      ({ stdout }) => ({ code: 0, stdout: stdout.trim(), stderr: '' }),
+      (error) => ({ code: error.code as number, stdout: '', stderr: error.stderr as string }),
+    );
   const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8'));
 
   it('prints a driver token, and with --role a token of that role that may read any account', async () => {

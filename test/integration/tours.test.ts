@@ -2,7 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { and, count, eq, gt, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import {
-  articles, changeLog, contactChannels, customers, deliveries, deliveryItems, notes, paymentMethods, tours, warehouses,
+  articles,
+  changeLog,
+  contactChannels,
+  customers,
+  deliveries,
+  deliveryItems,
+  notes,
+  paymentMethods,
+  tours,
+  warehouses,
 } from '../../server/db/schema.js';
 import { createTourReader } from '../../server/queries/renderedTours.js';
 import { berlinDate } from '../../shared/rules/calendar.js';
@@ -35,7 +44,12 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
     it('lands tours of several drivers sent at the same moment with new master data they share', async () => {
       const drivers = await Promise.all(Array.from({ length: 4 }, () => driver()));
       const articleNumber = `T-SHARED-${randomUUID().slice(0, 8)}`;
-      const shared = { articleNumber, name: 'Gemeinsamer Artikel', scannable: true, defaultWarehouse: { code: `W-${articleNumber}`, name: 'Neues Lager' } };
+      const shared = {
+        articleNumber,
+        name: 'Gemeinsamer Artikel',
+        scannable: true,
+        defaultWarehouse: { code: `W-${articleNumber}`, name: 'Neues Lager' },
+      };
       const payloads = drivers.map(({ personalnummer }) => {
         const payload = tourPayload(personalnummer, { deliveries: 2, positions: 2 });
         for (const d of payload.deliveries) d.positions[0] = position(10, { article: shared, warehouse: shared.defaultWarehouse });
@@ -43,7 +57,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       });
       const responses = await Promise.all(payloads.map((payload, n) => api.post('/sync/tour', payload, { token: drivers[n].token })));
       expect(responses.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-      const lines = await Promise.all(responses.map(async (r, n) => (await details(r.body.tour.id, drivers[n].token)).deliveries[0].positions[0]));
+      const lines = await Promise.all(
+        responses.map(async (r, n) => (await details(r.body.tour.id, drivers[n].token)).deliveries[0].positions[0]),
+      );
       expect(new Set(lines.map((line) => line.articleId)).size).toBe(1);
       expect(new Set(lines.map((line) => line.warehouseId)).size).toBe(1);
     });
@@ -63,36 +79,70 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const tour = await details(response.body.tour.id, token);
       expect(tour.deliveries.map((d: { belegnummer: string }) => d.belegnummer)).toEqual(payload.deliveries.map((d) => d.belegnummer));
       const first = tour.deliveries[0];
-      expect(first.positions.map((p: { lineNumber: number; state: string; requiredQuantity: number; scannable: boolean }) => [p.lineNumber, p.state, p.requiredQuantity, p.scannable]))
-        .toEqual([[10, 'InProgress', 3, true], [20, 'InProgress', 3, true], [30, 'InProgress', 1 * 3, false]]);
-      expect(first.contacts.map((c: { role: string; roles: string[]; position: number }) => [c.role, c.roles, c.position]))
-        .toEqual([['header', ['header', 'delivery'], 1], ['contact_person', ['contact_person'], 2]]);
+      expect(
+        first.positions.map((p: { lineNumber: number; state: string; requiredQuantity: number; scannable: boolean }) => [
+          p.lineNumber,
+          p.state,
+          p.requiredQuantity,
+          p.scannable,
+        ]),
+      ).toEqual([
+        [10, 'InProgress', 3, true],
+        [20, 'InProgress', 3, true],
+        [30, 'InProgress', 1 * 3, false],
+      ]);
+      expect(first.contacts.map((c: { role: string; roles: string[]; position: number }) => [c.role, c.roles, c.position])).toEqual([
+        ['header', ['header', 'delivery'], 1],
+        ['contact_person', ['contact_person'], 2],
+      ]);
       expect(first.contacts[0].channels).toMatchObject([{ kind: 'phone', position: 1, value: '030 1234567' }]);
-      expect(tour.customers.map((c: { erpCustomerId: number }) => c.erpCustomerId).sort())
-        .toEqual(payload.deliveries.map((d) => d.customer.erpCustomerId).sort());
+      expect(tour.customers.map((c: { erpCustomerId: number }) => c.erpCustomerId).sort()).toEqual(
+        payload.deliveries.map((d) => d.customer.erpCustomerId).sort(),
+      );
       expect(tour.articles.map((a: { articleNumber: string }) => a.articleNumber)).toEqual(['T-100010', 'T-100020', 'T-900001']);
       expect(tour.warehouses).toMatchObject([{ code: 'T-HL', name: 'Testlager' }]);
-      expect(first).toMatchObject({ erpOpenAmountCents: 1500, openAmountCents: 1500, state: 'active', sortOrder: 10, credit: null, latestPayment: null });
+      expect(first).toMatchObject({
+        erpOpenAmountCents: 1500,
+        openAmountCents: 1500,
+        state: 'active',
+        sortOrder: 10,
+        credit: null,
+        latestPayment: null,
+      });
     });
 
     it('writes nothing and records no change when the identical tour is sent again', async () => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer, { deliveries: 3, positions: 4 });
       const first = await api.post('/sync/tour', payload, { token });
-      const stamps = await api.db.select({ id: deliveries.id, updatedAt: deliveries.updatedAt }).from(deliveries).where(eq(deliveries.tourId, first.body.tour.id));
+      const stamps = await api.db
+        .select({ id: deliveries.id, updatedAt: deliveries.updatedAt })
+        .from(deliveries)
+        .where(eq(deliveries.tourId, first.body.tour.id));
       const [tourBefore] = await api.db.select().from(tours).where(eq(tours.id, first.body.tour.id));
       const before = await changeCount();
 
       const again = await api.post('/sync/tour', copy(payload), { token });
       expect(again.status).toBe(200);
       expect(again.body).toMatchObject({
-        created: false, deliveries: { created: 0, updated: 0, unchanged: 3, moved: 0 }, positions: { created: 0, updated: 0, deleted: 0 },
+        created: false,
+        deliveries: { created: 0, updated: 0, unchanged: 3, moved: 0 },
+        positions: { created: 0, updated: 0, deleted: 0 },
       });
       expect(await changeCount()).toBe(before);
-      expect(await api.db.select({ id: deliveries.id, updatedAt: deliveries.updatedAt }).from(deliveries).where(eq(deliveries.tourId, first.body.tour.id))).toEqual(stamps);
+      expect(
+        await api.db
+          .select({ id: deliveries.id, updatedAt: deliveries.updatedAt })
+          .from(deliveries)
+          .where(eq(deliveries.tourId, first.body.tour.id)),
+      ).toEqual(stamps);
       expect((await api.db.select().from(tours).where(eq(tours.id, first.body.tour.id)))[0].updatedAt).toEqual(tourBefore.updatedAt);
-      const ids = (await details(first.body.tour.id, token)).deliveries.flatMap((d: { contacts: { id: string }[] }) => d.contacts.map((c) => c.id));
-      const idsAgain = (await details(again.body.tour.id, token)).deliveries.flatMap((d: { contacts: { id: string }[] }) => d.contacts.map((c) => c.id));
+      const ids = (await details(first.body.tour.id, token)).deliveries.flatMap((d: { contacts: { id: string }[] }) =>
+        d.contacts.map((c) => c.id),
+      );
+      const idsAgain = (await details(again.body.tour.id, token)).deliveries.flatMap((d: { contacts: { id: string }[] }) =>
+        d.contacts.map((c) => c.id),
+      );
       expect(idsAgain).toEqual(ids);
     });
 
@@ -112,7 +162,10 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
         if (p.warehouse) p.warehouse = { code: 'T-HL', name: 'Testlager umbenannt' };
         if (p.article.defaultWarehouse) p.article.defaultWarehouse = { code: 'T-HL', name: 'Testlager umbenannt' };
       }
-      d.contacts = [...(d.contacts ?? []), { role: 'billing', name1: 'Buchhaltung', address: null, channels: [{ kind: 'email', position: 1, value: 'rechnung@example.de' }] }];
+      d.contacts = [
+        ...(d.contacts ?? []),
+        { role: 'billing', name1: 'Buchhaltung', address: null, channels: [{ kind: 'email', position: 1, value: 'rechnung@example.de' }] },
+      ];
       const again = await api.post('/sync/tour', changed, { token });
       expect(again.body.deliveries).toMatchObject({ updated: 1, unchanged: 0 });
 
@@ -125,7 +178,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
 
       const changes = await changesSince(seq);
       const kinds = changes.map((c) => `${c.entity}:${c.op}`);
-      expect(kinds).toEqual(expect.arrayContaining(['customer:upsert', 'article:upsert', 'warehouse:upsert', 'contact:delete', 'contact:upsert']));
+      expect(kinds).toEqual(
+        expect.arrayContaining(['customer:upsert', 'article:upsert', 'warehouse:upsert', 'contact:delete', 'contact:upsert']),
+      );
       expect(kinds).not.toContain('delivery:upsert');
       expect(changes.filter((c) => c.accountId === personalnummer).every((c) => c.tourId === first.body.tour.id)).toBe(true);
       // Other drivers' open deliveries name the shared test article and warehouse: they hear of those only.
@@ -139,7 +194,12 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const payload = tourPayload(personalnummer, { deliveries: 1, positions: 2 });
       const first = await api.post('/sync/tour', payload, { token });
       const [line10, line20] = (await details(first.body.tour.id, token)).deliveries[0].positions;
-      const scans = [line10, line10, line10, line20].map((p: { id: string }) => ({ clientScanId: randomUUID(), deliveryItemId: p.id, action: 'scan', occurredAt: new Date().toISOString() }));
+      const scans = [line10, line10, line10, line20].map((p: { id: string }) => ({
+        clientScanId: randomUUID(),
+        deliveryItemId: p.id,
+        action: 'scan',
+        occurredAt: new Date().toISOString(),
+      }));
       const scanned = await api.post('/scans', { scans }, { token });
       expect(scanned.body.results.map((r: { status: string }) => r.status)).toEqual(['applied', 'applied', 'applied', 'applied']);
       const seq = await maxSeq();
@@ -152,10 +212,25 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(response.body.positions).toEqual({ created: 1, updated: 2, deleted: 0 });
 
       const positions = (await details(first.body.tour.id, token)).deliveries[0].positions;
-      expect(positions.map((p: { lineNumber: number; requiredQuantity: number; scannedQuantity: number; state: string }) => [p.lineNumber, p.requiredQuantity, p.scannedQuantity, p.state]))
-        .toEqual([[10, 5, 3, 'InProgress'], [20, 1, 1, 'Done'], [40, 2, 0, 'InProgress']]);
+      expect(
+        positions.map((p: { lineNumber: number; requiredQuantity: number; scannedQuantity: number; state: string }) => [
+          p.lineNumber,
+          p.requiredQuantity,
+          p.scannedQuantity,
+          p.state,
+        ]),
+      ).toEqual([
+        [10, 5, 3, 'InProgress'],
+        [20, 1, 1, 'Done'],
+        [40, 2, 0, 'InProgress'],
+      ]);
       const changes = await changesSince(seq);
-      expect(changes.filter((c) => c.entity === 'position').map((c) => (c.data as { lineNumber: number }).lineNumber).sort()).toEqual([10, 20, 40]);
+      expect(
+        changes
+          .filter((c) => c.entity === 'position')
+          .map((c) => (c.data as { lineNumber: number }).lineNumber)
+          .sort(),
+      ).toEqual([10, 20, 40]);
       expect(changes.filter((c) => c.entity === 'delivery')).toHaveLength(1);
     });
 
@@ -172,8 +247,16 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       changed.deliveries[0].positions[1].quantity = 2;
       await api.post('/sync/tour', changed, { token });
       const positions = (await details(first.body.tour.id, token)).deliveries[0].positions;
-      expect(positions.map((p: { requiredQuantity: number; scannedQuantity: number; state: string }) => [p.requiredQuantity, p.scannedQuantity, p.state]))
-        .toEqual([[7, 0, 'Removed'], [2, 3, 'Done']]);
+      expect(
+        positions.map((p: { requiredQuantity: number; scannedQuantity: number; state: string }) => [
+          p.requiredQuantity,
+          p.scannedQuantity,
+          p.state,
+        ]),
+      ).toEqual([
+        [7, 0, 'Removed'],
+        [2, 3, 'Done'],
+      ]);
     });
 
     it('keeps a line whose credits took every piece removed when the ERP raises its quantity', async () => {
@@ -181,8 +264,18 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const payload = tourPayload(personalnummer, { deliveries: 1, positions: 2 });
       const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
       const [line] = (await details(tourId, token)).deliveries[0].positions;
-      const credit = { clientScanId: randomUUID(), deliveryItemId: line.id, action: 'remove', quantity: 3, reason: 'Bruch', occurredAt: new Date().toISOString() };
-      expect((await api.post('/scans', { scans: [credit] }, { token })).body.results[0].item).toMatchObject({ state: 'Removed', creditedQuantity: 3 });
+      const credit = {
+        clientScanId: randomUUID(),
+        deliveryItemId: line.id,
+        action: 'remove',
+        quantity: 3,
+        reason: 'Bruch',
+        occurredAt: new Date().toISOString(),
+      };
+      expect((await api.post('/scans', { scans: [credit] }, { token })).body.results[0].item).toMatchObject({
+        state: 'Removed',
+        creditedQuantity: 3,
+      });
       const raised = copy(payload);
       raised.deliveries[0].positions[0].quantity = 5;
       await api.post('/sync/tour', raised, { token });
@@ -197,7 +290,12 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const payload = tourPayload(personalnummer, { deliveries: 1, positions: 4 });
       const first = await api.post('/sync/tour', payload, { token });
       const lines = (await details(first.body.tour.id, token)).deliveries[0].positions;
-      const scan = (id: string) => ({ clientScanId: randomUUID(), deliveryItemId: id, action: 'scan', occurredAt: new Date().toISOString() });
+      const scan = (id: string) => ({
+        clientScanId: randomUUID(),
+        deliveryItemId: id,
+        action: 'scan',
+        occurredAt: new Date().toISOString(),
+      });
       const unscan = (id: string) => ({ ...scan(id), action: 'unscan' });
       // Line 20 keeps a scan; line 40 was scanned and unscanned (history in the audit).
       await api.post('/scans', { scans: [scan(lines[1].id), scan(lines[3].id), unscan(lines[3].id)] }, { token });
@@ -215,7 +313,12 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
 
     it('tells every driver with an open delivery naming changed master data, once, and its lines when scannable flips', async () => {
       const [a, b, c] = [await driver(), await driver(), await driver()];
-      const article = { articleNumber: `S-${a.personalnummer}`, name: 'Geteilter Artikel', scannable: true, defaultWarehouse: { code: `SW-${a.personalnummer}`, name: 'Lager Süd' } };
+      const article = {
+        articleNumber: `S-${a.personalnummer}`,
+        name: 'Geteilter Artikel',
+        scannable: true,
+        defaultWarehouse: { code: `SW-${a.personalnummer}`, name: 'Lager Süd' },
+      };
       const shared = (payload: ReturnType<typeof tourPayload>, customer = payload.deliveries[0].customer) => {
         payload.deliveries[0].customer = customer;
         payload.deliveries[0].positions[0] = position(10, { article, warehouse: article.defaultWarehouse });
@@ -231,14 +334,24 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const lineA = (await details(tourA.id, a.token)).deliveries[0].positions[0];
       const seq = await maxSeq();
 
-      const renamed = { ...article, name: 'Umbenannt', scannable: false, defaultWarehouse: { ...article.defaultWarehouse, name: 'Lager Nord' } };
+      const renamed = {
+        ...article,
+        name: 'Umbenannt',
+        scannable: false,
+        defaultWarehouse: { ...article.defaultWarehouse, name: 'Lager Nord' },
+      };
       const payloadB = tourPayload(b.personalnummer, { deliveries: 1 });
       payloadB.deliveries[0].customer = { ...customer, name: 'Kunde neu' };
       payloadB.deliveries[0].positions[0] = position(10, { article: renamed, warehouse: renamed.defaultWarehouse });
       await api.post('/sync/tour', payloadB, { token: b.token });
 
       const forA = (await changesSince(seq)).filter((ch) => ch.accountId === a.personalnummer);
-      expect(forA.map((ch) => `${ch.entity}:${ch.op}`).sort()).toEqual(['article:upsert', 'customer:upsert', 'position:upsert', 'warehouse:upsert']);
+      expect(forA.map((ch) => `${ch.entity}:${ch.op}`).sort()).toEqual([
+        'article:upsert',
+        'customer:upsert',
+        'position:upsert',
+        'warehouse:upsert',
+      ]);
       expect(forA.every((ch) => ch.tourId === tourA.id)).toBe(true);
       expect(forA.find((ch) => ch.entity === 'article')!.data).toMatchObject({ name: 'Umbenannt', scannable: false });
       expect(forA.find((ch) => ch.entity === 'customer')!.data).toMatchObject({ name: 'Kunde neu' });
@@ -252,7 +365,7 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(await maxSeq()).toBe(settled);
     });
 
-    it('gives a driver the master data that a re-sync newly names in their tour, also through another driver\'s change', async () => {
+    it("gives a driver the master data that a re-sync newly names in their tour, also through another driver's change", async () => {
       const [a, b] = [await driver(), await driver()];
       const stock = { code: `AW-${a.personalnummer}`, name: 'Lager Ost' };
       const theirs = { articleNumber: `AX-${a.personalnummer}`, name: 'Artikel von A', scannable: true, defaultWarehouse: stock };
@@ -269,14 +382,21 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       resent.deliveries[0].positions.push(position(90, { article: theirs, warehouse: stock }));
       await api.post('/sync/tour', resent, { token: b.token });
       // Each change for the account as entity and ERP key: article number, warehouse code, customer number.
-      const idsFor = async (accountId: number, since: number) => (await changesSince(since)).filter((ch) => ch.accountId === accountId).map((ch) => {
-        const data = ch.data as Record<string, unknown> | null;
-        return `${ch.entity}:${data?.articleNumber ?? data?.code ?? data?.erpCustomerId ?? ''}`;
-      });
+      const idsFor = async (accountId: number, since: number) =>
+        (await changesSince(since))
+          .filter((ch) => ch.accountId === accountId)
+          .map((ch) => {
+            const data = ch.data as Record<string, unknown> | null;
+            return `${ch.entity}:${data?.articleNumber ?? data?.code ?? data?.erpCustomerId ?? ''}`;
+          });
       const forB = await idsFor(b.personalnummer, seq);
-      expect(forB).toEqual(expect.arrayContaining([
-        `customer:${payloadA.deliveries[0].customer.erpCustomerId}`, `article:${theirs.articleNumber}`, `warehouse:${stock.code}`,
-      ]));
+      expect(forB).toEqual(
+        expect.arrayContaining([
+          `customer:${payloadA.deliveries[0].customer.erpCustomerId}`,
+          `article:${theirs.articleNumber}`,
+          `warehouse:${stock.code}`,
+        ]),
+      );
       expect((await changesSince(seq)).every((ch) => ch.accountId !== b.personalnummer || ch.tourId === tourB.id)).toBe(true);
 
       // A's tour moves the article to a warehouse new to everyone: B, whose line names it, gets both.
@@ -285,7 +405,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const north = { code: `NW-${a.personalnummer}`, name: 'Lager Nord' };
       moved.deliveries[0].positions[0] = position(10, { article: { ...theirs, defaultWarehouse: north }, warehouse: stock });
       await api.post('/sync/tour', moved, { token: a.token });
-      expect(await idsFor(b.personalnummer, seq)).toEqual(expect.arrayContaining([`article:${theirs.articleNumber}`, `warehouse:${north.code}`]));
+      expect(await idsFor(b.personalnummer, seq)).toEqual(
+        expect.arrayContaining([`article:${theirs.articleNumber}`, `warehouse:${north.code}`]),
+      );
     });
 
     it('moves a delivery to another driver with its local work and tells the old owner it is gone', async () => {
@@ -296,11 +418,17 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const moving = (await details(tourA.id, a.token)).deliveries[1];
       const car = (await api.post('/me/cars', { plate: `B-MV ${nextDriver}` }, { token: a.token })).body.car;
       await api.put(`/deliveries/${moving.id}/assigned-car`, { carId: car.id }, { token: a.token });
-      const scanned = { clientScanId: randomUUID(), deliveryItemId: moving.positions[0].id, action: 'scan', occurredAt: new Date().toISOString() };
+      const scanned = {
+        clientScanId: randomUUID(),
+        deliveryItemId: moving.positions[0].id,
+        action: 'scan',
+        occurredAt: new Date().toISOString(),
+      };
       await api.post('/scans', { scans: [scanned] }, { token: a.token });
       const note = await api.post(`/deliveries/${moving.id}/notes`, { text: 'Hintereingang benutzen' }, { token: a.token });
       expect(note.status).toBe(200);
-      const flag = (await api.post('/services', { key: `mv-${nextDriver}`, name: 'Leergut', kind: 'boolean' }, { token: a.token })).body.service;
+      const flag = (await api.post('/services', { key: `mv-${nextDriver}`, name: 'Leergut', kind: 'boolean' }, { token: a.token })).body
+        .service;
       expect((await api.put(`/deliveries/${moving.id}/services/${flag.id}`, { boolValue: true }, { token: a.token })).status).toBe(200);
       const seq = await maxSeq();
 
@@ -323,12 +451,22 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(resent.body.results).toEqual([{ clientScanId: scanned.clientScanId, status: 'duplicate', item: null }]);
 
       const changes = await changesSince(seq);
-      expect(changes.find((c) => c.entity === 'delivery' && c.op === 'delete')).toMatchObject({ entityId: moving.id, accountId: a.personalnummer, tourId: tourA.id });
+      expect(changes.find((c) => c.entity === 'delivery' && c.op === 'delete')).toMatchObject({
+        entityId: moving.id,
+        accountId: a.personalnummer,
+        tourId: tourA.id,
+      });
       const forB = changes.filter((c) => c.accountId === b.personalnummer && c.entityId !== undefined);
       expect(forB.filter((c) => c.entity === 'delivery' && c.op === 'upsert').map((c) => c.entityId)).toContain(moving.id);
       expect(forB.filter((c) => c.entity === 'note').map((c) => c.entityId)).toEqual([note.body.note.id]);
       expect(forB.filter((c) => c.entity === 'position').length).toBe(4);
-      expect(forB.some((c) => c.entity === 'customer' && (c.data as { erpCustomerId: number }).erpCustomerId === payloadA.deliveries[1].customer.erpCustomerId)).toBe(true);
+      expect(
+        forB.some(
+          (c) =>
+            c.entity === 'customer' &&
+            (c.data as { erpCustomerId: number }).erpCustomerId === payloadA.deliveries[1].customer.erpCustomerId,
+        ),
+      ).toBe(true);
 
       // The new owner clears the service value: the delete names the value as the move's upsert did.
       const afterMove = await maxSeq();
@@ -357,8 +495,16 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(response.body.deliveries).toMatchObject({ updated: 0, unchanged: 2 });
       const after = (await details(first.body.tour.id, token)).deliveries;
       // The ERP write-back of a completion sends the payment term as the delivery still holds it.
-      expect(after.map((d: { erpOpenAmountCents: number; paymentTerm: string; positions: { requiredQuantity: number }[] }) => [d.erpOpenAmountCents, d.paymentTerm, d.positions[0].requiredQuantity]))
-        .toEqual([[1500, '14 Tage netto', 3], [1500, '14 Tage netto', 3]]);
+      expect(
+        after.map((d: { erpOpenAmountCents: number; paymentTerm: string; positions: { requiredQuantity: number }[] }) => [
+          d.erpOpenAmountCents,
+          d.paymentTerm,
+          d.positions[0].requiredQuantity,
+        ]),
+      ).toEqual([
+        [1500, '14 Tage netto', 3],
+        [1500, '14 Tage netto', 3],
+      ]);
     });
 
     it('resolves payment method codes and keeps an unknown code without failing', async () => {
@@ -371,7 +517,10 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const response = await api.post('/sync/tour', payload, { token });
       expect(response.status).toBe(200);
       const rows = await api.db.select().from(deliveries).where(eq(deliveries.tourId, response.body.tour.id)).orderBy(deliveries.sortOrder);
-      expect(rows.map((d) => [d.paymentMethodId, d.erpPaymentMethodCode])).toEqual([[method.id, code], [null, 'GIBT-ES-NICHT']]);
+      expect(rows.map((d) => [d.paymentMethodId, d.erpPaymentMethodCode])).toEqual([
+        [method.id, code],
+        [null, 'GIBT-ES-NICHT'],
+      ]);
     });
 
     it('keeps the order the driver set when the tour is sent again and appends new deliveries', async () => {
@@ -379,29 +528,49 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const payload = tourPayload(personalnummer, { deliveries: 3, positions: 1 });
       const first = await api.post('/sync/tour', payload, { token });
       const ids = (await details(first.body.tour.id, token)).deliveries.map((d: { id: string }) => d.id);
-      expect((await api.put(`/tours/${first.body.tour.id}/delivery-order`, { deliveryIds: [ids[2], ids[0], ids[1]] }, { token })).status).toBe(200);
+      expect(
+        (await api.put(`/tours/${first.body.tour.id}/delivery-order`, { deliveryIds: [ids[2], ids[0], ids[1]] }, { token })).status,
+      ).toBe(200);
 
       const changed = copy(payload);
       changed.deliveries.push(delivery({ sequence: 5 }, 1));
       changed.deliveries[0].sequence = 99;
       await api.post('/sync/tour', changed, { token });
       const order = (await details(first.body.tour.id, token)).deliveries.map((d: { belegnummer: string }) => d.belegnummer);
-      expect(order).toEqual([payload.deliveries[2].belegnummer, payload.deliveries[0].belegnummer, payload.deliveries[1].belegnummer, changed.deliveries[3].belegnummer]);
+      expect(order).toEqual([
+        payload.deliveries[2].belegnummer,
+        payload.deliveries[0].belegnummer,
+        payload.deliveries[1].belegnummer,
+        changed.deliveries[3].belegnummer,
+      ]);
     });
 
-    it('keeps the driver\'s order also after a re-sync whose ERP order happened to match it', async () => {
+    it("keeps the driver's order also after a re-sync whose ERP order happened to match it", async () => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer, { deliveries: 3, positions: 1 });
       const [a, b, c] = payload.deliveries;
       const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
-      const idOf = new Map((await details(tourId, token)).deliveries.map((d: { id: string; belegnummer: string }) => [d.belegnummer, d.id]));
-      expect((await api.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [b, c, a].map((d) => idOf.get(d.belegnummer)) }, { token })).status).toBe(200);
+      const idOf = new Map(
+        (await details(tourId, token)).deliveries.map((d: { id: string; belegnummer: string }) => [d.belegnummer, d.id]),
+      );
+      expect(
+        (await api.put(`/tours/${tourId}/delivery-order`, { deliveryIds: [b, c, a].map((d) => idOf.get(d.belegnummer)) }, { token }))
+          .status,
+      ).toBe(200);
       const d = delivery({}, 1);
       const order = async () => (await details(tourId, token)).deliveries.map((x: { belegnummer: string }) => x.belegnummer);
       // The ERP now lists the deliveries as the driver does, then goes back to its own order.
-      await api.post('/sync/tour', { ...copy(payload), deliveries: [b, c, a, d].map((x) => ({ ...copy(x), sequence: undefined })) }, { token });
+      await api.post(
+        '/sync/tour',
+        { ...copy(payload), deliveries: [b, c, a, d].map((x) => ({ ...copy(x), sequence: undefined })) },
+        { token },
+      );
       expect(await order()).toEqual([b, c, a, d].map((x) => x.belegnummer));
-      await api.post('/sync/tour', { ...copy(payload), deliveries: [a, b, c, d].map((x) => ({ ...copy(x), sequence: undefined })) }, { token });
+      await api.post(
+        '/sync/tour',
+        { ...copy(payload), deliveries: [a, b, c, d].map((x) => ({ ...copy(x), sequence: undefined })) },
+        { token },
+      );
       expect(await order()).toEqual([b, c, a, d].map((x) => x.belegnummer));
     });
 
@@ -417,21 +586,96 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
     });
 
     it.each([
-      ['no driver', (p: ReturnType<typeof tourPayload>) => { delete (p as Partial<typeof p>).driver; }],
-      ['an invalid date', (p: ReturnType<typeof tourPayload>) => { p.tourDate = '2026-02-30'; }],
-      ['a delivery twice', (p: ReturnType<typeof tourPayload>) => { p.deliveries.push(copy(p.deliveries[0])); }],
-      ['a line number twice', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions.push(copy(p.deliveries[0].positions[0])); }],
-      ['a quantity of 0', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].quantity = 0; }],
-      ['a negative open amount', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].openAmountCents = -1; }],
-      ['an unknown contact role', (p: ReturnType<typeof tourPayload>) => { (p.deliveries[0].contacts![0] as { role: string }).role = 'fax'; }],
-      ['a quantity beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].quantity = 2 ** 31; }],
-      ['an open amount beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].openAmountCents = 2 ** 31; }],
-      ['a unit price beyond 32 bits', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].unitPriceCents = 2 ** 31; }],
-      ['a document number the back office cannot look up', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].belegnummer = 'L'.repeat(101); }],
-      ['an article number beyond 100 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].article.articleNumber = 'A'.repeat(3000); }],
-      ['a warehouse code beyond 100 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].positions[0].warehouse = { code: 'W'.repeat(10_000), name: 'x' }; }],
-      ['a contact channel beyond 500 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].contacts![0].channels![0].value = '0'.repeat(12_000); }],
-      ['a customer name beyond 500 characters', (p: ReturnType<typeof tourPayload>) => { p.deliveries[0].customer.name = 'K'.repeat(501); }],
+      [
+        'no driver',
+        (p: ReturnType<typeof tourPayload>) => {
+          delete (p as Partial<typeof p>).driver;
+        },
+      ],
+      [
+        'an invalid date',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.tourDate = '2026-02-30';
+        },
+      ],
+      [
+        'a delivery twice',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries.push(copy(p.deliveries[0]));
+        },
+      ],
+      [
+        'a line number twice',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].positions.push(copy(p.deliveries[0].positions[0]));
+        },
+      ],
+      [
+        'a quantity of 0',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].positions[0].quantity = 0;
+        },
+      ],
+      [
+        'a negative open amount',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].openAmountCents = -1;
+        },
+      ],
+      [
+        'an unknown contact role',
+        (p: ReturnType<typeof tourPayload>) => {
+          (p.deliveries[0].contacts![0] as { role: string }).role = 'fax';
+        },
+      ],
+      [
+        'a quantity beyond 32 bits',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].positions[0].quantity = 2 ** 31;
+        },
+      ],
+      [
+        'an open amount beyond 32 bits',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].openAmountCents = 2 ** 31;
+        },
+      ],
+      [
+        'a unit price beyond 32 bits',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].positions[0].unitPriceCents = 2 ** 31;
+        },
+      ],
+      [
+        'a document number the back office cannot look up',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].belegnummer = 'L'.repeat(101);
+        },
+      ],
+      [
+        'an article number beyond 100 characters',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].positions[0].article.articleNumber = 'A'.repeat(3000);
+        },
+      ],
+      [
+        'a warehouse code beyond 100 characters',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].positions[0].warehouse = { code: 'W'.repeat(10_000), name: 'x' };
+        },
+      ],
+      [
+        'a contact channel beyond 500 characters',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].contacts![0].channels![0].value = '0'.repeat(12_000);
+        },
+      ],
+      [
+        'a customer name beyond 500 characters',
+        (p: ReturnType<typeof tourPayload>) => {
+          p.deliveries[0].customer.name = 'K'.repeat(501);
+        },
+      ],
     ])('refuses a tour with %s with 400 and writes nothing', async (_what, spoil) => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer);
@@ -445,7 +689,11 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
     it('drops fax numbers, which the contract does not carry, and takes any integer as line number', async () => {
       const { personalnummer, token } = await driver();
       const payload = tourPayload(personalnummer, { deliveries: 1 });
-      (payload.deliveries[0].contacts![2].channels as { kind: string; position: number; value: string }[]).push({ kind: 'fax', position: 2, value: '030 7654321' });
+      (payload.deliveries[0].contacts![2].channels as { kind: string; position: number; value: string }[]).push({
+        kind: 'fax',
+        position: 2,
+        value: '030 7654321',
+      });
       payload.deliveries[0].positions[1].lineNumber = -5;
       const response = await api.post('/sync/tour', payload, { token });
       expect(response.status).toBe(200);
@@ -462,7 +710,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       payload.deliveries[0].positions[1].unitPriceCents = -150;
       const response = await api.post('/sync/tour', payload, { token });
       expect(response.status).toBe(200);
-      const [line] = (await details(response.body.tour.id, token)).deliveries[0].positions.filter((p: { lineNumber: number }) => p.lineNumber === 20);
+      const [line] = (await details(response.body.tour.id, token)).deliveries[0].positions.filter(
+        (p: { lineNumber: number }) => p.lineNumber === 20,
+      );
       expect(line.unitPriceCents).toBe(-150);
     });
 
@@ -486,7 +736,7 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(response.body).toMatchObject({ created: true, tour: { name: 'Leere Tour' }, deliveries: { created: 0 } });
       const renamed = await api.post('/sync/tour', { ...tourPayload(personalnummer, { deliveries: 0 }), name: 'Tour Süd' }, { token });
       expect(renamed.body).toMatchObject({ created: false, tour: { id: response.body.tour.id, name: 'Tour Süd' } });
-      expect((await details(response.body.tour.id, token))).toMatchObject({ tour: { name: 'Tour Süd' }, deliveries: [], customers: [] });
+      expect(await details(response.body.tour.id, token)).toMatchObject({ tour: { name: 'Tour Süd' }, deliveries: [], customers: [] });
     });
 
     it('refuses a tour without a token with 401', async () => {
@@ -518,14 +768,19 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
 
       const response = await api.get('/me/tours?date=2026-05-04', { token });
       expect(response.status).toBe(200);
-      expect(response.body.tours).toEqual([{
-        id: tourId, accountId: personalnummer, tourDate: '2026-05-04', name: 'Tour Mitte',
-        deliveryCount: 3,
-        deliveriesByState: { active: 1, held: 1, canceled: 1, completed: 0 },
-        // Two scannable lines per delivery; the canceled delivery's lines are not loaded.
-        positionsToLoad: 3,
-        positionsLoaded: 1,
-      }]);
+      expect(response.body.tours).toEqual([
+        {
+          id: tourId,
+          accountId: personalnummer,
+          tourDate: '2026-05-04',
+          name: 'Tour Mitte',
+          deliveryCount: 3,
+          deliveriesByState: { active: 1, held: 1, canceled: 1, completed: 0 },
+          // Two scannable lines per delivery; the canceled delivery's lines are not loaded.
+          positionsToLoad: 3,
+          positionsLoaded: 1,
+        },
+      ]);
       expect((await api.get('/me/tours?date=2026-05-05', { token })).body.tours).toEqual([]);
     });
 
@@ -555,8 +810,12 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
   describe('GET /tours/{tour_id}', () => {
     it('reads a tour of 40 deliveries with 20 positions each in a fixed number of queries', async () => {
       const { personalnummer, token } = await driver();
-      const small = (await api.post('/sync/tour', tourPayload(personalnummer, { date: '2026-06-01', deliveries: 1, positions: 1 }), { token })).body.tour.id;
-      const large = (await api.post('/sync/tour', tourPayload(personalnummer, { date: '2026-06-02', deliveries: 40, positions: 20 }), { token })).body.tour.id;
+      const small = (
+        await api.post('/sync/tour', tourPayload(personalnummer, { date: '2026-06-01', deliveries: 1, positions: 1 }), { token })
+      ).body.tour.id;
+      const large = (
+        await api.post('/sync/tour', tourPayload(personalnummer, { date: '2026-06-02', deliveries: 40, positions: 20 }), { token })
+      ).body.tour.id;
       const queriesFor = async (tourId: string) => {
         const before = api.ctx.database.queries.count;
         const body = await details(tourId, token);
@@ -579,10 +838,24 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
       const d = (await details(tourId, token)).deliveries[0];
       await api.post(`/deliveries/${d.id}/notes`, { text: 'Bitte klingeln' }, { token });
-      const service = (await api.post('/services', { key: `stufen-${nextDriver}`, name: 'Stufen', kind: 'numeric', minValue: 0, maxValue: 10 }, { token })).body.service;
+      const service = (
+        await api.post('/services', { key: `stufen-${nextDriver}`, name: 'Stufen', kind: 'numeric', minValue: 0, maxValue: 10 }, { token })
+      ).body.service;
       expect((await api.put(`/deliveries/${d.id}/services/${service.id}`, { numericValue: 4 }, { token })).status).toBe(200);
-      expect((await api.post(`/deliveries/${d.id}/credit`, { clientEventId: randomUUID(), action: 'set', amountCents: 1000, reason: 'Bruch' }, { token })).status).toBe(200);
-      const paid = await api.post(`/deliveries/${d.id}/payment`, { clientEventId: randomUUID(), expectedAmountCents: 500, paymentMethodId: method.id }, { token });
+      expect(
+        (
+          await api.post(
+            `/deliveries/${d.id}/credit`,
+            { clientEventId: randomUUID(), action: 'set', amountCents: 1000, reason: 'Bruch' },
+            { token },
+          )
+        ).status,
+      ).toBe(200);
+      const paid = await api.post(
+        `/deliveries/${d.id}/payment`,
+        { clientEventId: randomUUID(), expectedAmountCents: 500, paymentMethodId: method.id },
+        { token },
+      );
       expect(paid.status).toBe(200);
 
       const after = (await details(tourId, token)).deliveries[0];
@@ -597,11 +870,20 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
 
     it('answers an unchanged tour with the same ETag, 304 to If-None-Match, and every change with a new one', async () => {
       const { personalnummer, token } = await driver();
-      const tour = await newTour(api.db, { accountId: personalnummer, positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }] });
-      const { delivery, items: [item] } = tour.deliveries[0];
+      const tour = await newTour(api.db, {
+        accountId: personalnummer,
+        positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }],
+      });
+      const {
+        delivery,
+        items: [item],
+      } = tour.deliveries[0];
       const source = await addContact(api.db, delivery.id, { role: 'contact_person', channels: [{ kind: 'phone', value: '030 111' }] });
       const [note] = await api.db.insert(notes).values({ deliveryId: delivery.id, text: 'Hoftor' }).returning();
-      const [warehouse] = await api.db.insert(warehouses).values({ code: `W-${personalnummer}`, name: 'Lager' }).returning();
+      const [warehouse] = await api.db
+        .insert(warehouses)
+        .values({ code: `W-${personalnummer}`, name: 'Lager' })
+        .returning();
       await api.db.update(deliveryItems).set({ warehouseId: warehouse.id }).where(eq(deliveryItems.id, item.id));
       const path = `/tours/${tour.tour.id}`;
 
@@ -619,15 +901,48 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       // included); each must show at once, with a new ETag.
       const seen = new Set([etag]);
       const changes: [string, () => Promise<unknown>, (body: any) => unknown, unknown][] = [
-        ['scan', () => api.post('/scans', { scans: [{ clientScanId: randomUUID(), deliveryItemId: item.id, action: 'scan', occurredAt: new Date().toISOString() }] }, { token }),
-          (body) => body.deliveries[0].positions[0].scannedQuantity, 1],
-        ['article', () => api.db.update(articles).set({ name: 'Umbenannt' }).where(eq(articles.id, item.articleId)), (body) => body.articles[0].name, 'Umbenannt'],
-        ['warehouse', () => api.db.update(warehouses).set({ name: 'Neues Lager' }).where(eq(warehouses.id, warehouse.id)), (body) => body.warehouses[0].name, 'Neues Lager'],
-        ['customer', () => api.db.update(customers).set({ name: 'Neuer Kunde' }).where(eq(customers.id, tour.customer.id)), (body) => body.customers[0].name, 'Neuer Kunde'],
-        ['channel', () => api.db.update(contactChannels).set({ value: '030 222' }).where(eq(contactChannels.sourceId, source.id)),
-          (body) => body.deliveries[0].contacts[0].channels[0].value, '030 222'],
+        [
+          'scan',
+          () =>
+            api.post(
+              '/scans',
+              { scans: [{ clientScanId: randomUUID(), deliveryItemId: item.id, action: 'scan', occurredAt: new Date().toISOString() }] },
+              { token },
+            ),
+          (body) => body.deliveries[0].positions[0].scannedQuantity,
+          1,
+        ],
+        [
+          'article',
+          () => api.db.update(articles).set({ name: 'Umbenannt' }).where(eq(articles.id, item.articleId)),
+          (body) => body.articles[0].name,
+          'Umbenannt',
+        ],
+        [
+          'warehouse',
+          () => api.db.update(warehouses).set({ name: 'Neues Lager' }).where(eq(warehouses.id, warehouse.id)),
+          (body) => body.warehouses[0].name,
+          'Neues Lager',
+        ],
+        [
+          'customer',
+          () => api.db.update(customers).set({ name: 'Neuer Kunde' }).where(eq(customers.id, tour.customer.id)),
+          (body) => body.customers[0].name,
+          'Neuer Kunde',
+        ],
+        [
+          'channel',
+          () => api.db.update(contactChannels).set({ value: '030 222' }).where(eq(contactChannels.sourceId, source.id)),
+          (body) => body.deliveries[0].contacts[0].channels[0].value,
+          '030 222',
+        ],
         ['note removed', () => api.db.delete(notes).where(eq(notes.id, note.id)), (body) => body.deliveries[0].notes.length, 0],
-        ['tour', () => api.db.update(tours).set({ name: 'Tour Süd' }).where(eq(tours.id, tour.tour.id)), (body) => body.tour.name, 'Tour Süd'],
+        [
+          'tour',
+          () => api.db.update(tours).set({ name: 'Tour Süd' }).where(eq(tours.id, tour.tour.id)),
+          (body) => body.tour.name,
+          'Tour Süd',
+        ],
       ];
       for (const [what, change, read, expected] of changes) {
         await change();
@@ -678,7 +993,9 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
   describe('PUT /tours/{tour_id}/delivery-order', () => {
     async function tourOf(deliveryCount: number) {
       const owner = await driver();
-      const tourId = (await api.post('/sync/tour', tourPayload(owner.personalnummer, { deliveries: deliveryCount, positions: 1 }), { token: owner.token })).body.tour.id;
+      const tourId = (
+        await api.post('/sync/tour', tourPayload(owner.personalnummer, { deliveries: deliveryCount, positions: 1 }), { token: owner.token })
+      ).body.tour.id;
       const ids: string[] = (await details(tourId, owner.token)).deliveries.map((d: { id: string }) => d.id);
       return { ...owner, tourId, ids, path: `/tours/${tourId}/delivery-order` };
     }
@@ -690,9 +1007,15 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       expect(response.status).toBe(200);
       expect(response.body).toEqual({ tourId, deliveryIds: [ids[1], ids[2], ids[0]] });
       const after = (await details(tourId, token)).deliveries;
-      expect(after.map((d: { id: string; sortOrder: number }) => [d.id, d.sortOrder])).toEqual([[ids[1], 0], [ids[2], 1], [ids[0], 2]]);
+      expect(after.map((d: { id: string; sortOrder: number }) => [d.id, d.sortOrder])).toEqual([
+        [ids[1], 0],
+        [ids[2], 1],
+        [ids[0], 2],
+      ]);
       const changes = await changesSince(seq);
-      expect(changes.map((c) => [c.entity, c.entityId, c.accountId]).sort()).toEqual(ids.map((id) => ['delivery', id, personalnummer]).sort());
+      expect(changes.map((c) => [c.entity, c.entityId, c.accountId]).sort()).toEqual(
+        ids.map((id) => ['delivery', id, personalnummer]).sort(),
+      );
       expect(await changesSince(await maxSeq())).toEqual([]);
       await api.put(path, { deliveryIds: [ids[1], ids[2], ids[0]] }, { token });
       expect(await changesSince(seq + changes.length)).toEqual([]);
@@ -706,12 +1029,17 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       ['no uuid', (ids: string[]) => [ids[0], ids[1], 'x']],
     ])('refuses %s with 400 validation and changes nothing', async (_what, order) => {
       const { token, tourId, ids, path } = await tourOf(3);
-      const before = await api.db.select({ id: deliveries.id, sortOrder: deliveries.sortOrder }).from(deliveries).where(eq(deliveries.tourId, tourId));
+      const before = await api.db
+        .select({ id: deliveries.id, sortOrder: deliveries.sortOrder })
+        .from(deliveries)
+        .where(eq(deliveries.tourId, tourId));
       const response = await api.put(path, { deliveryIds: order(ids) }, { token });
       expect(response.status).toBe(400);
       expect(response.body.code).toBe('validation');
       expect(response.headers.get('content-type')).toContain('application/problem+json');
-      expect(await api.db.select({ id: deliveries.id, sortOrder: deliveries.sortOrder }).from(deliveries).where(eq(deliveries.tourId, tourId))).toEqual(before);
+      expect(
+        await api.db.select({ id: deliveries.id, sortOrder: deliveries.sortOrder }).from(deliveries).where(eq(deliveries.tourId, tourId)),
+      ).toEqual(before);
     });
 
     it('takes the empty order of a tour without deliveries', async () => {
@@ -730,13 +1058,20 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
 
     it('refuses the deliveries of another tour of the same driver', async () => {
       const first = await tourOf(2);
-      const second = (await api.post('/sync/tour', tourPayload(first.personalnummer, { date: '2026-04-15', deliveries: 1 }), { token: first.token })).body.tour.id;
+      const second = (
+        await api.post('/sync/tour', tourPayload(first.personalnummer, { date: '2026-04-15', deliveries: 1 }), { token: first.token })
+      ).body.tour.id;
       const secondIds = (await details(second, first.token)).deliveries.map((d: { id: string }) => d.id);
       const response = await api.put(first.path, { deliveryIds: [...first.ids, ...secondIds] }, { token: first.token });
       expect(response.status).toBe(400);
       const rows = await api.db.select({ tourId: deliveries.tourId }).from(deliveries).where(inArray(deliveries.id, secondIds));
       expect(rows).toEqual([{ tourId: second }]);
-      expect(await api.db.select().from(tours).where(and(eq(tours.accountId, first.personalnummer)))).toHaveLength(2);
+      expect(
+        await api.db
+          .select()
+          .from(tours)
+          .where(and(eq(tours.accountId, first.personalnummer))),
+      ).toHaveLength(2);
     });
   });
 });

@@ -13,10 +13,10 @@ async function resumed(api: TestServer, token: string) {
   return socket;
 }
 
-describe.each(databaseKinds)('a deactivated account\'s WebSocket on %s', (kind) => {
+describe.each(databaseKinds)("a deactivated account's WebSocket on %s", (kind) => {
   const api = useTestServer(kind);
 
-  it('is closed with 4403 within seconds of the sync that deactivates the account; other accounts\' stay open', async () => {
+  it("is closed with 4403 within seconds of the sync that deactivates the account; other accounts' stay open", async () => {
     const [gone, staying] = [nextAccount++, nextAccount++];
     const goneSocket = await resumed(api, await api.token(gone));
     const stayingSocket = await resumed(api, await api.token(staying));

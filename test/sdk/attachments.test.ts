@@ -16,7 +16,8 @@ async function tempDir() {
   dirs.push(dir);
   return dir;
 }
-const mtimes = async (dir: string) => Object.fromEntries(await Promise.all((await readdir(dir)).map(async (n) => [n, (await stat(path.join(dir, n))).mtimeMs])));
+const mtimes = async (dir: string) =>
+  Object.fromEntries(await Promise.all((await readdir(dir)).map(async (n) => [n, (await stat(path.join(dir, n))).mtimeMs])));
 
 describe('photos by reference', () => {
   it('keeps 200 waiting photos of 2 MB out of memory, never rewrites one on a retry, and removes each once sent', async () => {
@@ -24,8 +25,12 @@ describe('photos by reference', () => {
     let online = false;
     const service = fakeService({ intercept: () => (online ? undefined : 'network') });
     const client = await TourlineClient.open({
-      baseUrl: 'http://tourline.test', getToken: () => 'token', fetch: service.fetch, webSocket: null,
-      storage: await FileStore.open(storeDir), attachments: await FileAttachmentStore.open(attachmentDir),
+      baseUrl: 'http://tourline.test',
+      getToken: () => 'token',
+      fetch: service.fetch,
+      webSocket: null,
+      storage: await FileStore.open(storeDir),
+      attachments: await FileAttachmentStore.open(attachmentDir),
     });
     const tour = newTour({ deliveries: 1 });
     await client.state.putTour(tour);
@@ -40,7 +45,9 @@ describe('photos by reference', () => {
     expect(client.status().pendingCount).toBe(200);
     expect(growth).toBeLessThan(40 * 2 ** 20);
     // The outbox entries hold references: a few hundred bytes each, not megabytes.
-    const entrySizes = await Promise.all((await readdir(storeDir)).filter((n) => n.startsWith('outbox')).map(async (n) => (await stat(path.join(storeDir, n))).size));
+    const entrySizes = await Promise.all(
+      (await readdir(storeDir)).filter((n) => n.startsWith('outbox')).map(async (n) => (await stat(path.join(storeDir, n))).size),
+    );
     expect(Math.max(...entrySizes)).toBeLessThan(2000);
 
     const photosBefore = await mtimes(attachmentDir);

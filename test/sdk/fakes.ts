@@ -2,23 +2,34 @@ import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
 
 /** A stand-in for the service's sync endpoints in unit tests of the SDK's own logic (timing, ordering, refusal). */
-export interface FakeCall { at: number; method: string; path: string; body: unknown; token: string | undefined }
+export interface FakeCall {
+  at: number;
+  method: string;
+  path: string;
+  body: unknown;
+  token: string | undefined;
+}
 
 export type FakeAnswer = Response | 'network' | undefined;
 
-export function fakeService(options: {
-  /** Decides a push event's result; default applied. */
-  result?: (event: SyncEvent) => Omit<EventResult, 'eventId'>;
-  /** Lets a test answer a request differently (fail it, refuse it); undefined = the normal answer. */
-  intercept?: (call: FakeCall) => FakeAnswer;
-  /** Handles the request, then loses its answer, as a connection that breaks after the commit. */
-  loseAnswer?: (call: FakeCall) => boolean;
-} = {}) {
+export function fakeService(
+  options: {
+    /** Decides a push event's result; default applied. */
+    result?: (event: SyncEvent) => Omit<EventResult, 'eventId'>;
+    /** Lets a test answer a request differently (fail it, refuse it); undefined = the normal answer. */
+    intercept?: (call: FakeCall) => FakeAnswer;
+    /** Handles the request, then loses its answer, as a connection that breaks after the commit. */
+    loseAnswer?: (call: FakeCall) => boolean;
+  } = {},
+) {
   const calls: FakeCall[] = [];
   // As the service: an id seen before answers duplicate, carrying the refusal of a refused one.
   const seen = new Map<string, Omit<EventResult, 'eventId'>>();
   const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
-    new Response(JSON.stringify(body), { status, headers: { 'content-type': status < 400 ? 'application/json' : 'application/problem+json', ...headers } });
+    new Response(JSON.stringify(body), {
+      status,
+      headers: { 'content-type': status < 400 ? 'application/json' : 'application/problem+json', ...headers },
+    });
 
   const fetch = async (input: string, init: RequestInit): Promise<Response> => {
     const url = new URL(input);
@@ -60,7 +71,8 @@ export function fakeService(options: {
 
 export const problem = (status: number, code: string, detail: string, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify({ type: `https://tourline.dev/problems/${code}`, title: code, status, detail, code }), {
-    status, headers: { 'content-type': 'application/problem+json', ...headers },
+    status,
+    headers: { 'content-type': 'application/problem+json', ...headers },
   });
 
 let counter = 0;
@@ -81,14 +93,42 @@ export function newTour({ deliveries = 2, positions = 2, openAmountCents = 0 } =
     deliveries: Array.from({ length: deliveries }, (_, d) => {
       const id = uuid();
       return {
-        id, tourId, belegartId: 1, belegnummer: `B${d}`, customerId, deliveryAddress: address, state: 'active' as const, stateReason: null,
-        sortOrder: d, paymentMethodId: null, paymentTerm: null, assignedCarId: null, erpOpenAmountCents: openAmountCents, openAmountCents,
-        credit: null, completedAt: null, updatedAt: now,
+        id,
+        tourId,
+        belegartId: 1,
+        belegnummer: `B${d}`,
+        customerId,
+        deliveryAddress: address,
+        state: 'active' as const,
+        stateReason: null,
+        sortOrder: d,
+        paymentMethodId: null,
+        paymentTerm: null,
+        assignedCarId: null,
+        erpOpenAmountCents: openAmountCents,
+        openAmountCents,
+        credit: null,
+        completedAt: null,
+        updatedAt: now,
         positions: Array.from({ length: positions }, (_, p) => ({
-          id: uuid(), deliveryId: id, lineNumber: p + 1, articleId, warehouseId: null, requiredQuantity: 2, scannedQuantity: 0,
-          creditedQuantity: 0, state: 'InProgress' as const, scannable: true, unit: null, unitPriceCents: 500,
+          id: uuid(),
+          deliveryId: id,
+          lineNumber: p + 1,
+          articleId,
+          warehouseId: null,
+          requiredQuantity: 2,
+          scannedQuantity: 0,
+          creditedQuantity: 0,
+          state: 'InProgress' as const,
+          scannable: true,
+          unit: null,
+          unitPriceCents: 500,
         })),
-        contacts: [], notes: [], serviceValues: [], latestPayment: null, attachments: [],
+        contacts: [],
+        notes: [],
+        serviceValues: [],
+        latestPayment: null,
+        attachments: [],
       };
     }),
   };

@@ -6,7 +6,10 @@ import type { WebSocketFactory, WebSocketLike } from '../../client-sdk/live.js';
 export const SDK_BASE_URL = 'http://tourline.test';
 
 type Match = (method: string, path: string) => boolean;
-export const on = (pathPart: string, method?: string): Match => (m, p) => p.includes(pathPart) && (!method || m === method);
+export const on =
+  (pathPart: string, method?: string): Match =>
+  (m, p) =>
+    p.includes(pathPart) && (!method || m === method);
 
 /**
  * Sits between the SDK and the service: forwards to the current server and, on request, drops
@@ -23,9 +26,13 @@ export class FaultInjector {
   constructor(public target: string) {}
 
   /** The next `count` matching requests never reach the server. */
-  drop(match: Match, count = 1) { this.drops.push({ match, left: count }); }
+  drop(match: Match, count = 1) {
+    this.drops.push({ match, left: count });
+  }
   /** The next `count` matching requests reach the server, which commits; the answer is lost on the way back. */
-  loseResponse(match: Match, count = 1) { this.losses.push({ match, left: count }); }
+  loseResponse(match: Match, count = 1) {
+    this.losses.push({ match, left: count });
+  }
 
   private take(list: { match: Match; left: number }[], method: string, path: string) {
     const rule = list.find((r) => r.left > 0 && r.match(method, path));
@@ -74,5 +81,7 @@ export class FaultInjector {
     this.sockets.clear();
   }
 
-  get openSockets() { return [...this.sockets].filter((s) => s.readyState === WebSocket.OPEN).length; }
+  get openSockets() {
+    return [...this.sockets].filter((s) => s.readyState === WebSocket.OPEN).length;
+  }
 }

@@ -6,8 +6,11 @@ const open = (fetch: ReturnType<typeof fakeService>['fetch'], storage = new Memo
   TourlineClient.open({ baseUrl: 'http://tourline.test', getToken: () => 'token', fetch, webSocket: null, storage });
 
 describe('action handles and sign-in', () => {
-  it('settles each action\'s outcome when the service applied or refused it', async () => {
-    const service = fakeService({ result: (e) => (e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no' } : { status: 'applied' }) });
+  it("settles each action's outcome when the service applied or refused it", async () => {
+    const service = fakeService({
+      result: (e) =>
+        e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no' } : { status: 'applied' },
+    });
     const client = await open(service.fetch);
     const tour = newTour();
     await client.state.putTour(tour);
@@ -40,6 +43,11 @@ describe('action handles and sign-in', () => {
     const first = await a.enqueue({ type: 'delivery.hold', deliveryId: newTour().deliveries[0].id, reason: 'a' });
     const second = await b.enqueue({ type: 'delivery.hold', deliveryId: newTour().deliveries[0].id, reason: 'b' });
     const reopened = await open(service.fetch, storage);
-    expect(reopened.outbox.pending().map((e) => e.id).sort()).toEqual([first.eventId, second.eventId].sort());
+    expect(
+      reopened.outbox
+        .pending()
+        .map((e) => e.id)
+        .sort(),
+    ).toEqual([first.eventId, second.eventId].sort());
   });
 });

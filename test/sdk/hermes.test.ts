@@ -11,7 +11,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const hermes = path.join(path.dirname(createRequire(import.meta.url).resolve('hermes-engine-cli/package.json')), 'linux64-bin/hermes');
 let dir: string | undefined;
-afterAll(async () => { if (dir) await rm(dir, { recursive: true, force: true }); });
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
 
 /**
  * The SDK as React Native ships it to Hermes: bundled (esbuild, as Metro bundles), then lowered
@@ -20,10 +22,17 @@ afterAll(async () => { if (dir) await rm(dir, { recursive: true, force: true });
  */
 async function hermesBundle(): Promise<string> {
   const bundled = await build({
-    entryPoints: [path.join(import.meta.dirname, 'hermes/day.ts')], bundle: true, write: false, format: 'iife', platform: 'neutral', target: 'es2019', logLevel: 'silent',
+    entryPoints: [path.join(import.meta.dirname, 'hermes/day.ts')],
+    bundle: true,
+    write: false,
+    format: 'iife',
+    platform: 'neutral',
+    target: 'es2019',
+    logLevel: 'silent',
   });
   const lowered = ts.transpileModule(bundled.outputFiles[0].text, {
-    fileName: 'bundle.js', compilerOptions: { allowJs: true, target: ts.ScriptTarget.ES5, downlevelIteration: true, lib: ['lib.es2020.d.ts'] },
+    fileName: 'bundle.js',
+    compilerOptions: { allowJs: true, target: ts.ScriptTarget.ES5, downlevelIteration: true, lib: ['lib.es2020.d.ts'] },
   }).outputText;
   const prelude = await readFile(path.join(import.meta.dirname, 'hermes/prelude.js'), 'utf8');
   dir = await mkdtemp(path.join(os.tmpdir(), 'tourline-hermes-'));
@@ -40,15 +49,22 @@ describe('the SDK in a real Hermes VM', () => {
     expect(line, `${stdout}\n${stderr}`).toMatch(/^RESULT /);
     const result = JSON.parse(line!.slice('RESULT '.length));
     expect(result).toMatchObject({
-      offlinePending: 7, offlineOnline: false,
+      offlinePending: 7,
+      offlineOnline: false,
       viewed: { first: 'completed', second: 'held', scanned: [2, 2], notes: 1 },
-      pending: 0, rejected: 0, online: true, filesLeft: 0,
+      pending: 0,
+      rejected: 0,
+      online: true,
+      filesLeft: 0,
     });
     expect(result.offlineError).toMatch(/Network request failed/);
     expect(result.pushed).toEqual(['scan', 'scan', 'scan', 'scan', 'delivery.hold']);
     const [photo, completion] = result.parts;
     expect(photo).toContainEqual(['file', { uri: 'file:///dcim/IMG_0001.jpg', name: 'note.jpeg', type: 'image/jpeg' }]);
-    expect(completion).toContainEqual(['customer_signature', { uri: 'file:///sig/customer.png', name: 'customer_signature.png', type: 'image/png' }]);
+    expect(completion).toContainEqual([
+      'customer_signature',
+      { uri: 'file:///sig/customer.png', name: 'customer_signature.png', type: 'image/png' },
+    ]);
     expect(completion.find(([name]: [string]) => name === 'acknowledgements')[1]).toContain('"receiptConfirmed":true');
   }, 120_000);
 });

@@ -9,11 +9,24 @@ class FakeSocket implements WebSocketLike {
   onmessage: ((event: { data: unknown }) => void) | null = null;
   onclose: ((event: { code: number }) => void) | null = null;
   onerror: ((event: unknown) => void) | null = null;
-  constructor(readonly url: string, readonly protocols: string[]) {}
-  send(data: string) { this.sent.push(JSON.parse(data)); }
-  close() { this.readyState = 3; }
-  open() { this.readyState = 1; this.onopen?.({}); }
-  drop(code: number) { this.readyState = 3; this.onclose?.({ code }); }
+  constructor(
+    readonly url: string,
+    readonly protocols: string[],
+  ) {}
+  send(data: string) {
+    this.sent.push(JSON.parse(data));
+  }
+  close() {
+    this.readyState = 3;
+  }
+  open() {
+    this.readyState = 1;
+    this.onopen?.({});
+  }
+  drop(code: number) {
+    this.readyState = 3;
+    this.onclose?.({ code });
+  }
 }
 
 afterEach(() => vi.useRealTimers());
@@ -24,11 +37,20 @@ function live(overrides: Partial<LiveOptions> = {}) {
   const pulls: number[] = [];
   const options: LiveOptions = {
     baseUrl: 'https://tourline.test/api',
-    webSocket: (url, protocols) => { const s = new FakeSocket(url, protocols); sockets.push(s); return s; },
-    token: async (forceRefresh) => { tokens.push(forceRefresh); return forceRefresh ? 'fresh' : 'old'; },
+    webSocket: (url, protocols) => {
+      const s = new FakeSocket(url, protocols);
+      sockets.push(s);
+      return s;
+    },
+    token: async (forceRefresh) => {
+      tokens.push(forceRefresh);
+      return forceRefresh ? 'fresh' : 'old';
+    },
     cursor: () => 'cursor-7',
     ingest: async () => undefined,
-    pull: async () => { pulls.push(Date.now()); },
+    pull: async () => {
+      pulls.push(Date.now());
+    },
     onConnected: () => undefined,
     onError: () => undefined,
     onCursorRefused: () => undefined,

@@ -34,7 +34,11 @@ describe('outbox durability', () => {
     const first = await open({ fetch: service.fetch, storage: await FileStore.open(dir) });
     await first.state.putTour(tour);
     const { eventId } = await first.scan(tour.deliveries[0].positions[0].id);
-    const { eventId: completionId } = await first.complete(tour.deliveries[1].id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+    const { eventId: completionId } = await first.complete(tour.deliveries[1].id, {
+      customerSignature: PNG,
+      driverSignature: PNG,
+      acknowledgements: { receiptConfirmed: true },
+    });
     // The process dies here: nothing was sent, the store is not closed.
     const second = await open({ fetch: service.fetch, storage: await FileStore.open(dir) });
     expect(second.outbox.pending().map((e) => e.id)).toEqual([eventId, completionId]);
@@ -47,27 +51,46 @@ describe('outbox durability', () => {
     const storage = new MemoryStore();
     const tour = newTour();
     const errors = [{ path: 'reason', message: 'must not be empty' }];
-    const service = fakeService({ result: (e) => (e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no', errors } : { status: 'applied' }) });
+    const service = fakeService({
+      result: (e) =>
+        e.type === 'delivery.cancel'
+          ? { status: 'rejected', code: 'invalid_state_transition', message: 'no', errors }
+          : { status: 'applied' },
+    });
     const first = await open({ fetch: service.fetch, storage });
     await first.state.putTour(tour);
     await first.cancelDelivery(tour.deliveries[0].id, 'closed');
     await first.sync();
     const second = await open({ fetch: service.fetch, storage });
-    expect(second.rejected()).toMatchObject([{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no', errors, deliveryId: tour.deliveries[0].id }]);
+    expect(second.rejected()).toMatchObject([
+      { type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no', errors, deliveryId: tour.deliveries[0].id },
+    ]);
     expect(second.state.cursor).toBe('c1');
     expect(second.serverTour(tour.tour.id)).toEqual(tour);
   });
 });
 
 describe('a note the service gave another id', () => {
-  it('is renamed in the pending events and in a pending completion\'s acknowledged notes', async () => {
+  it("is renamed in the pending events and in a pending completion's acknowledged notes", async () => {
     const outbox = await Outbox.load(new JsonStore(new MemoryStore()));
     const occurredAt = '2026-03-02T08:00:00.000Z';
-    const update = await outbox.add('e1', { kind: 'event', event: { type: 'note.update', eventId: 'e1', occurredAt, deliveryId: 'd', noteId: 'old', text: 'x' } }, 0);
-    const completion = await outbox.add('e2', {
-      kind: 'completion', deliveryId: 'd', occurredAt, customerSignature: '', driverSignature: '',
-      acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: ['other', 'old'], clientEventId: 'e2' },
-    }, 0);
+    const update = await outbox.add(
+      'e1',
+      { kind: 'event', event: { type: 'note.update', eventId: 'e1', occurredAt, deliveryId: 'd', noteId: 'old', text: 'x' } },
+      0,
+    );
+    const completion = await outbox.add(
+      'e2',
+      {
+        kind: 'completion',
+        deliveryId: 'd',
+        occurredAt,
+        customerSignature: '',
+        driverSignature: '',
+        acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: ['other', 'old'], clientEventId: 'e2' },
+      },
+      0,
+    );
     await outbox.renameNote('old', 'new');
     const [renamedUpdate, renamedCompletion] = [update, completion].map((e) => outbox.all().find((entry) => entry.id === e.id)!.action);
     expect(renamedUpdate).toMatchObject({ event: { noteId: 'new' } });
@@ -76,7 +99,13 @@ describe('a note the service gave another id', () => {
 });
 
 describe('settling', () => {
-  const hold = (n: number): SyncEvent => ({ type: 'delivery.hold', eventId: `00000000-0000-4000-8000-00000000000${n}`, occurredAt: '2026-03-02T08:00:00.000Z', deliveryId: 'd', reason: 'x' });
+  const hold = (n: number): SyncEvent => ({
+    type: 'delivery.hold',
+    eventId: `00000000-0000-4000-8000-00000000000${n}`,
+    occurredAt: '2026-03-02T08:00:00.000Z',
+    deliveryId: 'd',
+    reason: 'x',
+  });
   async function acknowledged(...entries: { seq?: number; generation: number }[]) {
     const outbox = await Outbox.load(new JsonStore(new MemoryStore()));
     for (const [i, { seq, generation }] of entries.entries()) {
@@ -104,8 +133,12 @@ describe('settling', () => {
   it('lets acknowledged entries go after reading the tours again for a cursor the service no longer knows', async () => {
     const tour = newTour({ deliveries: 1 });
     const service = fakeService({
-      intercept: (call) => (call.path === '/sync/changes' ? problem(400, 'validation', 'Unknown cursor')
-        : call.path === `/tours/${tour.tour.id}` ? service.json(tour) : undefined),
+      intercept: (call) =>
+        call.path === '/sync/changes'
+          ? problem(400, 'validation', 'Unknown cursor')
+          : call.path === `/tours/${tour.tour.id}`
+            ? service.json(tour)
+            : undefined,
     });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
@@ -116,10 +149,16 @@ describe('settling', () => {
     expect(client.state.cursor).toBe('c0');
   });
 
-  it.each([[7, 0], [6, 1]])('lets go at start of an entry whose seq the stored copy holds (copy up to %i: %i left)', async (lastSeq, left) => {
+  it.each([
+    [7, 0],
+    [6, 1],
+  ])('lets go at start of an entry whose seq the stored copy holds (copy up to %i: %i left)', async (lastSeq, left) => {
     const storage = new MemoryStore();
     const tour = newTour({ deliveries: 1 });
-    const service = fakeService({ result: () => ({ status: 'applied', seq: 7 }), intercept: (call) => (call.path === '/sync/changes' ? 'network' : undefined) });
+    const service = fakeService({
+      result: () => ({ status: 'applied', seq: 7 }),
+      intercept: (call) => (call.path === '/sync/changes' ? 'network' : undefined),
+    });
     const first = await open({ fetch: service.fetch, storage });
     await first.state.putTour(tour);
     await first.holdDelivery(tour.deliveries[0].id, 'x');
@@ -163,19 +202,30 @@ describe('flushing', () => {
     await client.state.putTour(tour);
     const photo = new Blob([PNG]);
     const calls = await Promise.all([
-      client.holdDelivery(d.id, 'Tor zu'), client.createImageNote(d.id, { image: photo }), client.resumeDelivery(d.id), client.scan(d.positions[0].id),
+      client.holdDelivery(d.id, 'Tor zu'),
+      client.createImageNote(d.id, { image: photo }),
+      client.resumeDelivery(d.id),
+      client.scan(d.positions[0].id),
     ]);
     expect(client.outbox.pending().map((e) => e.id)).toEqual(calls.map((c) => c.eventId));
     await client.sync();
-    const order = service.calls.filter((c) => c.path !== '/sync/changes').map((c) =>
-      c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop());
+    const order = service.calls
+      .filter((c) => c.path !== '/sync/changes')
+      .map((c) =>
+        c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop(),
+      );
     expect(order).toEqual(['delivery.hold', 'image', 'delivery.resume+scan']);
   });
 
   it('moves a rejected event to the rejected list, reports it, and still sends the events of other deliveries', async () => {
     const tour = newTour();
     const [a, b] = tour.deliveries;
-    const service = fakeService({ result: (e) => (e.type === 'scan' && e.deliveryItemId === a.positions[0].id ? { status: 'rejected', code: 'quantity_exceeded', message: 'All 2 pieces are already scanned' } : { status: 'applied' }) });
+    const service = fakeService({
+      result: (e) =>
+        e.type === 'scan' && e.deliveryItemId === a.positions[0].id
+          ? { status: 'rejected', code: 'quantity_exceeded', message: 'All 2 pieces are already scanned' }
+          : { status: 'applied' },
+    });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
     const reported: string[] = [];
@@ -197,7 +247,8 @@ describe('flushing', () => {
   it('takes the copy of a refused event, answered duplicate with the refusal after a lost answer, as refused', async () => {
     const tour = newTour({ deliveries: 1 });
     const service = fakeService({
-      result: (e) => (e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no' } : { status: 'applied' }),
+      result: (e) =>
+        e.type === 'delivery.cancel' ? { status: 'rejected', code: 'invalid_state_transition', message: 'no' } : { status: 'applied' },
       loseAnswer: (call) => call.path === '/sync/push' && service.pushes().length === 1,
     });
     const client = await open({ fetch: service.fetch });
@@ -207,7 +258,10 @@ describe('flushing', () => {
     await client.sync().catch(() => undefined);
     await client.sync();
     expect(service.pushes()).toHaveLength(2);
-    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no' }] });
+    expect(client.status()).toMatchObject({
+      pendingCount: 0,
+      rejected: [{ type: 'delivery.cancel', code: 'invalid_state_transition', message: 'no' }],
+    });
   });
 
   it('halves a batch the service refuses as a whole until the one bad event is rejected alone', async () => {
@@ -216,7 +270,9 @@ describe('flushing', () => {
     const service = fakeService({
       intercept: (call) => {
         const events = (call.body as { events?: SyncEvent[] })?.events;
-        return events?.some((e) => e.type === 'delivery.hold' && e.reason === 'x'.repeat(3000)) ? problem(400, 'validation', 'The request is not valid') : undefined;
+        return events?.some((e) => e.type === 'delivery.hold' && e.reason === 'x'.repeat(3000))
+          ? problem(400, 'validation', 'The request is not valid')
+          : undefined;
       },
     });
     const client = await open({ fetch: service.fetch });
@@ -236,7 +292,9 @@ describe('flushing', () => {
     const service = fakeService({
       intercept: (call) => {
         const events = (call.body as { events?: SyncEvent[] })?.events;
-        return broken && events?.some((e) => e.type === 'delivery.hold' && e.deliveryId === a.id) ? problem(500, 'internal', 'An internal error occurred') : undefined;
+        return broken && events?.some((e) => e.type === 'delivery.hold' && e.deliveryId === a.id)
+          ? problem(500, 'internal', 'An internal error occurred')
+          : undefined;
       },
     });
     const client = await open({ fetch: service.fetch });
@@ -260,12 +318,19 @@ describe('flushing', () => {
     const client = await open({ fetch: service.fetch, now: () => Date.parse(signedAt) });
     await client.state.putTour(tour);
     await client.scan(a.positions[0].id);
-    const { eventId: completionId } = await client.complete(a.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+    const { eventId: completionId } = await client.complete(a.id, {
+      customerSignature: PNG,
+      driverSignature: PNG,
+      acknowledgements: { receiptConfirmed: true },
+    });
     await client.createNote(a.id, { text: 'after completion' });
     await client.scan(b.positions[0].id);
     await client.sync();
-    const order = service.calls.filter((c) => c.path !== '/sync/changes').map((c) =>
-      c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop());
+    const order = service.calls
+      .filter((c) => c.path !== '/sync/changes')
+      .map((c) =>
+        c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop(),
+      );
     expect(order).toEqual(['scan+scan', 'complete', 'note.create']);
     const form = service.calls.find((c) => c.path.endsWith('/complete'))!.body as FormData;
     const acknowledgements = JSON.parse(form.get('acknowledgements') as string);
@@ -274,10 +339,13 @@ describe('flushing', () => {
     expect(new Uint8Array(await (form.get('customer_signature') as Blob).arrayBuffer())).toEqual(PNG);
   });
 
-  it('sends another delivery\'s completion while a photo the service cannot store now waits for its retry', async () => {
+  it("sends another delivery's completion while a photo the service cannot store now waits for its retry", async () => {
     const tour = newTour();
     const [a, b] = tour.deliveries;
-    const service = fakeService({ intercept: (call) => (call.path.endsWith('/notes/image') ? problem(500, 'internal', 'Uploading the image to the document store failed') : undefined) });
+    const service = fakeService({
+      intercept: (call) =>
+        call.path.endsWith('/notes/image') ? problem(500, 'internal', 'Uploading the image to the document store failed') : undefined,
+    });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
     const { eventId: photo } = await client.createImageNote(a.id, { image: PNG, contentType: 'image/png' });
@@ -288,48 +356,64 @@ describe('flushing', () => {
   });
 
   it.each([
-    ['a proxy\'s 404 page for a push', '/sync/push', 404, 'text/html'],
-    ['a captive portal\'s 200 login page for a completion', '/complete', 200, 'text/html'],
-    ['a gateway\'s 200 JSON for a completion', '/complete', 200, 'application/json'],
-    ['a gateway\'s 200 JSON for a push', '/sync/push', 200, 'application/json'],
-  ])('keeps the actions queued when %s answers in the service\'s place, and sends them once the service answers', async (_what, path, status, type) => {
-    const tour = newTour({ deliveries: 1 });
-    const d = tour.deliveries[0];
-    let portal = true;
-    const service = fakeService({
-      intercept: (call) => (portal && call.path.endsWith(path)
-        ? new Response(type === 'text/html' ? '<html>Please log in</html>' : '{"status":"unauthenticated"}', { status, headers: { 'content-type': type } }) : undefined),
-    });
-    const client = await open({ fetch: service.fetch });
-    await client.state.putTour(tour);
-    await client.scan(d.positions[0].id);
-    await client.complete(d.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
-    await expect(client.sync()).rejects.toThrow();
-    expect(client.status()).toMatchObject({ pendingCount: path === '/sync/push' ? 2 : 1, rejected: [] });
-    portal = false;
-    await client.sync();
-    expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
-    expect(service.calls.filter((c) => c.path.endsWith('/complete'))).toHaveLength(path === '/complete' ? 2 : 1);
-  });
+    ["a proxy's 404 page for a push", '/sync/push', 404, 'text/html'],
+    ["a captive portal's 200 login page for a completion", '/complete', 200, 'text/html'],
+    ["a gateway's 200 JSON for a completion", '/complete', 200, 'application/json'],
+    ["a gateway's 200 JSON for a push", '/sync/push', 200, 'application/json'],
+  ])(
+    "keeps the actions queued when %s answers in the service's place, and sends them once the service answers",
+    async (_what, path, status, type) => {
+      const tour = newTour({ deliveries: 1 });
+      const d = tour.deliveries[0];
+      let portal = true;
+      const service = fakeService({
+        intercept: (call) =>
+          portal && call.path.endsWith(path)
+            ? new Response(type === 'text/html' ? '<html>Please log in</html>' : '{"status":"unauthenticated"}', {
+                status,
+                headers: { 'content-type': type },
+              })
+            : undefined,
+      });
+      const client = await open({ fetch: service.fetch });
+      await client.state.putTour(tour);
+      await client.scan(d.positions[0].id);
+      await client.complete(d.id, { customerSignature: PNG, driverSignature: PNG, acknowledgements: { receiptConfirmed: true } });
+      await expect(client.sync()).rejects.toThrow();
+      expect(client.status()).toMatchObject({ pendingCount: path === '/sync/push' ? 2 : 1, rejected: [] });
+      portal = false;
+      await client.sync();
+      expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
+      expect(service.calls.filter((c) => c.path.endsWith('/complete'))).toHaveLength(path === '/complete' ? 2 : 1);
+    },
+  );
 
   it('halves a batch that a proxy refuses as too large until the pieces pass, rejecting nothing', async () => {
     const tour = newTour({ deliveries: 2, positions: 1 });
-    const proxyLimit = (call: FakeCall) => ((call.body as { events?: unknown[] })?.events?.length ?? 0) > 4
-      ? new Response('<html>413 Request Entity Too Large</html>', { status: 413, headers: { 'content-type': 'text/html' } }) : undefined;
+    const proxyLimit = (call: FakeCall) =>
+      ((call.body as { events?: unknown[] })?.events?.length ?? 0) > 4
+        ? new Response('<html>413 Request Entity Too Large</html>', { status: 413, headers: { 'content-type': 'text/html' } })
+        : undefined;
     const service = fakeService({ intercept: proxyLimit });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
     for (let i = 0; i < 10; i++) await client.assignCar(tour.deliveries[i % 2].id, null);
     await client.sync();
     expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
-    const sent = service.pushes().filter((c) => !proxyLimit(c)).flatMap((c) => (c.body as { events: SyncEvent[] }).events);
+    const sent = service
+      .pushes()
+      .filter((c) => !proxyLimit(c))
+      .flatMap((c) => (c.body as { events: SyncEvent[] }).events);
     expect(sent).toHaveLength(10);
   });
 
   it('stops a round when the service asks to slow down, and keeps its Retry-After for the pause', async () => {
     const tour = newTour();
     const [a, b] = tour.deliveries;
-    const service = fakeService({ intercept: (call) => (call.path === '/sync/push' ? problem(503, 'upstream_unavailable', 'busy', { 'retry-after': '120' }) : undefined) });
+    const service = fakeService({
+      intercept: (call) =>
+        call.path === '/sync/push' ? problem(503, 'upstream_unavailable', 'busy', { 'retry-after': '120' }) : undefined,
+    });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
     await client.holdDelivery(a.id, 'x');
@@ -346,7 +430,8 @@ describe('flushing', () => {
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
     const [, payment] = await Promise.all([
-      client.setCredit(d.id, { amountCents: 1000, reason: 'Bruch' }), client.recordPayment(d.id, { paymentMethodId: 'bar' }),
+      client.setCredit(d.id, { amountCents: 1000, reason: 'Bruch' }),
+      client.recordPayment(d.id, { paymentMethodId: 'bar' }),
     ]);
     const event = client.outbox.get(payment.eventId)!.action as { event: { expectedAmountCents: number } };
     expect(event.event.expectedAmountCents).toBe(4000);
@@ -366,16 +451,26 @@ describe('flushing', () => {
     const unreadable = { arrayBuffer: () => Promise.reject(new Error('unreadable')) } as unknown as Blob;
     // The photo fails while the hold before it is still being written.
     const [before, photo, after] = await Promise.allSettled([
-      client.holdDelivery(d.id, 'x'), client.createImageNote(d.id, { image: unreadable }), client.resumeDelivery(d.id),
+      client.holdDelivery(d.id, 'x'),
+      client.createImageNote(d.id, { image: unreadable }),
+      client.resumeDelivery(d.id),
     ]);
     expect([before.status, photo.status, after.status]).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(photo).toMatchObject({ reason: { message: 'unreadable' } });
-    expect(client.outbox.pending().map((e) => e.action.kind === 'event' && e.action.event.type)).toEqual(['delivery.hold', 'delivery.resume']);
+    expect(client.outbox.pending().map((e) => e.action.kind === 'event' && e.action.event.type)).toEqual([
+      'delivery.hold',
+      'delivery.resume',
+    ]);
   });
 
   it('keeps a tour when a proxy answers its read with a 404 page', async () => {
     const tour = newTour({ deliveries: 1 });
-    const service = fakeService({ intercept: (call) => (call.path.startsWith('/tours/') ? new Response('<html>Not Found</html>', { status: 404, headers: { 'content-type': 'text/html' } }) : undefined) });
+    const service = fakeService({
+      intercept: (call) =>
+        call.path.startsWith('/tours/')
+          ? new Response('<html>Not Found</html>', { status: 404, headers: { 'content-type': 'text/html' } })
+          : undefined,
+    });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
     await expect(client.loadTour(tour.tour.id)).rejects.toMatchObject({ status: 404, fromService: false });
@@ -396,10 +491,15 @@ describe('flushing', () => {
 
   it('asks for a fresh token after a 401 and repeats the request without losing its place', async () => {
     const tokens: boolean[] = [];
-    const service = fakeService({ intercept: (call) => (call.token === 'fresh' ? undefined : problem(401, 'unauthorized', 'Authentifizierung fehlgeschlagen')) });
+    const service = fakeService({
+      intercept: (call) => (call.token === 'fresh' ? undefined : problem(401, 'unauthorized', 'Authentifizierung fehlgeschlagen')),
+    });
     const client = await open({
       fetch: service.fetch,
-      getToken: ({ forceRefresh }) => { tokens.push(forceRefresh); return forceRefresh ? 'fresh' : 'stale'; },
+      getToken: ({ forceRefresh }) => {
+        tokens.push(forceRefresh);
+        return forceRefresh ? 'fresh' : 'stale';
+      },
     });
     const tour = newTour();
     await client.state.putTour(tour);
@@ -412,7 +512,7 @@ describe('flushing', () => {
 });
 
 describe('note images', () => {
-  it('stores the upload\'s answer before sending the note\'s text, so a restart after a failure never uploads twice', async () => {
+  it("stores the upload's answer before sending the note's text, so a restart after a failure never uploads twice", async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'tourline-outbox-'));
     dirs.push(dir);
     const tour = newTour();
@@ -421,7 +521,9 @@ describe('note images', () => {
     const service = fakeService({
       intercept: (call) => {
         if (call.path.endsWith('/notes/image')) {
-          return service.json({ note: { id: 'server-note', deliveryId, text: null, imageAttachment: '~sha256/abc', imageAttachmentId: 'att-1' } });
+          return service.json({
+            note: { id: 'server-note', deliveryId, text: null, imageAttachment: '~sha256/abc', imageAttachmentId: 'att-1' },
+          });
         }
         return call.path === '/sync/push' && pushFails ? 'network' : undefined;
       },
@@ -436,9 +538,16 @@ describe('note images', () => {
     const second = await open({ fetch: service.fetch, storage: await FileStore.open(dir) });
     await second.sync();
     expect(service.calls.filter((c) => c.path.endsWith('/notes/image'))).toHaveLength(1);
-    const pushed = service.pushes().filter((c) => c.token).flatMap((c) => (c.body as { events: SyncEvent[] }).events);
+    const pushed = service
+      .pushes()
+      .filter((c) => c.token)
+      .flatMap((c) => (c.body as { events: SyncEvent[] }).events);
     // The text follows the server's note id, and so does the later delete queued behind it.
-    expect(pushed.map((e) => `${e.type}:${'noteId' in e ? e.noteId : ''}`)).toEqual(['note.update:server-note', 'note.update:server-note', 'note.delete:server-note']);
+    expect(pushed.map((e) => `${e.type}:${'noteId' in e ? e.noteId : ''}`)).toEqual([
+      'note.update:server-note',
+      'note.update:server-note',
+      'note.delete:server-note',
+    ]);
     expect(new Set(pushed.filter((e) => e.type === 'note.update').map((e) => e.eventId)).size).toBe(1);
     expect(second.status()).toMatchObject({ pendingCount: 0, rejected: [] });
   });
@@ -448,8 +557,20 @@ describe('note images', () => {
     const deliveryId = tour.deliveries[0].id;
     const service = fakeService({
       result: (e) => (e.type === 'note.delete' ? { status: 'applied', seq: 5 } : { status: 'applied' }),
-      intercept: (call) => (call.path.endsWith('/notes/image') ? service.json({ note: { id: (call.body as FormData).get('noteId'), deliveryId, text: null, imageAttachment: '~sha256/abc', imageAttachmentId: 'att-1' } })
-        : call.path === '/sync/changes' ? 'network' : undefined),
+      intercept: (call) =>
+        call.path.endsWith('/notes/image')
+          ? service.json({
+              note: {
+                id: (call.body as FormData).get('noteId'),
+                deliveryId,
+                text: null,
+                imageAttachment: '~sha256/abc',
+                imageAttachmentId: 'att-1',
+              },
+            })
+          : call.path === '/sync/changes'
+            ? 'network'
+            : undefined,
     });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
@@ -457,16 +578,29 @@ describe('note images', () => {
     await client.sync().catch(() => undefined);
     await client.deleteNote(deliveryId, noteId);
     await client.sync().catch(() => undefined);
-    expect(client.outbox.all().map((e) => [e.action.kind, e.state, e.ackSeq])).toEqual([['noteImage', 'acknowledged', 5], ['event', 'acknowledged', 5]]);
+    expect(client.outbox.all().map((e) => [e.action.kind, e.state, e.ackSeq])).toEqual([
+      ['noteImage', 'acknowledged', 5],
+      ['event', 'acknowledged', 5],
+    ]);
     expect(await client.outbox.settle({ lastSeq: 5 })).toBe(2);
   });
 
-  it('does not send its text again over a repeat\'s answer that shows another device\'s later text', async () => {
+  it("does not send its text again over a repeat's answer that shows another device's later text", async () => {
     const tour = newTour({ deliveries: 1 });
     const deliveryId = tour.deliveries[0].id;
     const service = fakeService({
-      intercept: (call) => (call.path.endsWith('/notes/image')
-        ? service.json({ note: { id: (call.body as FormData).get('noteId'), deliveryId, text: 'B hat korrigiert', imageAttachment: '~sha256/abc', imageAttachmentId: 'att-1' } }) : undefined),
+      intercept: (call) =>
+        call.path.endsWith('/notes/image')
+          ? service.json({
+              note: {
+                id: (call.body as FormData).get('noteId'),
+                deliveryId,
+                text: 'B hat korrigiert',
+                imageAttachment: '~sha256/abc',
+                imageAttachmentId: 'att-1',
+              },
+            })
+          : undefined,
     });
     const client = await open({ fetch: service.fetch });
     await client.state.putTour(tour);
@@ -517,7 +651,8 @@ describe('retry timing', () => {
   it.each([429, 503])('waits at least as long as Retry-After says on %i', async (status) => {
     let refused = 0;
     const { service, client } = await failingClient((call) =>
-      (call.path === '/sync/push' && refused++ === 0 ? problem(status, 'upstream_unavailable', 'busy', { 'retry-after': '30' }) : undefined));
+      call.path === '/sync/push' && refused++ === 0 ? problem(status, 'upstream_unavailable', 'busy', { 'retry-after': '30' }) : undefined,
+    );
     await vi.advanceTimersByTimeAsync(29_000);
     expect(service.pushes()).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(2_000);
@@ -527,7 +662,9 @@ describe('retry timing', () => {
 
   it('retries a 500 answer and recovers once the service works again', async () => {
     let failures = 3;
-    const { service, client } = await failingClient((call) => (call.path === '/sync/push' && failures-- > 0 ? problem(500, 'internal', 'boom') : undefined));
+    const { service, client } = await failingClient((call) =>
+      call.path === '/sync/push' && failures-- > 0 ? problem(500, 'internal', 'boom') : undefined,
+    );
     await vi.advanceTimersByTimeAsync(60_000);
     expect(service.pushes()).toHaveLength(4);
     expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [], online: true });
@@ -558,7 +695,9 @@ describe('status', () => {
 
   it('forgets the last error once the service answers a pull, unless a push waits for its retry', async () => {
     let offline = true;
-    const service = fakeService({ intercept: (call) => (offline ? 'network' : call.path === '/sync/push' ? problem(503, 'upstream_unavailable', 'busy') : undefined) });
+    const service = fakeService({
+      intercept: (call) => (offline ? 'network' : call.path === '/sync/push' ? problem(503, 'upstream_unavailable', 'busy') : undefined),
+    });
     const client = await open({ fetch: service.fetch });
     const tour = newTour();
     await client.state.putTour(tour);

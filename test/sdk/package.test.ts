@@ -51,7 +51,11 @@ describe('the packed SDK', () => {
       expect(imports.filter((s) => !s.startsWith('./') && !s.startsWith('node:'))).toEqual(file === 'react.js' ? ['react'] : []);
       if (file !== 'node.js' && !file.startsWith('chunk-')) expect(imports.filter((s) => s.startsWith('node:'))).toEqual([]);
     }
-    const { stdout } = await run('node', ['--input-type=module', '-e', "import('@tourline/client/node').then((m) => console.log(typeof m.FileStore.open))"], { cwd: app });
+    const { stdout } = await run(
+      'node',
+      ['--input-type=module', '-e', "import('@tourline/client/node').then((m) => console.log(typeof m.FileStore.open))"],
+      { cwd: app },
+    );
     expect(stdout.trim()).toBe('function');
   });
 });
@@ -61,8 +65,14 @@ describe.each(databaseKinds)('an app that installed the packed SDK, on %s', (kin
 
   it('runs a driver action against the service with ten lines of code', async () => {
     const driver = 80_000 + Math.floor(Math.random() * 9_000);
-    const seeded = await newTour(server.db, { accountId: driver, positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }] });
-    const { stdout } = await run('node', ['app.mjs'], { cwd: app, env: { ...process.env, TOURLINE_URL: server.url, ADMIN_API_KEY: TEST_ADMIN_KEY, DRIVER: String(driver), DAY: seeded.tour.tourDate } });
+    const seeded = await newTour(server.db, {
+      accountId: driver,
+      positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' }],
+    });
+    const { stdout } = await run('node', ['app.mjs'], {
+      cwd: app,
+      env: { ...process.env, TOURLINE_URL: server.url, ADMIN_API_KEY: TEST_ADMIN_KEY, DRIVER: String(driver), DAY: seeded.tour.tourDate },
+    });
     const result = JSON.parse(stdout);
     expect(result).toMatchObject({ scanned: 1, status: { pendingCount: 0, rejected: [], lastError: null } });
     const audit = await server.db.select().from(scanAudit).where(eq(scanAudit.deliveryItemId, result.line));

@@ -10,7 +10,7 @@ async function coreFiles(dir = root): Promise<string[]> {
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory()) {
-      if (entry.name !== 'examples' && entry.name !== 'dist' && entry.name !== 'node_modules') files.push(...await coreFiles(full));
+      if (entry.name !== 'examples' && entry.name !== 'dist' && entry.name !== 'node_modules') files.push(...(await coreFiles(full)));
     } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.test.ts') && full !== path.join(root, 'node.ts')) files.push(full);
   }
   return files;
@@ -29,7 +29,9 @@ describe('client SDK portability', () => {
       }
       if (/\bBuffer\b|\bprocess\.|require\(/.test(source)) offenders.push(`${path.relative(root, file)}: uses a Node global`);
       // What Hermes or React Native lack or only pretend to have.
-      for (const missing of source.match(/structuredClone|\.set\(\s*'[^']*',\s*(?:toBlob|new Blob)|URLSearchParams|AbortSignal\.timeout|new URL\(|\batob\(|\bbtoa\(|queueMicrotask|new TextEncoder/g) ?? []) {
+      for (const missing of source.match(
+        /structuredClone|\.set\(\s*'[^']*',\s*(?:toBlob|new Blob)|URLSearchParams|AbortSignal\.timeout|new URL\(|\batob\(|\bbtoa\(|queueMicrotask|new TextEncoder/g,
+      ) ?? []) {
         offenders.push(`${path.relative(root, file)}: ${missing}`);
       }
     }

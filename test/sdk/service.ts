@@ -19,17 +19,34 @@ export async function driverWithTour(server: TestServer) {
   const pnr = nextPnr++;
   await server.seedAccount(pnr);
   const seeded = await newTour(server.db, {
-    accountId: pnr, deliveries: 2, openAmountCents: 0,
-    positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress', unitPriceCents: 1000 }, { scannable: false, quantity: 1 }],
+    accountId: pnr,
+    deliveries: 2,
+    openAmountCents: 0,
+    positions: [
+      { scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress', unitPriceCents: 1000 },
+      { scannable: false, quantity: 1 },
+    ],
   });
   return { pnr, seeded, tourId: seeded.tour.id };
 }
 
-export function sdkOptions(server: () => TestServer, pnr: number, faults: FaultInjector, extra: Partial<TourlineClientOptions> = {}): TourlineClientOptions {
+export function sdkOptions(
+  server: () => TestServer,
+  pnr: number,
+  faults: FaultInjector,
+  extra: Partial<TourlineClientOptions> = {},
+): TourlineClientOptions {
   return {
     baseUrl: SDK_BASE_URL,
     // A fresh token from the development identity provider of whichever server runs now.
-    getToken: async () => { const r = await fetch(`${server().url}/dev/token`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY }, body: JSON.stringify({ personalnummer: pnr }) }); return (await r.json()).accessToken; },
+    getToken: async () => {
+      const r = await fetch(`${server().url}/dev/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY },
+        body: JSON.stringify({ personalnummer: pnr }),
+      });
+      return (await r.json()).accessToken;
+    },
     fetch: faults.fetch,
     webSocket: null,
     backoff: { baseMs: 20, capMs: 200 },
@@ -47,7 +64,11 @@ export async function openClient(options: TourlineClientOptions) {
 /** Calls sync() until nothing waits; failures in between are the injected faults. */
 export async function syncUntilSettled(client: TourlineClient, attempts = 40) {
   for (let i = 0; i < attempts; i++) {
-    try { await client.sync(); } catch { /* retried */ }
+    try {
+      await client.sync();
+    } catch {
+      /* retried */
+    }
     if (client.outbox.all().every((e) => e.state === 'rejected')) return;
   }
   throw new Error(`outbox not settled: ${JSON.stringify(client.status())}`);
@@ -57,14 +78,22 @@ export async function syncUntilSettled(client: TourlineClient, attempts = 40) {
 export function normalize(tour: TourDetails | undefined) {
   const sort = <T>(list: T[], key: (x: T) => string) => [...list].sort((a, b) => key(a).localeCompare(key(b)));
   const id = (x: { id: string }) => x.id;
-  return tour && {
-    ...tour,
-    customers: sort(tour.customers, id), articles: sort(tour.articles, id), warehouses: sort(tour.warehouses, id),
-    deliveries: sort(tour.deliveries, id).map((d) => ({
-      ...d, positions: sort(d.positions, id), contacts: sort(d.contacts, id), notes: sort(d.notes, id), attachments: sort(d.attachments, id),
-      serviceValues: sort(d.serviceValues, (v) => v.serviceId),
-    })),
-  };
+  return (
+    tour && {
+      ...tour,
+      customers: sort(tour.customers, id),
+      articles: sort(tour.articles, id),
+      warehouses: sort(tour.warehouses, id),
+      deliveries: sort(tour.deliveries, id).map((d) => ({
+        ...d,
+        positions: sort(d.positions, id),
+        contacts: sort(d.contacts, id),
+        notes: sort(d.notes, id),
+        attachments: sort(d.attachments, id),
+        serviceValues: sort(d.serviceValues, (v) => v.serviceId),
+      })),
+    }
+  );
 }
 
 export async function expectViewEqualsServer(client: TourlineClient, server: TestServer, pnr: number, tourId: string) {

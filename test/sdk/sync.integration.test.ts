@@ -14,12 +14,19 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { FaultInjector, on } from './faults.js';
 import { cleanups, driverWithTour, expectViewEqualsServer, openClient, sdkOptions, syncUntilSettled } from './service.js';
 
-const signature = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } }).png().toBuffer();
+const signature = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } })
+  .png()
+  .toBuffer();
 const png = new Uint8Array(signature);
 
 const countWhere = async (db: Db, table: typeof processedEvents | typeof scanAudit, ids: string[]) => {
   const column = table === processedEvents ? processedEvents.eventId : scanAudit.clientScanId;
-  return (await db.select().from(table as typeof processedEvents).where(inArray(column, ids))).length;
+  return (
+    await db
+      .select()
+      .from(table as typeof processedEvents)
+      .where(inArray(column, ids))
+  ).length;
 };
 
 /**
@@ -42,17 +49,29 @@ async function playDay(client: TourlineClient, tourId: string, ids: { paymentMet
   events.push((await client.setServiceValue(d2.id, ids.serviceId, { numericValue: 2 })).eventId);
   events.push((await client.recordPayment(d2.id, { paymentMethodId: ids.paymentMethodId })).eventId);
   const completion = await client.complete(d1.id, {
-    customerSignature: png, driverSignature: png,
+    customerSignature: png,
+    driverSignature: png,
     acknowledgements: { receiptConfirmed: true, notesAcknowledged: true, acknowledgedNoteIds: [note.noteId] },
   });
-  return { scans, applied: events.filter((e) => e !== scans[3]), rejected: [scans[3], blankHold], completionId: completion.eventId, d1, d2 };
+  return {
+    scans,
+    applied: events.filter((e) => e !== scans[3]),
+    rejected: [scans[3], blankHold],
+    completionId: completion.eventId,
+    d1,
+    d2,
+  };
 }
 
 async function masterData(server: TestServer, pnr: number) {
   const token = await server.token(pnr);
   const suffix = `${pnr}-${Math.random().toString(36).slice(2, 8)}`;
   const method = await server.post('/payment-methods', { code: `BAR-${suffix}`, name: 'Bar', collectOnSite: true }, { token });
-  const service = await server.post('/services', { key: `stairs-${suffix}`, name: 'Stockwerke', kind: 'numeric', minValue: 0, maxValue: 10 }, { token });
+  const service = await server.post(
+    '/services',
+    { key: `stairs-${suffix}`, name: 'Stockwerke', kind: 'numeric', minValue: 0, maxValue: 10 },
+    { token },
+  );
   expect([method.status, service.status]).toEqual([200, 200]);
   return { paymentMethodId: method.body.paymentMethod.id as string, serviceId: service.body.service.id as string };
 }
@@ -67,7 +86,10 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
   it('applies every event exactly once when requests are dropped and answers are lost after the commit', async () => {
     const server = await runningServer();
     const { pnr, tourId, seeded } = await driverWithTour(server);
-    await server.db.update(deliveries).set({ erpOpenAmountCents: 5000 }).where(inArray(deliveries.id, [seeded.deliveries[1].delivery.id]));
+    await server.db
+      .update(deliveries)
+      .set({ erpOpenAmountCents: 5000 })
+      .where(inArray(deliveries.id, [seeded.deliveries[1].delivery.id]));
     const ids = await masterData(server, pnr);
     const faults = new FaultInjector(server.url);
     const client = await openClient(sdkOptions(() => server, pnr, faults));
@@ -88,13 +110,32 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     faults.drop(on('/sync/changes'));
     await syncUntilSettled(client);
 
-    expect(faults.log.filter((l) => l.outcome !== 'sent').map((l) => `${l.outcome} ${l.path.split('/').pop()}`))
-      .toEqual(['dropped push', 'lost push', 'lost complete', 'dropped changes']);
+    expect(faults.log.filter((l) => l.outcome !== 'sent').map((l) => `${l.outcome} ${l.path.split('/').pop()}`)).toEqual([
+      'dropped push',
+      'lost push',
+      'lost complete',
+      'dropped changes',
+    ]);
     expect(await countWhere(server.db, scanAudit, day.scans)).toBe(3);
     expect(await countWhere(server.db, processedEvents, day.applied)).toBe(day.applied.length);
-    expect(await server.db.select().from(completions).where(inArray(completions.clientEventId, [day.completionId]))).toHaveLength(1);
-    expect(await server.db.select().from(creditEvents).where(inArray(creditEvents.deliveryId, [day.d2.id]))).toHaveLength(1);
-    expect(await server.db.select().from(paymentProtocol).where(inArray(paymentProtocol.deliveryId, [day.d2.id]))).toHaveLength(1);
+    expect(
+      await server.db
+        .select()
+        .from(completions)
+        .where(inArray(completions.clientEventId, [day.completionId])),
+    ).toHaveLength(1);
+    expect(
+      await server.db
+        .select()
+        .from(creditEvents)
+        .where(inArray(creditEvents.deliveryId, [day.d2.id])),
+    ).toHaveLength(1);
+    expect(
+      await server.db
+        .select()
+        .from(paymentProtocol)
+        .where(inArray(paymentProtocol.deliveryId, [day.d2.id])),
+    ).toHaveLength(1);
     expect(rejected).toEqual(day.rejected);
     expect(client.rejected()).toMatchObject([
       { id: day.rejected[0], type: 'scan', code: 'quantity_exceeded', message: expect.any(String) },
@@ -117,8 +158,15 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
     const scans = [(await client.scan(line.id)).eventId, (await client.scan(line.id)).eventId];
     const hold = await client.holdDelivery(seeded.deliveries[1].delivery.id, 'Tor zu');
-    await vi.waitFor(() => expect(client.status()).toMatchObject({ online: false, pendingCount: 3, lastError: { code: 'network' } }), { timeout: 5000 });
-    expect(client.view(tourId)!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity).toBe(2);
+    await vi.waitFor(() => expect(client.status()).toMatchObject({ online: false, pendingCount: 3, lastError: { code: 'network' } }), {
+      timeout: 5000,
+    });
+    expect(
+      client
+        .view(tourId)!
+        .deliveries.find((d) => d.id === line.deliveryId)!
+        .positions.find((p) => p.id === line.id)!.scannedQuantity,
+    ).toBe(2);
 
     faults.offline = false;
     await client.settled(15_000);
@@ -140,7 +188,11 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     await vi.waitFor(() => expect(watcher.status().liveConnected).toBe(true), { timeout: 5000 });
 
     const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
-    const scannedOn = (c: TourlineClient) => c.serverTour(tourId)!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity;
+    const scannedOn = (c: TourlineClient) =>
+      c
+        .serverTour(tourId)!
+        .deliveries.find((d) => d.id === line.deliveryId)!
+        .positions.find((p) => p.id === line.id)!.scannedQuantity;
     await other.scan(line.id);
     await other.sync();
     await vi.waitFor(() => expect(scannedOn(watcher)).toBe(1), { timeout: 5000 });
@@ -162,7 +214,8 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     const client = await openClient(sdkOptions(() => server, pnr, faults, { webSocket: faults.webSocket, pollIntervalMs: 60_000 }));
     await client.loadTours({ date: seeded.tour.tourDate });
     const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
-    const quantity = (tour: TourDetails | undefined) => tour!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity;
+    const quantity = (tour: TourDetails | undefined) =>
+      tour!.deliveries.find((d) => d.id === line.deliveryId)!.positions.find((p) => p.id === line.id)!.scannedQuantity;
     let scans = 0;
     const seen: number[] = [];
     client.on('change', () => seen.push(quantity(client.view(tourId)) - scans));
@@ -182,7 +235,10 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
   it('loses nothing when the server restarts, and nothing when the app restarts with a file store', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'tourline-sdk-server-'));
     const appDir = await mkdtemp(path.join(os.tmpdir(), 'tourline-sdk-app-'));
-    cleanups.push(() => rm(dataDir, { recursive: true, force: true }), () => rm(appDir, { recursive: true, force: true }));
+    cleanups.push(
+      () => rm(dataDir, { recursive: true, force: true }),
+      () => rm(appDir, { recursive: true, force: true }),
+    );
     // PGlite keeps its data in a directory; PostgreSQL keeps it in the database the second server opens again.
     let server = kind === 'pglite' ? await runningServer({ DATA_DIR: dataDir }, { ephemeral: false }) : await runningServer();
     const env: Record<string, string> = kind === 'pglite' ? { DATA_DIR: dataDir } : { DATABASE_URL: server.ctx.config.databaseUrl! };
@@ -216,8 +272,16 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     const client = await openClient(sdkOptions(() => server, pnr, faults));
     await client.loadTours({ date: seeded.tour.tourDate });
     const deliveryId = seeded.deliveries[0].delivery.id;
-    const photo = new Uint8Array(await sharp({ create: { width: 64, height: 48, channels: 3, background: '#884400' } }).jpeg().toBuffer());
-    const { noteId } = await client.createImageNote(deliveryId, { image: photo, contentType: 'image/jpeg', text: 'Schaden an der Palette' });
+    const photo = new Uint8Array(
+      await sharp({ create: { width: 64, height: 48, channels: 3, background: '#884400' } })
+        .jpeg()
+        .toBuffer(),
+    );
+    const { noteId } = await client.createImageNote(deliveryId, {
+      image: photo,
+      contentType: 'image/jpeg',
+      text: 'Schaden an der Palette',
+    });
     const local = client.delivery(deliveryId)!.notes.find((n) => n.id === noteId)!;
     expect(await client.localImage(local.imageAttachment!)).toEqual(photo);
     await client.updateNote(deliveryId, noteId, { text: 'Schaden an der Palette, fotografiert' });
@@ -234,6 +298,11 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     const read = await server.get<TourDetails>(`/tours/${tourId}`, { token: await server.token(pnr) });
     const serverNotes = read.body.deliveries.find((d) => d.id === deliveryId)!.notes;
     expect(serverNotes).toHaveLength(1);
-    expect(notes[0]).toMatchObject({ id: serverNotes[0].id, text: serverNotes[0].text, imageAttachment: serverNotes[0].imageAttachment, imageAttachmentId: serverNotes[0].imageAttachmentId });
+    expect(notes[0]).toMatchObject({
+      id: serverNotes[0].id,
+      text: serverNotes[0].text,
+      imageAttachment: serverNotes[0].imageAttachment,
+      imageAttachmentId: serverNotes[0].imageAttachmentId,
+    });
   });
 });

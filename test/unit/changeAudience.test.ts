@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { changeLogValues, MAX_AUDIENCE_CHARS, type ChangeRecord } from '../../server/engine/changeLog.js';
 
-const changesFor = (accounts: number[]): ChangeRecord[] => accounts.map((accountId) => ({ entity: 'article', op: 'upsert', id: 'a1', accountId }));
+const changesFor = (accounts: number[]): ChangeRecord[] =>
+  accounts.map((accountId) => ({ entity: 'article', op: 'upsert', id: 'a1', accountId }));
 
 describe('the audience of a change-log NOTIFY', () => {
   it('names the accounts a change reaches, each once', () => {

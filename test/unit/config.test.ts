@@ -22,11 +22,21 @@ describe('loadConfig', () => {
   it('starts on a fresh machine with defaults: PGlite in ./data, dev identity provider, demo ERP', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      env: 'development', port: 3000, host: '0.0.0.0', dataDir: path.resolve('./data'), databaseUrl: undefined,
-      bodyLimitBytes: 2 * 1024 * 1024, logLevel: 'info',
+      env: 'development',
+      port: 3000,
+      host: '0.0.0.0',
+      dataDir: path.resolve('./data'),
+      databaseUrl: undefined,
+      bodyLimitBytes: 2 * 1024 * 1024,
+      logLevel: 'info',
       auth: {
-        mode: 'dev', issuer: undefined, audience: 'tourline', personalnummerClaim: 'personalnummer',
-        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'], jwksCooldownMs: 10_000, adminApiKeys: undefined,
+        mode: 'dev',
+        issuer: undefined,
+        audience: 'tourline',
+        personalnummerClaim: 'personalnummer',
+        algorithms: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'],
+        jwksCooldownMs: 10_000,
+        adminApiKeys: undefined,
         tokenCacheSize: 50_000,
       },
       erp: { mode: 'demo', importEnabled: true, importOffsetDays: 1 },
@@ -53,8 +63,18 @@ describe('loadConfig', () => {
   });
 
   it('reads PostgreSQL, flags and numbers from their text form', () => {
-    const config = loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/tourline', ERP_IMPORT_ENABLED: '0', PORT: '8080', TOUR_CACHE_MB: '0.5' });
-    expect(config).toMatchObject({ databaseUrl: 'postgres://u:p@db:5432/tourline', port: 8080, erp: { importEnabled: false }, tourCacheBytes: 512 * 1024 });
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://u:p@db:5432/tourline',
+      ERP_IMPORT_ENABLED: '0',
+      PORT: '8080',
+      TOUR_CACHE_MB: '0.5',
+    });
+    expect(config).toMatchObject({
+      databaseUrl: 'postgres://u:p@db:5432/tourline',
+      port: 8080,
+      erp: { importEnabled: false },
+      tourCacheBytes: 512 * 1024,
+    });
   });
 
   it.each([
@@ -91,9 +111,12 @@ describe('loadConfig', () => {
     expect(refusal(env)).toContain(variable);
   });
 
-  it.each(['HS256', 'RS256,HS256', 'none', ' , '])('refuses OIDC_ALGORITHMS=%j because only asymmetric algorithms may be pinned', (algorithms) => {
-    expect(refusal({ OIDC_ALGORITHMS: algorithms })).toContain('OIDC_ALGORITHMS');
-  });
+  it.each(['HS256', 'RS256,HS256', 'none', ' , '])(
+    'refuses OIDC_ALGORITHMS=%j because only asymmetric algorithms may be pinned',
+    (algorithms) => {
+      expect(refusal({ OIDC_ALGORITHMS: algorithms })).toContain('OIDC_ALGORITHMS');
+    },
+  );
 
   it('refuses production without an issuer', () => {
     expect(refusal({ NODE_ENV: 'production', ADMIN_API_KEY: adminKey })).toContain('OIDC_ISSUER');
@@ -108,16 +131,25 @@ describe('loadConfig', () => {
   });
 
   it('takes LISTEN, migrations and session locks to DATABASE_DIRECT_URL, else to DATABASE_URL', () => {
-    expect(loadConfig({ DATABASE_URL: 'postgres://pooler/t' })).toMatchObject({ databaseUrl: 'postgres://pooler/t', databaseDirectUrl: 'postgres://pooler/t' });
-    expect(loadConfig({ DATABASE_URL: 'postgres://pooler/t', DATABASE_DIRECT_URL: 'postgres://db/t' }))
-      .toMatchObject({ databaseUrl: 'postgres://pooler/t', databaseDirectUrl: 'postgres://db/t', databaseTimeouts: { migrationLockMs: 600_000 } });
+    expect(loadConfig({ DATABASE_URL: 'postgres://pooler/t' })).toMatchObject({
+      databaseUrl: 'postgres://pooler/t',
+      databaseDirectUrl: 'postgres://pooler/t',
+    });
+    expect(loadConfig({ DATABASE_URL: 'postgres://pooler/t', DATABASE_DIRECT_URL: 'postgres://db/t' })).toMatchObject({
+      databaseUrl: 'postgres://pooler/t',
+      databaseDirectUrl: 'postgres://db/t',
+      databaseTimeouts: { migrationLockMs: 600_000 },
+    });
     expect(loadConfig({}).databaseDirectUrl).toBeUndefined();
   });
 
-  it('reads the database settings alone for a migration job, without the service\'s production settings', () => {
+  it("reads the database settings alone for a migration job, without the service's production settings", () => {
     const env = { NODE_ENV: 'production', DATABASE_URL: 'postgres://pooler/t', DATABASE_MIGRATION_LOCK_TIMEOUT_MS: '5000' };
     expect(refusal(env)).toContain('OIDC_ISSUER');
-    expect(loadDatabaseConfig(env)).toMatchObject({ databaseDirectUrl: 'postgres://pooler/t', databaseTimeouts: { migrationLockMs: 5000 } });
+    expect(loadDatabaseConfig(env)).toMatchObject({
+      databaseDirectUrl: 'postgres://pooler/t',
+      databaseTimeouts: { migrationLockMs: 5000 },
+    });
     expect(() => loadDatabaseConfig({ DATABASE_DIRECT_URL: 'postgres://db/t' })).toThrow(/DATABASE_DIRECT_URL: needs DATABASE_URL/);
   });
 
@@ -138,10 +170,15 @@ describe('loadConfig', () => {
       const config = loadConfig({
         ADMIN_API_KEY_FILE: secret('admin', `${adminKey}\n`),
         DATABASE_URL_FILE: secret('db', 'postgres://u:secret@db/tourline\n'),
-        DOCUMENT_STORE: 'http', DOCUMENT_STORE_URL: 'https://docs.example.test',
+        DOCUMENT_STORE: 'http',
+        DOCUMENT_STORE_URL: 'https://docs.example.test',
         DOCUMENT_STORE_TOKEN_FILE: secret('docs', 'store-token'),
       });
-      expect(config).toMatchObject({ databaseUrl: 'postgres://u:secret@db/tourline', auth: { adminApiKeys: [adminKey] }, documents: { token: 'store-token' } });
+      expect(config).toMatchObject({
+        databaseUrl: 'postgres://u:secret@db/tourline',
+        auth: { adminApiKeys: [adminKey] },
+        documents: { token: 'store-token' },
+      });
     });
 
     it('checks a secret read from a file like one given directly', () => {

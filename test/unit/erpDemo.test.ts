@@ -15,21 +15,24 @@ describe('demo ERP tours', () => {
     expect(numbers(tuesday).filter((n) => numbers(monday).includes(n))).toEqual([]);
   });
 
-  it.each(['2026-01-01', '2026-03-29', '2026-07-15', '2027-12-31'])('generates valid tours of 3 to 5 drivers with 10 to 30 deliveries for %s', (date) => {
-    const tours = generateDemoTours(date);
-    expect(tours.length).toBeGreaterThanOrEqual(3);
-    expect(tours.length).toBeLessThanOrEqual(5);
-    expect(tours.map((t) => t.driver.personalnummer)).toEqual([1001, 1002, 1003, 1004, 1005].slice(0, tours.length));
-    for (const tour of tours) {
-      expect(SyncTourRequest.parse(tour)).toEqual(tour);
-      expect(tour.tourDate).toBe(date);
-      expect(tour.deliveries.length).toBeGreaterThanOrEqual(10);
-      expect(tour.deliveries.length).toBeLessThanOrEqual(30);
-    }
-    const all = tours.flatMap((t) => t.deliveries);
-    expect(new Set(all.map((d) => d.belegnummer)).size).toBe(all.length);
-    expect(new Set(all.map((d) => d.customer.erpCustomerId)).size).toBe(all.length);
-  });
+  it.each(['2026-01-01', '2026-03-29', '2026-07-15', '2027-12-31'])(
+    'generates valid tours of 3 to 5 drivers with 10 to 30 deliveries for %s',
+    (date) => {
+      const tours = generateDemoTours(date);
+      expect(tours.length).toBeGreaterThanOrEqual(3);
+      expect(tours.length).toBeLessThanOrEqual(5);
+      expect(tours.map((t) => t.driver.personalnummer)).toEqual([1001, 1002, 1003, 1004, 1005].slice(0, tours.length));
+      for (const tour of tours) {
+        expect(SyncTourRequest.parse(tour)).toEqual(tour);
+        expect(tour.tourDate).toBe(date);
+        expect(tour.deliveries.length).toBeGreaterThanOrEqual(10);
+        expect(tour.deliveries.length).toBeLessThanOrEqual(30);
+      }
+      const all = tours.flatMap((t) => t.deliveries);
+      expect(new Set(all.map((d) => d.belegnummer)).size).toBe(all.length);
+      expect(new Set(all.map((d) => d.customer.erpCustomerId)).size).toBe(all.length);
+    },
+  );
 
   it('mixes scannable goods with non-scannable flat rates, payment codes, open amounts and contacts', () => {
     const deliveries = ['2026-03-09', '2026-03-10', '2026-03-11'].flatMap(generateDemoTours).flatMap((t) => t.deliveries);

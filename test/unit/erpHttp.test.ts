@@ -19,7 +19,10 @@ afterEach(() => msw.resetHandlers());
 afterAll(() => msw.close());
 
 async function upstreamError(promise: Promise<unknown>) {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(DomainError);
   expect((error as DomainError).code).toBe('upstream_unavailable');
   return error as DomainError;
@@ -29,29 +32,38 @@ describe('ERP over HTTP', () => {
   it('reads the tours of a date from GET /tours?date=', async () => {
     const tours = generateDemoTours('2026-03-10');
     const dates: string[] = [];
-    msw.use(http.get(`${ERP}/tours`, ({ request }) => {
-      dates.push(new URL(request.url).searchParams.get('date')!);
-      return HttpResponse.json({ tours });
-    }));
+    msw.use(
+      http.get(`${ERP}/tours`, ({ request }) => {
+        dates.push(new URL(request.url).searchParams.get('date')!);
+        return HttpResponse.json({ tours });
+      }),
+    );
     expect(await erp().fetchTours('2026-03-10')).toEqual({ tours, refused: [] });
     expect(dates).toEqual(['2026-03-10']);
   });
 
   it('retries network errors and 5xx answers and succeeds when the ERP recovers', async () => {
     let calls = 0;
-    msw.use(http.get(`${ERP}/tours`, () => {
-      calls += 1;
-      if (calls === 1) return HttpResponse.error();
-      if (calls === 2) return new HttpResponse(null, { status: 503 });
-      return HttpResponse.json({ tours: [] });
-    }));
+    msw.use(
+      http.get(`${ERP}/tours`, () => {
+        calls += 1;
+        if (calls === 1) return HttpResponse.error();
+        if (calls === 2) return new HttpResponse(null, { status: 503 });
+        return HttpResponse.json({ tours: [] });
+      }),
+    );
     expect(await erp().fetchTours('2026-03-10')).toEqual({ tours: [], refused: [] });
     expect(calls).toBe(3);
   });
 
   it('gives up after the configured retries with upstream_unavailable', async () => {
     let calls = 0;
-    msw.use(http.get(`${ERP}/tours`, () => { calls += 1; return new HttpResponse('down', { status: 500 }); }));
+    msw.use(
+      http.get(`${ERP}/tours`, () => {
+        calls += 1;
+        return new HttpResponse('down', { status: 500 });
+      }),
+    );
     const error = await upstreamError(erp({ ERP_RETRIES: '1' }).fetchTours('2026-03-10'));
     expect(error.message).toContain('500');
     expect(calls).toBe(2);
@@ -59,7 +71,13 @@ describe('ERP over HTTP', () => {
 
   it('aborts an attempt after ERP_TIMEOUT_MS', async () => {
     let calls = 0;
-    msw.use(http.get(`${ERP}/tours`, async () => { calls += 1; await delay(2_000); return HttpResponse.json({ tours: [] }); }));
+    msw.use(
+      http.get(`${ERP}/tours`, async () => {
+        calls += 1;
+        await delay(2_000);
+        return HttpResponse.json({ tours: [] });
+      }),
+    );
     const started = Date.now();
     const error = await upstreamError(erp({ ERP_RETRIES: '1', ERP_TIMEOUT_MS: '100' }).fetchTours('2026-03-10'));
     expect(error.message).toContain('100 ms');
@@ -75,7 +93,10 @@ describe('ERP over HTTP', () => {
   ])('fails without retry on %s', async (_what, answer) => {
     let calls = 0;
     msw.use(
-      http.get(`${ERP}/tours`, () => { calls += 1; return answer(); }),
+      http.get(`${ERP}/tours`, () => {
+        calls += 1;
+        return answer();
+      }),
       http.get(`${ERP}/moved`, () => HttpResponse.json({ tours: [] })),
     );
     await upstreamError(erp().fetchTours('2026-03-10'));
@@ -92,17 +113,29 @@ describe('ERP over HTTP', () => {
 
   it('posts a completion to /documents/{belegartId}/{belegnummer}/completion', async () => {
     const received: { path: string; body: unknown }[] = [];
-    msw.use(http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, async ({ request, params }) => {
-      received.push({ path: `${params.belegartId}/${params.belegnummer}`, body: await request.json() });
-      return new HttpResponse(null, { status: 204 });
-    }));
-    const writeBack = { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed' as const, paymentTerm: 'Sofort', creditAmountCents: 2000 };
+    msw.use(
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, async ({ request, params }) => {
+        received.push({ path: `${params.belegartId}/${params.belegnummer}`, body: await request.json() });
+        return new HttpResponse(null, { status: 204 });
+      }),
+    );
+    const writeBack = {
+      deliveredAt: '2026-03-10T09:30:00.000Z',
+      state: 'completed' as const,
+      paymentTerm: 'Sofort',
+      creditAmountCents: 2000,
+    };
     await erp().pushCompletion({ belegartId: 20, belegnummer: 'LS 4711/A' }, writeBack);
     expect(received).toEqual([{ path: '20/LS 4711/A', body: writeBack }]);
   });
 
   it('fails a completion write-back the ERP refuses with upstream_unavailable', async () => {
     msw.use(http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => new HttpResponse(null, { status: 422 })));
-    await upstreamError(erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 }));
+    await upstreamError(
+      erp().pushCompletion(
+        { belegartId: 20, belegnummer: '1' },
+        { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 },
+      ),
+    );
   });
 });

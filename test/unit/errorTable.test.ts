@@ -12,7 +12,8 @@ describe('the error table of the README', () => {
   it('has one row per code of the catalogue, with its status', () => {
     const rows = errorTable().split('\n').slice(2);
     expect(rows).toHaveLength(Object.keys(errorCatalogue).length);
-    for (const [code, { status }] of Object.entries(errorCatalogue)) expect(rows).toContainEqual(expect.stringContaining(`| \`${code}\` | ${status} |`));
+    for (const [code, { status }] of Object.entries(errorCatalogue))
+      expect(rows).toContainEqual(expect.stringContaining(`| \`${code}\` | ${status} |`));
   });
 
   it('refuses a text without its markers instead of losing the table', () => {

@@ -2,15 +2,28 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HeartbeatWheel } from '../../server/http/heartbeatWheel.js';
 
 describe('HeartbeatWheel', () => {
-  beforeEach(() => { vi.useFakeTimers(); });
-  afterEach(() => { vi.useRealTimers(); });
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
 
   it('visits every member once per interval, a small slice at each tick', () => {
     const visits = new Map<number, number>();
     let rounds = 0;
     const perTick: number[] = [];
     let inTick = 0;
-    const wheel = new HeartbeatWheel<number>(1000, (n) => { visits.set(n, (visits.get(n) ?? 0) + 1); inTick += 1; }, () => { rounds += 1; });
+    const wheel = new HeartbeatWheel<number>(
+      1000,
+      (n) => {
+        visits.set(n, (visits.get(n) ?? 0) + 1);
+        inTick += 1;
+      },
+      () => {
+        rounds += 1;
+      },
+    );
     for (let n = 0; n < 1000; n++) wheel.add(n);
     for (let tick = 0; tick < 200; tick++) {
       inTick = 0;
@@ -27,7 +40,11 @@ describe('HeartbeatWheel', () => {
 
   it('stops visiting a member once it is deleted, and after stop', () => {
     const visited: string[] = [];
-    const wheel = new HeartbeatWheel<string>(100, (m) => visited.push(m), () => undefined);
+    const wheel = new HeartbeatWheel<string>(
+      100,
+      (m) => visited.push(m),
+      () => undefined,
+    );
     wheel.add('a');
     wheel.add('b');
     wheel.delete('a');

@@ -24,17 +24,57 @@ describe('the layers of the design', () => {
   });
 
   it.each([
-    ['a route importing the schema', 'server/http/routes/layerFixture.ts', "import { tours } from '../../db/schema.js';\nexport const t = tours;\n"],
-    ['the system routes importing the schema', 'server/http/routes/system.ts', "import { accounts } from '../../db/schema.js';\nexport const a = accounts;\n"],
-    ['the development identity routes importing the schema', 'server/http/routes/devIdentity.ts', "import { accounts } from '../../db/schema.js';\nexport const a = accounts;\n"],
-    ['a route importing a part of the schema', 'server/http/routes/layerFixture.ts', "import { tours } from '../../db/tables/deliveries.js';\nexport const t = tours;\n"],
+    [
+      'a route importing the schema',
+      'server/http/routes/layerFixture.ts',
+      "import { tours } from '../../db/schema.js';\nexport const t = tours;\n",
+    ],
+    [
+      'the system routes importing the schema',
+      'server/http/routes/system.ts',
+      "import { accounts } from '../../db/schema.js';\nexport const a = accounts;\n",
+    ],
+    [
+      'the development identity routes importing the schema',
+      'server/http/routes/devIdentity.ts',
+      "import { accounts } from '../../db/schema.js';\nexport const a = accounts;\n",
+    ],
+    [
+      'a route importing a part of the schema',
+      'server/http/routes/layerFixture.ts',
+      "import { tours } from '../../db/tables/deliveries.js';\nexport const t = tours;\n",
+    ],
     ['a route importing drizzle', 'server/http/routes/layerFixture.ts', "import { eq } from 'drizzle-orm';\nexport const e = eq;\n"],
-    ['a type-only import of the schema in a route', 'server/http/layerFixture.ts', "import type { tours } from '../db/schema.js';\nexport type T = typeof tours;\n"],
-    ['the engine importing a query', 'server/engine/layerFixture.ts', "import { listTourSummaries } from '../queries/tourSummaries.js';\nexport const l = listTourSummaries;\n"],
-    ['the engine importing the HTTP layer', 'server/engine/layerFixture.ts', "import { route } from '../http/route.js';\nexport const r = route;\n"],
-    ['a query importing the engine', 'server/queries/layerFixture.ts', "import { applyEvent } from '../engine/apply.js';\nexport const a = applyEvent;\n"],
-    ['shared importing the server', 'shared/rules/layerFixture.ts', "import { DomainError } from '../../server/errors.js';\nexport const d = DomainError;\n"],
-    ['the SDK importing the server', 'client-sdk/layerFixture.ts', "import { DomainError } from '../server/errors.js';\nexport const d = DomainError;\n"],
+    [
+      'a type-only import of the schema in a route',
+      'server/http/layerFixture.ts',
+      "import type { tours } from '../db/schema.js';\nexport type T = typeof tours;\n",
+    ],
+    [
+      'the engine importing a query',
+      'server/engine/layerFixture.ts',
+      "import { listTourSummaries } from '../queries/tourSummaries.js';\nexport const l = listTourSummaries;\n",
+    ],
+    [
+      'the engine importing the HTTP layer',
+      'server/engine/layerFixture.ts',
+      "import { route } from '../http/route.js';\nexport const r = route;\n",
+    ],
+    [
+      'a query importing the engine',
+      'server/queries/layerFixture.ts',
+      "import { applyEvent } from '../engine/apply.js';\nexport const a = applyEvent;\n",
+    ],
+    [
+      'shared importing the server',
+      'shared/rules/layerFixture.ts',
+      "import { DomainError } from '../../server/errors.js';\nexport const d = DomainError;\n",
+    ],
+    [
+      'the SDK importing the server',
+      'client-sdk/layerFixture.ts',
+      "import { DomainError } from '../server/errors.js';\nexport const d = DomainError;\n",
+    ],
   ])('refuse %s', async (_name, file, code) => {
     expect(await broken(file, code)).toContain('no-restricted-imports');
   });
@@ -67,17 +107,24 @@ describe('the formatting', () => {
   it('follows Prettier over the whole tree (npm run lint checks it too)', { timeout: 180_000 }, async () => {
     // The CLI, not the API: it alone expands the tree and honours .gitignore and .prettierignore as npm run lint does.
     const cli = fileURLToPath(new URL('../../node_modules/prettier/bin/prettier.cjs', import.meta.url));
-    const unformatted = await promisify(execFile)(process.execPath, [cli, '--list-different', '.'], { cwd: root, maxBuffer: 1 << 24 })
-      .then(() => '', (failure: { stdout?: string; stderr?: string }) => `${failure.stdout ?? ''}${failure.stderr ?? ''}`);
+    const unformatted = await promisify(execFile)(process.execPath, [cli, '--list-different', '.'], { cwd: root, maxBuffer: 1 << 24 }).then(
+      () => '',
+      (failure: { stdout?: string; stderr?: string }) => `${failure.stdout ?? ''}${failure.stderr ?? ''}`,
+    );
     expect(unformatted.split('\n').filter(Boolean)).toEqual([]);
   });
 
-  it.each(['migrations/0000_init.sql', 'migrations/meta/_journal.json', 'client-sdk/dist/index.js', 'dist/server/main.js', 'package-lock.json', 'bench-results.json', 'docs/testing.md'])(
-    'leaves out what is generated or hand-laid: %s',
-    async (file) => {
-      expect((await prettier.getFileInfo(`${root}/${file}`, { ignorePath: `${root}/.prettierignore` })).ignored).toBe(true);
-    },
-  );
+  it.each([
+    'migrations/0000_init.sql',
+    'migrations/meta/_journal.json',
+    'client-sdk/dist/index.js',
+    'dist/server/main.js',
+    'package-lock.json',
+    'bench-results.json',
+    'docs/testing.md',
+  ])('leaves out what is generated or hand-laid: %s', async (file) => {
+    expect((await prettier.getFileInfo(`${root}/${file}`, { ignorePath: `${root}/.prettierignore` })).ignored).toBe(true);
+  });
 
   it('checks the sources with the project settings', async () => {
     const options = await prettier.resolveConfig(`${root}/server/main.ts`);

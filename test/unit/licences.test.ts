@@ -1,8 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-interface LockedPackage { license?: string; dev?: boolean; devOptional?: boolean; optional?: boolean }
-const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as { packages: Record<string, LockedPackage> };
+interface LockedPackage {
+  license?: string;
+  dev?: boolean;
+  devOptional?: boolean;
+  optional?: boolean;
+}
+const lock = JSON.parse(readFileSync(new URL('../../package-lock.json', import.meta.url), 'utf8')) as {
+  packages: Record<string, LockedPackage>;
+};
 
 // Whoever runs the service for others would have to publish its source under these.
 const copyleft = /^(A?GPL)-/;

@@ -11,7 +11,13 @@ export const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 
  * review confirmations of a delivery are written under the delivery's row lock, so these times
  * order them as they happened; a transaction's start could predate a confirmation it commits after.
  */
-export const writtenAt = (name: string) => ts(name).notNull().default(sql`statement_timestamp()`);
+export const writtenAt = (name: string) =>
+  ts(name)
+    .notNull()
+    .default(sql`statement_timestamp()`);
 export const personalnummer = (name: string) => bigint(name, { mode: 'number' });
 // pg answers a Buffer, PGlite a Uint8Array.
-export const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({ dataType: () => 'bytea', fromDriver: (value) => Buffer.from(value) });
+export const bytea = customType<{ data: Buffer; driverData: Uint8Array }>({
+  dataType: () => 'bytea',
+  fromDriver: (value) => Buffer.from(value),
+});

@@ -3,111 +3,165 @@ import { id, createdAt, ts, writtenAt, personalnummer } from './columns.js';
 import { accounts, cars, paymentMethods } from './masterData.js';
 import { deliveries, itemStates, deliveryItems, attachments } from './deliveries.js';
 
-export const scanAudit = pgTable('scan_audit', {
-  id: bigserial('id', { mode: 'number' }).primaryKey(),
-  clientScanId: uuid('client_scan_id').notNull(),
-  deliveryId: uuid('delivery_id').notNull(),
-  deliveryItemId: uuid('delivery_item_id').notNull().references(() => deliveryItems.id),
-  action: text('action', { enum: ['scan', 'unscan', 'hold', 'unhold', 'remove', 'unremove'] }).notNull(),
-  quantity: integer('quantity'),
-  reason: text('reason'),
-  scannedQuantityAfter: integer('scanned_quantity_after').notNull(),
-  creditedQuantityAfter: integer('credited_quantity_after').notNull(),
-  stateAfter: text('state_after', { enum: itemStates }).notNull(),
-  accountId: personalnummer('account_id').notNull(),
-  authorCarId: uuid('author_car_id'),
-  occurredAt: ts('occurred_at').notNull(),
-  receivedAt: writtenAt('received_at'),
-}, (t) => [
-  uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId), index('scan_audit_delivery_idx').on(t.deliveryId),
-  // scan_audit_review_idx: built after the migrations (db/lateIndexes.ts).
-]);
+export const scanAudit = pgTable(
+  'scan_audit',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    clientScanId: uuid('client_scan_id').notNull(),
+    deliveryId: uuid('delivery_id').notNull(),
+    deliveryItemId: uuid('delivery_item_id')
+      .notNull()
+      .references(() => deliveryItems.id),
+    action: text('action', { enum: ['scan', 'unscan', 'hold', 'unhold', 'remove', 'unremove'] }).notNull(),
+    quantity: integer('quantity'),
+    reason: text('reason'),
+    scannedQuantityAfter: integer('scanned_quantity_after').notNull(),
+    creditedQuantityAfter: integer('credited_quantity_after').notNull(),
+    stateAfter: text('state_after', { enum: itemStates }).notNull(),
+    accountId: personalnummer('account_id').notNull(),
+    authorCarId: uuid('author_car_id'),
+    occurredAt: ts('occurred_at').notNull(),
+    receivedAt: writtenAt('received_at'),
+  },
+  (t) => [
+    uniqueIndex('scan_audit_client_scan_uq').on(t.clientScanId),
+    index('scan_audit_delivery_idx').on(t.deliveryId),
+    // scan_audit_review_idx: built after the migrations (db/lateIndexes.ts).
+  ],
+);
 
 /** Append-only log of money credit actions; the current credit is kept on the delivery. */
-export const creditEvents = pgTable('credit_events', {
-  id: id(),
-  clientEventId: uuid('client_event_id').notNull(),
-  deliveryId: uuid('delivery_id').notNull().references(() => deliveries.id),
-  action: text('action', { enum: ['set', 'remove'] }).notNull(),
-  amountCents: integer('amount_cents'),
-  reason: text('reason'),
-  accountId: personalnummer('account_id').notNull().references(() => accounts.personalnummer),
-  authorCarId: uuid('author_car_id').references(() => cars.id),
-  occurredAt: ts('occurred_at').notNull(),
-  receivedAt: writtenAt('received_at'),
-}, (t) => [uniqueIndex('credit_events_client_uq').on(t.clientEventId), index('credit_events_delivery_idx').on(t.deliveryId)]);
+export const creditEvents = pgTable(
+  'credit_events',
+  {
+    id: id(),
+    clientEventId: uuid('client_event_id').notNull(),
+    deliveryId: uuid('delivery_id')
+      .notNull()
+      .references(() => deliveries.id),
+    action: text('action', { enum: ['set', 'remove'] }).notNull(),
+    amountCents: integer('amount_cents'),
+    reason: text('reason'),
+    accountId: personalnummer('account_id')
+      .notNull()
+      .references(() => accounts.personalnummer),
+    authorCarId: uuid('author_car_id').references(() => cars.id),
+    occurredAt: ts('occurred_at').notNull(),
+    receivedAt: writtenAt('received_at'),
+  },
+  (t) => [uniqueIndex('credit_events_client_uq').on(t.clientEventId), index('credit_events_delivery_idx').on(t.deliveryId)],
+);
 
 /** Append-only payment protocol ("Abkassieren"). */
-export const paymentProtocol = pgTable('payment_protocol', {
-  id: id(),
-  clientEventId: uuid('client_event_id').notNull(),
-  deliveryId: uuid('delivery_id').notNull().references(() => deliveries.id),
-  paymentMethodId: uuid('payment_method_id').notNull().references(() => paymentMethods.id),
-  paymentMethodCode: text('payment_method_code').notNull(),
-  amountCents: integer('amount_cents').notNull(),
-  accountId: personalnummer('account_id').notNull().references(() => accounts.personalnummer),
-  authorCarId: uuid('author_car_id').references(() => cars.id),
-  occurredAt: ts('occurred_at').notNull(),
-  receivedAt: ts('received_at').notNull().defaultNow(),
-}, (t) => [uniqueIndex('payment_protocol_client_uq').on(t.clientEventId), index('payment_protocol_delivery_idx').on(t.deliveryId)]);
+export const paymentProtocol = pgTable(
+  'payment_protocol',
+  {
+    id: id(),
+    clientEventId: uuid('client_event_id').notNull(),
+    deliveryId: uuid('delivery_id')
+      .notNull()
+      .references(() => deliveries.id),
+    paymentMethodId: uuid('payment_method_id')
+      .notNull()
+      .references(() => paymentMethods.id),
+    paymentMethodCode: text('payment_method_code').notNull(),
+    amountCents: integer('amount_cents').notNull(),
+    accountId: personalnummer('account_id')
+      .notNull()
+      .references(() => accounts.personalnummer),
+    authorCarId: uuid('author_car_id').references(() => cars.id),
+    occurredAt: ts('occurred_at').notNull(),
+    receivedAt: ts('received_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('payment_protocol_client_uq').on(t.clientEventId), index('payment_protocol_delivery_idx').on(t.deliveryId)],
+);
 
-export const completions = pgTable('completions', {
-  deliveryId: uuid('delivery_id').primaryKey().references(() => deliveries.id),
-  clientEventId: uuid('client_event_id'),
-  accountId: personalnummer('account_id').notNull().references(() => accounts.personalnummer),
-  authorCarId: uuid('author_car_id').references(() => cars.id),
-  paymentMethodId: uuid('payment_method_id').references(() => paymentMethods.id),
-  paymentId: uuid('payment_id').references(() => paymentProtocol.id),
-  paymentCollected: boolean('payment_collected').notNull().default(false),
-  collectedAmountCents: integer('collected_amount_cents').notNull().default(0),
-  notesAcknowledged: boolean('notes_acknowledged').notNull().default(false),
-  acknowledgedNoteIds: jsonb('acknowledged_note_ids').$type<string[]>().notNull().default([]),
-  internalNote: text('internal_note'),
-  customerSignatureId: uuid('customer_signature_id').notNull().references(() => attachments.id),
-  driverSignatureId: uuid('driver_signature_id').notNull().references(() => attachments.id),
-  reportAttachmentId: uuid('report_attachment_id').references(() => attachments.id),
-  /**
-   * What the delivery report shows, kept by the completion's transaction: a report rendered later
-   * (document store down) must not show what changed after the signatures. Null for completions
-   * made before it was kept. Written in the completion (`completeDelivery`), read by the report
-   * (`loadReportSource`), both through `server/engine/completion/reportSource.ts`.
-   */
-  reportSource: jsonb('report_source'),
-  /** When the driver completed the delivery (the device's time, see `completionTime`). */
-  completedAt: ts('completed_at').notNull(),
-  receivedAt: writtenAt('received_at'),
-  erpPushStatus: text('erp_push_status', { enum: ['pending', 'succeeded', 'failed'] }).notNull().default('pending'),
-  erpPushAttempts: integer('erp_push_attempts').notNull().default(0),
-  erpPushedAt: ts('erp_pushed_at'),
-  erpPushError: text('erp_push_error'),
-  erpNextAttemptAt: ts('erp_next_attempt_at'),
-}, (t) => [
-  uniqueIndex('completions_client_event_uq').on(t.clientEventId),
-  // completions_follow_up_idx: built after the migrations (db/lateIndexes.ts).
-]);
+export const completions = pgTable(
+  'completions',
+  {
+    deliveryId: uuid('delivery_id')
+      .primaryKey()
+      .references(() => deliveries.id),
+    clientEventId: uuid('client_event_id'),
+    accountId: personalnummer('account_id')
+      .notNull()
+      .references(() => accounts.personalnummer),
+    authorCarId: uuid('author_car_id').references(() => cars.id),
+    paymentMethodId: uuid('payment_method_id').references(() => paymentMethods.id),
+    paymentId: uuid('payment_id').references(() => paymentProtocol.id),
+    paymentCollected: boolean('payment_collected').notNull().default(false),
+    collectedAmountCents: integer('collected_amount_cents').notNull().default(0),
+    notesAcknowledged: boolean('notes_acknowledged').notNull().default(false),
+    acknowledgedNoteIds: jsonb('acknowledged_note_ids').$type<string[]>().notNull().default([]),
+    internalNote: text('internal_note'),
+    customerSignatureId: uuid('customer_signature_id')
+      .notNull()
+      .references(() => attachments.id),
+    driverSignatureId: uuid('driver_signature_id')
+      .notNull()
+      .references(() => attachments.id),
+    reportAttachmentId: uuid('report_attachment_id').references(() => attachments.id),
+    /**
+     * What the delivery report shows, kept by the completion's transaction: a report rendered later
+     * (document store down) must not show what changed after the signatures. Null for completions
+     * made before it was kept. Written in the completion (`completeDelivery`), read by the report
+     * (`loadReportSource`), both through `server/engine/completion/reportSource.ts`.
+     */
+    reportSource: jsonb('report_source'),
+    /** When the driver completed the delivery (the device's time, see `completionTime`). */
+    completedAt: ts('completed_at').notNull(),
+    receivedAt: writtenAt('received_at'),
+    erpPushStatus: text('erp_push_status', { enum: ['pending', 'succeeded', 'failed'] })
+      .notNull()
+      .default('pending'),
+    erpPushAttempts: integer('erp_push_attempts').notNull().default(0),
+    erpPushedAt: ts('erp_pushed_at'),
+    erpPushError: text('erp_push_error'),
+    erpNextAttemptAt: ts('erp_next_attempt_at'),
+  },
+  (t) => [
+    uniqueIndex('completions_client_event_uq').on(t.clientEventId),
+    // completions_follow_up_idx: built after the migrations (db/lateIndexes.ts).
+  ],
+);
 
-export const reviewResolutions = pgTable('review_resolutions', {
-  id: id(),
-  deliveryId: uuid('delivery_id').notNull().references(() => deliveries.id),
-  processor: text('processor').notNull(),
-  resolvedAt: writtenAt('resolved_at'),
-}, (t) => [index('review_resolutions_delivery_idx').on(t.deliveryId)]);
+export const reviewResolutions = pgTable(
+  'review_resolutions',
+  {
+    id: id(),
+    deliveryId: uuid('delivery_id')
+      .notNull()
+      .references(() => deliveries.id),
+    processor: text('processor').notNull(),
+    resolvedAt: writtenAt('resolved_at'),
+  },
+  (t) => [index('review_resolutions_delivery_idx').on(t.deliveryId)],
+);
 
 // ---------- operations ----------
 
-export const erpImportRuns = pgTable('erp_import_runs', {
-  id: id(),
-  targetDate: date('target_date', { mode: 'string' }).notNull(),
-  trigger: text('trigger', { enum: ['scheduler', 'startup', 'manual'] }).notNull(),
-  startedAt: ts('started_at').notNull().defaultNow(),
-  finishedAt: ts('finished_at'),
-  success: boolean('success').notNull().default(false),
-  counters: jsonb('counters').$type<Record<string, number>>().notNull().default({}),
-  error: text('error'),
-}, (t) => [index('erp_import_runs_target_idx').on(t.targetDate)]);
+export const erpImportRuns = pgTable(
+  'erp_import_runs',
+  {
+    id: id(),
+    targetDate: date('target_date', { mode: 'string' }).notNull(),
+    trigger: text('trigger', { enum: ['scheduler', 'startup', 'manual'] }).notNull(),
+    startedAt: ts('started_at').notNull().defaultNow(),
+    finishedAt: ts('finished_at'),
+    success: boolean('success').notNull().default(false),
+    counters: jsonb('counters').$type<Record<string, number>>().notNull().default({}),
+    error: text('error'),
+  },
+  (t) => [index('erp_import_runs_target_idx').on(t.targetDate)],
+);
 
 /** What a recorded rejection answered: a copy of the event answers `duplicate` with it. */
-export interface RecordedRejection { code: string; reason: string; message: string; errors?: { path: string; message: string }[] }
+export interface RecordedRejection {
+  code: string;
+  reason: string;
+  message: string;
+  errors?: { path: string; message: string }[];
+}
 
 /**
  * Every client event id decided, recorded in the same transaction as its effect: applied, or
@@ -129,19 +183,23 @@ export const processedEvents = pgTable('processed_events', {
  * Every change to synced entities. `seq` is assigned while the writer holds the change-log
  * lock until commit, so seq order is commit order and a cursor never skips a change.
  */
-export const changeLog = pgTable('change_log', {
-  seq: bigserial('seq', { mode: 'number' }).primaryKey(),
-  entity: text('entity').notNull(),
-  op: text('op', { enum: ['upsert', 'delete'] }).notNull(),
-  entityId: text('entity_id').notNull(),
-  tourId: uuid('tour_id'),
-  // Owner of the change; null for data every account sees (payment methods, services).
-  accountId: personalnummer('account_id'),
-  data: jsonb('data'),
-  // The client events whose effects are complete once this change is applied (see Change.eventIds).
-  eventIds: uuid('event_ids').array(),
-  createdAt: createdAt(),
-}, (t) => [index('change_log_account_seq_idx').on(t.accountId, t.seq)]);
+export const changeLog = pgTable(
+  'change_log',
+  {
+    seq: bigserial('seq', { mode: 'number' }).primaryKey(),
+    entity: text('entity').notNull(),
+    op: text('op', { enum: ['upsert', 'delete'] }).notNull(),
+    entityId: text('entity_id').notNull(),
+    tourId: uuid('tour_id'),
+    // Owner of the change; null for data every account sees (payment methods, services).
+    accountId: personalnummer('account_id'),
+    data: jsonb('data'),
+    // The client events whose effects are complete once this change is applied (see Change.eventIds).
+    eventIds: uuid('event_ids').array(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('change_log_account_seq_idx').on(t.accountId, t.seq)],
+);
 
 export const meta = pgTable('meta', {
   key: text('key').primaryKey(),

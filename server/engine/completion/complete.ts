@@ -47,37 +47,59 @@ async function commit(db: Db, actor: DriverActor, request: CompletionRequest): P
       const now = new Date();
       const completedAt = completionTime(ack.occurredAt, now, result.delivery.createdAt);
 
-      const signatures = ([['customer_signature', request.customerSignature], ['driver_signature', request.driverSignature]] as const)
-        .map(([kind, bytes]) => ({ id: randomUUID(), kind, bytes }));
-      const signatureRows: AttachmentRow[] = await tx.insert(attachments).values(signatures.map(({ id, kind, bytes }) => ({
-        id, deliveryId: request.deliveryId, kind, reference: databaseReference(id), contentType: 'image/png', sizeBytes: bytes.length,
-      }))).returning();
+      const signatures = (
+        [
+          ['customer_signature', request.customerSignature],
+          ['driver_signature', request.driverSignature],
+        ] as const
+      ).map(([kind, bytes]) => ({ id: randomUUID(), kind, bytes }));
+      const signatureRows: AttachmentRow[] = await tx
+        .insert(attachments)
+        .values(
+          signatures.map(({ id, kind, bytes }) => ({
+            id,
+            deliveryId: request.deliveryId,
+            kind,
+            reference: databaseReference(id),
+            contentType: 'image/png',
+            sizeBytes: bytes.length,
+          })),
+        )
+        .returning();
       await tx.insert(attachmentContents).values(signatures.map(({ id, bytes }) => ({ attachmentId: id, bytes })));
       const [customerSignature, driverSignature] = signatures;
-      const [completion] = await tx.insert(completions).values({
-        deliveryId: request.deliveryId,
-        clientEventId: ack.clientEventId ?? null,
-        accountId: actor.personalnummer,
-        authorCarId: ack.authorCarId ?? null,
-        ...result.payment,
-        notesAcknowledged: ack.notesAcknowledged === true,
-        acknowledgedNoteIds: result.acknowledgedNoteIds,
-        internalNote: result.internalNote,
-        customerSignatureId: customerSignature.id,
-        driverSignatureId: driverSignature.id,
-        completedAt,
-      }).returning();
+      const [completion] = await tx
+        .insert(completions)
+        .values({
+          deliveryId: request.deliveryId,
+          clientEventId: ack.clientEventId ?? null,
+          accountId: actor.personalnummer,
+          authorCarId: ack.authorCarId ?? null,
+          ...result.payment,
+          notesAcknowledged: ack.notesAcknowledged === true,
+          acknowledgedNoteIds: result.acknowledgedNoteIds,
+          internalNote: result.internalNote,
+          customerSignatureId: customerSignature.id,
+          driverSignatureId: driverSignature.id,
+          completedAt,
+        })
+        .returning();
       // The method the completion settled on becomes the delivery's: a logged payment's (it
       // supplies the method), else one chosen at completion; with none the document's stays.
       const method = result.payment.paymentMethodId ? { paymentMethodId: result.payment.paymentMethodId } : {};
-      const [updated] = await tx.update(deliveries).set({ state: 'completed', completedAt, updatedAt: now, ...method })
-        .where(eq(deliveries.id, request.deliveryId)).returning();
+      const [updated] = await tx
+        .update(deliveries)
+        .set({ state: 'completed', completedAt, updatedAt: now, ...method })
+        .where(eq(deliveries.id, request.deliveryId))
+        .returning();
       // The report is rendered after the commit, maybe much later: it shows the delivery as signed now.
       const reportSource = await readReportSource(tx, request.deliveryId);
       await tx.update(completions).set({ reportSource }).where(eq(completions.deliveryId, request.deliveryId));
       if (ack.clientEventId) {
         await tx.insert(processedEvents).values({
-          eventId: ack.clientEventId, type: COMPLETE_EVENT_TYPE, accountId: actor.personalnummer,
+          eventId: ack.clientEventId,
+          type: COMPLETE_EVENT_TYPE,
+          accountId: actor.personalnummer,
           deliveryId: request.deliveryId,
         });
       }
@@ -85,9 +107,19 @@ async function commit(db: Db, actor: DriverActor, request: CompletionRequest): P
       const scope = { tourId: updated.tourId, accountId: actor.personalnummer };
       await recordChanges(tx, [
         { entity: 'delivery', op: 'upsert', id: delivery.id, ...scope, data: delivery },
-        ...signatureRows.map((row): ChangeRecord => ({ entity: 'attachment', op: 'upsert', id: row.id, ...scope, data: toAttachment(row) })),
+        ...signatureRows.map((row): ChangeRecord => ({
+          entity: 'attachment',
+          op: 'upsert',
+          id: row.id,
+          ...scope,
+          data: toAttachment(row),
+        })),
         {
-          entity: 'completion', op: 'upsert', id: completion.deliveryId, ...scope, data: toCompletion(completion),
+          entity: 'completion',
+          op: 'upsert',
+          id: completion.deliveryId,
+          ...scope,
+          data: toCompletion(completion),
           ...(ack.clientEventId ? { eventIds: [ack.clientEventId] } : {}),
         },
       ]);

@@ -17,8 +17,10 @@ const BATCH = 10;
  */
 export async function followUpCompletion(deps: Deps, deliveryId: string): Promise<void> {
   const db = deps.database.db;
-  const [row] = await db.select({ report: completions.reportAttachmentId, push: completions.erpPushStatus, attempts: completions.erpPushAttempts })
-    .from(completions).where(eq(completions.deliveryId, deliveryId));
+  const [row] = await db
+    .select({ report: completions.reportAttachmentId, push: completions.erpPushStatus, attempts: completions.erpPushAttempts })
+    .from(completions)
+    .where(eq(completions.deliveryId, deliveryId));
   if (!row) return;
   let reportFailed = false;
   if (!row.report) {
@@ -37,7 +39,8 @@ export async function followUpCompletion(deps: Deps, deliveryId: string): Promis
     }
   }
   const delay = backoffMs(row.attempts + 1, deps.config.erp.pushRetryBaseMs, deps.config.erp.pushRetryMaxMs);
-  await db.update(completions)
+  await db
+    .update(completions)
     .set({ erpNextAttemptAt: reportFailed ? new Date(Date.now() + delay) : null })
     .where(eq(completions.deliveryId, deliveryId));
 }
@@ -47,9 +50,15 @@ const due = (graceMs: number) => sql`(${completions.erpPushStatus} <> 'succeeded
 
 /** Claims one completion for a follow-up right after its commit, unless someone else already has it. */
 async function claim(deps: Deps, deliveryId: string): Promise<boolean> {
-  const claimed = await deps.database.db.update(completions)
+  const claimed = await deps.database.db
+    .update(completions)
     .set({ erpNextAttemptAt: sql`now() + ${`${CLAIM_LEASE_MS} milliseconds`}::interval` })
-    .where(and(eq(completions.deliveryId, deliveryId), sql`(${completions.erpNextAttemptAt} IS NULL OR ${completions.erpNextAttemptAt} <= now())`))
+    .where(
+      and(
+        eq(completions.deliveryId, deliveryId),
+        sql`(${completions.erpNextAttemptAt} IS NULL OR ${completions.erpNextAttemptAt} <= now())`,
+      ),
+    )
     .returning({ id: completions.deliveryId });
   return claimed.length > 0;
 }
@@ -70,7 +79,9 @@ export async function afterCompletion(deps: FollowUpDeps, deliveryId: string): P
   })();
   deps.background.add(followUp);
   let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => { timer = setTimeout(resolve, deps.config.erp.timeoutMs); });
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, deps.config.erp.timeoutMs);
+  });
   await Promise.race([followUp, waited]);
   clearTimeout(timer);
 }

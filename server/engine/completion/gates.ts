@@ -4,7 +4,17 @@ import { INTERNAL_NOTE_MAX, internalNote as keptNote } from '../../../shared/rul
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../../shared/schemas/deliveries.js';
 import type { DriverActor } from '../../context.js';
 import type { Db } from '../../db/client.js';
-import { articles, cars, deliveries, deliveryItems, notes, paymentMethods, paymentProtocol, processedEvents, tours } from '../../db/schema.js';
+import {
+  articles,
+  cars,
+  deliveries,
+  deliveryItems,
+  notes,
+  paymentMethods,
+  paymentProtocol,
+  processedEvents,
+  tours,
+} from '../../db/schema.js';
 import { DomainError, notFound, validation } from '../../errors.js';
 import { toDelivery, type DeliveryRow, type ItemRow } from '../../shapes/rows.js';
 
@@ -18,12 +28,21 @@ export interface PaymentOutcome {
 }
 
 /** A refusal of the request, as every REST mutation's (400): the id stands for another event or delivery. */
-export const reusedClientEventId = () => validation('This clientEventId was already used for another event',
-  [{ path: 'acknowledgements.clientEventId', message: 'already used for another event' }]);
+export const reusedClientEventId = () =>
+  validation('This clientEventId was already used for another event', [
+    { path: 'acknowledgements.clientEventId', message: 'already used for another event' },
+  ]);
 
 export type Evaluation =
   | { kind: 'replay'; delivery: Delivery }
-  | { kind: 'ready'; delivery: DeliveryRow; items: ItemRow[]; payment: PaymentOutcome; internalNote: string | null; acknowledgedNoteIds: string[] };
+  | {
+      kind: 'ready';
+      delivery: DeliveryRow;
+      items: ItemRow[];
+      payment: PaymentOutcome;
+      internalNote: string | null;
+      acknowledgedNoteIds: string[];
+    };
 
 /** The internal note as kept; longer than the limit is refused. */
 function keptInternalNote(value: string | null | undefined): string | null {
@@ -38,7 +57,9 @@ function keptInternalNote(value: string | null | undefined): string | null {
 
 /** A delivery of one of the account's tours, locked; undefined when unknown or foreign. */
 async function lockOwnDelivery(tx: Db, accountId: number, deliveryId: string) {
-  const [found] = await tx.select({ delivery: deliveries }).from(deliveries)
+  const [found] = await tx
+    .select({ delivery: deliveries })
+    .from(deliveries)
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
     .where(and(eq(deliveries.id, deliveryId), eq(tours.accountId, accountId)))
     .for('update', { of: deliveries });
@@ -50,23 +71,31 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
   const internalNote = keptInternalNote(ack.internalNote);
   const delivery = await lockOwnDelivery(tx, actor.personalnummer, deliveryId);
   if (!delivery) throw notFound('Delivery');
-  const itemRows = await tx.select({ item: deliveryItems, scannable: articles.scannable }).from(deliveryItems)
+  const itemRows = await tx
+    .select({ item: deliveryItems, scannable: articles.scannable })
+    .from(deliveryItems)
     .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
-    .where(eq(deliveryItems.deliveryId, deliveryId)).orderBy(asc(deliveryItems.lineNumber));
+    .where(eq(deliveryItems.deliveryId, deliveryId))
+    .orderBy(asc(deliveryItems.lineNumber));
   const items = itemRows.map((r) => r.item);
 
   if (ack.clientEventId) {
     const [seen] = await tx.select().from(processedEvents).where(eq(processedEvents.eventId, ack.clientEventId));
     if (seen) {
-      if (seen.type === COMPLETE_EVENT_TYPE && seen.deliveryId === deliveryId) return { kind: 'replay', delivery: toDelivery(delivery, items) };
+      if (seen.type === COMPLETE_EVENT_TYPE && seen.deliveryId === deliveryId)
+        return { kind: 'replay', delivery: toDelivery(delivery, items) };
       throw reusedClientEventId();
     }
   }
 
   const noteIds = new Set((await tx.select({ id: notes.id }).from(notes).where(eq(notes.deliveryId, deliveryId))).map((n) => n.id));
   const method = await effectiveMethod(tx, delivery, ack);
-  const [latest] = await tx.select().from(paymentProtocol).where(eq(paymentProtocol.deliveryId, delivery.id))
-    .orderBy(desc(paymentProtocol.receivedAt), desc(paymentProtocol.occurredAt)).limit(1);
+  const [latest] = await tx
+    .select()
+    .from(paymentProtocol)
+    .where(eq(paymentProtocol.deliveryId, delivery.id))
+    .orderBy(desc(paymentProtocol.receivedAt), desc(paymentProtocol.occurredAt))
+    .limit(1);
   const gate = {
     state: delivery.state,
     positions: itemRows.map((r) => ({ ...r.item, scannable: r.scannable })),
@@ -74,20 +103,28 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
     acknowledgements: ack,
     openAmountCents: toDelivery(delivery, items).openAmountCents,
     latestPaymentCents: latest?.amountCents ?? null,
-    method: method === 'invalid' ? null : method ?? null,
+    method: method === 'invalid' ? null : (method ?? null),
   };
   const problem = completionProblem(gate);
   // A chosen method that cannot be used is a payment problem: reported after the gates before it.
   if (problem && problem.reason !== 'payment_not_collected') throw new DomainError(problem.code, problem.message, problem.errors);
   if (method === 'invalid') {
-    throw validation('The payment method does not exist or is inactive', [{ path: 'acknowledgements.paymentMethodId', message: 'unknown or inactive payment method' }]);
+    throw validation('The payment method does not exist or is inactive', [
+      { path: 'acknowledgements.paymentMethodId', message: 'unknown or inactive payment method' },
+    ]);
   }
   if (problem) throw new DomainError(problem.code, problem.message, problem.errors);
   const payment = paymentOutcome(paymentSettlement(gate), gate.openAmountCents, method, latest, ack);
 
   if (ack.authorCarId) {
-    const [car] = await tx.select({ id: cars.id }).from(cars).where(and(eq(cars.id, ack.authorCarId), eq(cars.accountId, actor.personalnummer)));
-    if (!car) throw validation('The car does not belong to the account', [{ path: 'acknowledgements.authorCarId', message: 'not a car of the account' }]);
+    const [car] = await tx
+      .select({ id: cars.id })
+      .from(cars)
+      .where(and(eq(cars.id, ack.authorCarId), eq(cars.accountId, actor.personalnummer)));
+    if (!car)
+      throw validation('The car does not belong to the account', [
+        { path: 'acknowledgements.authorCarId', message: 'not a car of the account' },
+      ]);
   }
   // Only the delivery's notes as they are now: an id the phone still showed may have been deleted meanwhile.
   const acknowledgedNoteIds = [...new Set(ack.acknowledgedNoteIds ?? [])].filter((id) => noteIds.has(id));
@@ -98,7 +135,7 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
 async function effectiveMethod(tx: Db, delivery: DeliveryRow, ack: CompleteDeliveryAcknowledgements) {
   if (ack.paymentMethodId) {
     const [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, ack.paymentMethodId));
-    return method?.active ? method : 'invalid' as const;
+    return method?.active ? method : ('invalid' as const);
   }
   if (!delivery.paymentMethodId) return undefined;
   const [method] = await tx.select().from(paymentMethods).where(eq(paymentMethods.id, delivery.paymentMethodId));
@@ -107,13 +144,21 @@ async function effectiveMethod(tx: Db, delivery: DeliveryRow, ack: CompleteDeliv
 
 /** What the completion records about the money; the amount always comes from the server. */
 function paymentOutcome(
-  settlement: PaymentSettlement, open: number, method: typeof paymentMethods.$inferSelect | undefined,
-  latest: typeof paymentProtocol.$inferSelect | undefined, ack: CompleteDeliveryAcknowledgements,
+  settlement: PaymentSettlement,
+  open: number,
+  method: typeof paymentMethods.$inferSelect | undefined,
+  latest: typeof paymentProtocol.$inferSelect | undefined,
+  ack: CompleteDeliveryAcknowledgements,
 ): PaymentOutcome {
   const methodId = method?.id ?? null;
   switch (settlement) {
     case 'logged_payment':
-      return { paymentMethodId: latest!.paymentMethodId, paymentId: latest!.id, paymentCollected: true, collectedAmountCents: latest!.amountCents };
+      return {
+        paymentMethodId: latest!.paymentMethodId,
+        paymentId: latest!.id,
+        paymentCollected: true,
+        collectedAmountCents: latest!.amountCents,
+      };
     case 'collected_on_site':
       return { paymentMethodId: methodId, paymentId: null, paymentCollected: true, collectedAmountCents: open };
     case 'none_open':

@@ -9,7 +9,11 @@ import { recordChanges } from '../changeLog.js';
 import { loadReportSource } from './reportSource.js';
 
 /** A file already written to the document store. */
-export interface StoredFile { reference: string; contentType: string; sizeBytes: number }
+export interface StoredFile {
+  reference: string;
+  contentType: string;
+  sizeBytes: number;
+}
 
 type ReportDeps = Pick<AppContext, 'database' | 'documents' | 'config'>;
 
@@ -18,8 +22,15 @@ export async function storeDeliveryReport(deps: ReportDeps, deliveryId: string):
   const source = await loadReportSource(deps.database.db, deliveryId);
   if (!source) return undefined;
   const { signatureReferences, ...data } = source;
-  const [customer, driver] = await Promise.all([deps.documents.get(signatureReferences.customer), deps.documents.get(signatureReferences.driver)]);
-  const pdf = await renderDeliveryReport({ ...data, companyName: deps.config.companyName, signatures: { customer: customer.bytes, driver: driver.bytes } });
+  const [customer, driver] = await Promise.all([
+    deps.documents.get(signatureReferences.customer),
+    deps.documents.get(signatureReferences.driver),
+  ]);
+  const pdf = await renderDeliveryReport({
+    ...data,
+    companyName: deps.config.companyName,
+    signatures: { customer: customer.bytes, driver: driver.bytes },
+  });
   const reference = await deps.documents.put(pdf, 'application/pdf', `Lieferbericht-${data.belegnummer}.pdf`);
   return attachReport(deps.database.db, deliveryId, { reference, contentType: 'application/pdf', sizeBytes: pdf.length });
 }
@@ -27,16 +38,23 @@ export async function storeDeliveryReport(deps: ReportDeps, deliveryId: string):
 /** Links a stored report to its completion once; a second writer (another instance) changes nothing. */
 export async function attachReport(db: Db, deliveryId: string, report: StoredFile): Promise<string | undefined> {
   return db.transaction(async (tx) => {
-    const [locked] = await tx.select({ completion: completions, tourId: deliveries.tourId, accountId: tours.accountId })
+    const [locked] = await tx
+      .select({ completion: completions, tourId: deliveries.tourId, accountId: tours.accountId })
       .from(completions)
       .innerJoin(deliveries, eq(deliveries.id, completions.deliveryId))
       .innerJoin(tours, eq(tours.id, deliveries.tourId))
       .where(eq(completions.deliveryId, deliveryId))
       .for('update', { of: completions });
     if (!locked || locked.completion.reportAttachmentId) return locked?.completion.reportAttachmentId ?? undefined;
-    const [attachment] = await tx.insert(attachments).values({ deliveryId, kind: 'delivery_report', ...report }).returning();
-    const [completion] = await tx.update(completions).set({ reportAttachmentId: attachment.id })
-      .where(eq(completions.deliveryId, deliveryId)).returning();
+    const [attachment] = await tx
+      .insert(attachments)
+      .values({ deliveryId, kind: 'delivery_report', ...report })
+      .returning();
+    const [completion] = await tx
+      .update(completions)
+      .set({ reportAttachmentId: attachment.id })
+      .where(eq(completions.deliveryId, deliveryId))
+      .returning();
     const scope = { tourId: locked.tourId, accountId: locked.accountId };
     await recordChanges(tx, [
       { entity: 'attachment', op: 'upsert', id: attachment.id, ...scope, data: toAttachment(attachment) },

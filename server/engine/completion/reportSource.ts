@@ -1,8 +1,20 @@
 import { asc, desc, eq, inArray } from 'drizzle-orm';
 import type { Db } from '../../db/client.js';
 import {
-  accounts, articles, attachments, cars, completions, customers, deliveries, deliveryItems, deliveryServiceValues, notes,
-  paymentMethods, paymentProtocol, services, tours,
+  accounts,
+  articles,
+  attachments,
+  cars,
+  completions,
+  customers,
+  deliveries,
+  deliveryItems,
+  deliveryServiceValues,
+  notes,
+  paymentMethods,
+  paymentProtocol,
+  services,
+  tours,
 } from '../../db/schema.js';
 import type { DeliveryReportData } from '../../integrations/report/deliveryReport.js';
 import { toDelivery } from '../../shapes/rows.js';
@@ -37,7 +49,8 @@ function revive(kept: Stored<ReportSource>): ReportSource {
 
 /** The report's source from the data as it is now: what the completion keeps, in its transaction. */
 export async function readReportSource(db: Db, deliveryId: string): Promise<ReportSource | undefined> {
-  const [head] = await db.select({ completion: completions, delivery: deliveries, tour: tours, customer: customers, account: accounts })
+  const [head] = await db
+    .select({ completion: completions, delivery: deliveries, tour: tours, customer: customers, account: accounts })
     .from(completions)
     .innerJoin(deliveries, eq(deliveries.id, completions.deliveryId))
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
@@ -49,17 +62,27 @@ export async function readReportSource(db: Db, deliveryId: string): Promise<Repo
   const carId = completion.authorCarId ?? delivery.assignedCarId;
 
   // One after the other: in the completion's transaction they share one connection.
-  const itemRows = await db.select({ item: deliveryItems, article: articles }).from(deliveryItems)
+  const itemRows = await db
+    .select({ item: deliveryItems, article: articles })
+    .from(deliveryItems)
     .innerJoin(articles, eq(articles.id, deliveryItems.articleId))
-    .where(eq(deliveryItems.deliveryId, deliveryId)).orderBy(asc(deliveryItems.lineNumber));
+    .where(eq(deliveryItems.deliveryId, deliveryId))
+    .orderBy(asc(deliveryItems.lineNumber));
   const noteRows = await db.select().from(notes).where(eq(notes.deliveryId, deliveryId)).orderBy(asc(notes.createdAt));
-  const serviceRows = await db.select({ value: deliveryServiceValues, service: services }).from(deliveryServiceValues)
+  const serviceRows = await db
+    .select({ value: deliveryServiceValues, service: services })
+    .from(deliveryServiceValues)
     .innerJoin(services, eq(services.id, deliveryServiceValues.serviceId))
-    .where(eq(deliveryServiceValues.deliveryId, deliveryId)).orderBy(asc(services.sortOrder), asc(services.name));
-  const signatureRows = await db.select({ id: attachments.id, reference: attachments.reference }).from(attachments)
+    .where(eq(deliveryServiceValues.deliveryId, deliveryId))
+    .orderBy(asc(services.sortOrder), asc(services.name));
+  const signatureRows = await db
+    .select({ id: attachments.id, reference: attachments.reference })
+    .from(attachments)
     .where(inArray(attachments.id, [completion.customerSignatureId, completion.driverSignatureId]));
   const [car] = carId ? await db.select({ plate: cars.plate }).from(cars).where(eq(cars.id, carId)) : [];
-  const [method] = completion.paymentMethodId ? await db.select().from(paymentMethods).where(eq(paymentMethods.id, completion.paymentMethodId)) : [];
+  const [method] = completion.paymentMethodId
+    ? await db.select().from(paymentMethods).where(eq(paymentMethods.id, completion.paymentMethodId))
+    : [];
   const [payment] = completion.paymentId
     ? await db.select().from(paymentProtocol).where(eq(paymentProtocol.id, completion.paymentId)).orderBy(desc(paymentProtocol.receivedAt))
     : [];

@@ -15,10 +15,26 @@ function addressKey(address: Address | null) {
 
 /** Stored and incoming contacts compared by content, so an unchanged resend keeps their ids. */
 function contactsKey(contacts: (Omit<MergedContact, 'channels'> & { channels: { kind: string; position: number; value: string }[] })[]) {
-  return JSON.stringify([...contacts].sort((a, b) => a.position - b.position).map((c) => [
-    c.role, c.roles, c.position, c.anrede, c.titel, c.name1, c.name2, c.name3, c.abteilung, c.funktion, addressKey(c.address),
-    [...c.channels].sort((a, b) => a.kind.localeCompare(b.kind) || a.position - b.position).map((ch) => [ch.kind, ch.position, ch.value]),
-  ]));
+  return JSON.stringify(
+    [...contacts]
+      .sort((a, b) => a.position - b.position)
+      .map((c) => [
+        c.role,
+        c.roles,
+        c.position,
+        c.anrede,
+        c.titel,
+        c.name1,
+        c.name2,
+        c.name3,
+        c.abteilung,
+        c.funktion,
+        addressKey(c.address),
+        [...c.channels]
+          .sort((a, b) => a.kind.localeCompare(b.kind) || a.position - b.position)
+          .map((ch) => [ch.kind, ch.position, ch.value]),
+      ]),
+  );
 }
 
 export interface SyncedContacts {
@@ -32,9 +48,20 @@ export interface SyncedContacts {
 /** Replaces, as a whole, the contacts of each open delivery whose merged contacts changed. */
 export async function syncContacts(tx: Db, open: OpenDelivery[], current: Map<string, DeliveryRow>): Promise<SyncedContacts> {
   const deliveryIds = open.map((o) => current.get(deliveryKey(o.input))!.id);
-  const sourceRows = deliveryIds.length ? await tx.select().from(contactSources).where(inArray(contactSources.deliveryId, deliveryIds)) : [];
+  const sourceRows = deliveryIds.length
+    ? await tx.select().from(contactSources).where(inArray(contactSources.deliveryId, deliveryIds))
+    : [];
   const channelRows = sourceRows.length
-    ? await tx.select().from(contactChannels).where(inArray(contactChannels.sourceId, sourceRows.map((s) => s.id))) : [];
+    ? await tx
+        .select()
+        .from(contactChannels)
+        .where(
+          inArray(
+            contactChannels.sourceId,
+            sourceRows.map((s) => s.id),
+          ),
+        )
+    : [];
   const channelsOf = new Map<string, ContactChannelRow[]>();
   for (const c of channelRows) channelsOf.set(c.sourceId, [...(channelsOf.get(c.sourceId) ?? []), c]);
   const sourcesOf = new Map<string, ContactSourceRow[]>();
@@ -57,8 +84,14 @@ export async function syncContacts(tx: Db, open: OpenDelivery[], current: Map<st
     }
   }
   const deleted = replaced.length
-    ? await tx.delete(contactSources).where(inArray(contactSources.deliveryId, replaced)).returning({ id: contactSources.id, deliveryId: contactSources.deliveryId }) : [];
+    ? await tx
+        .delete(contactSources)
+        .where(inArray(contactSources.deliveryId, replaced))
+        .returning({ id: contactSources.id, deliveryId: contactSources.deliveryId })
+    : [];
   const inserted = await insertAll(newSources, (chunk: typeof newSources) => tx.insert(contactSources).values(chunk).returning());
-  const insertedChannels = await insertAll(newChannels, (chunk: typeof newChannels) => tx.insert(contactChannels).values(chunk).returning());
+  const insertedChannels = await insertAll(newChannels, (chunk: typeof newChannels) =>
+    tx.insert(contactChannels).values(chunk).returning(),
+  );
   return { replaced, deleted, inserted, insertedChannels };
 }

@@ -26,32 +26,70 @@ export interface MasterData {
 /** Mirrors the warehouses, articles and customers a tour names, and resolves its payment codes. */
 export async function mirrorMasterData(tx: Db, request: SyncTourRequest): Promise<MasterData> {
   const positionsIn = request.deliveries.flatMap((d) => d.positions);
-  const warehouseInput = byKey([
-    ...positionsIn.map((p) => p.article.defaultWarehouse), ...positionsIn.map((p) => p.warehouse),
-  ].filter((w) => !!w), (w) => w.code);
-  const warehouseRows = await upsertChanged(warehouseInput, (w) => w.code, warehouseMirror,
+  const warehouseInput = byKey(
+    [...positionsIn.map((p) => p.article.defaultWarehouse), ...positionsIn.map((p) => p.warehouse)].filter((w) => !!w),
+    (w) => w.code,
+  );
+  const warehouseRows = await upsertChanged(
+    warehouseInput,
+    (w) => w.code,
+    warehouseMirror,
     (codes) => tx.select().from(warehouses).where(inArray(warehouses.code, codes)),
-    (chunk) => tx.insert(warehouses).values(chunk).onConflictDoUpdate({ target: warehouses.code, ...whenChanged(warehouseMirror) }).returning());
+    (chunk) =>
+      tx
+        .insert(warehouses)
+        .values(chunk)
+        .onConflictDoUpdate({ target: warehouses.code, ...whenChanged(warehouseMirror) })
+        .returning(),
+  );
   const warehouseId = new Map(warehouseRows.rows.map((w) => [w.code, w.id]));
 
-  const articleInput = byKey(positionsIn.map((p) => p.article), (a) => a.articleNumber).map((a) => ({
-    articleNumber: a.articleNumber, name: a.name, scannable: a.scannable,
+  const articleInput = byKey(
+    positionsIn.map((p) => p.article),
+    (a) => a.articleNumber,
+  ).map((a) => ({
+    articleNumber: a.articleNumber,
+    name: a.name,
+    scannable: a.scannable,
     defaultWarehouseId: a.defaultWarehouse ? warehouseId.get(a.defaultWarehouse.code)! : null,
   }));
-  const articleRows = await upsertChanged(articleInput, (a) => a.articleNumber, articleMirror,
+  const articleRows = await upsertChanged(
+    articleInput,
+    (a) => a.articleNumber,
+    articleMirror,
     (numbers) => tx.select().from(articles).where(inArray(articles.articleNumber, numbers)),
-    (chunk) => tx.insert(articles).values(chunk).onConflictDoUpdate({
-      target: articles.articleNumber, ...whenChanged(articleMirror),
-    }).returning());
+    (chunk) =>
+      tx
+        .insert(articles)
+        .values(chunk)
+        .onConflictDoUpdate({
+          target: articles.articleNumber,
+          ...whenChanged(articleMirror),
+        })
+        .returning(),
+  );
 
-  const customerInput = byKey(request.deliveries.map((d) => d.customer), (c) => c.erpCustomerId);
-  const customerRows = await upsertChanged(customerInput, (c) => c.erpCustomerId, customerMirror,
+  const customerInput = byKey(
+    request.deliveries.map((d) => d.customer),
+    (c) => c.erpCustomerId,
+  );
+  const customerRows = await upsertChanged(
+    customerInput,
+    (c) => c.erpCustomerId,
+    customerMirror,
     (ids) => tx.select().from(customers).where(inArray(customers.erpCustomerId, ids)),
-    (chunk) => tx.insert(customers).values(chunk).onConflictDoUpdate({ target: customers.erpCustomerId, ...whenChanged(customerMirror) }).returning());
+    (chunk) =>
+      tx
+        .insert(customers)
+        .values(chunk)
+        .onConflictDoUpdate({ target: customers.erpCustomerId, ...whenChanged(customerMirror) })
+        .returning(),
+  );
 
   const codes = [...new Set(request.deliveries.map((d) => d.paymentMethodCode).filter((c): c is string => !!c))];
   const methodRows = codes.length
-    ? await tx.select({ id: paymentMethods.id, code: paymentMethods.code }).from(paymentMethods).where(inArray(paymentMethods.code, codes)) : [];
+    ? await tx.select({ id: paymentMethods.id, code: paymentMethods.code }).from(paymentMethods).where(inArray(paymentMethods.code, codes))
+    : [];
 
   return {
     warehouses: warehouseRows,

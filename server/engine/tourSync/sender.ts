@@ -16,7 +16,7 @@ export async function checkSenderAccount(tx: Db, request: SyncTourRequest, sende
   if (sender.kind === 'any') return;
   const { driver } = request;
   if (driver.personalnummer !== sender.personalnummer) {
-    throw forbidden('A driver token sends only its own tour; other drivers\' tours need the sync role');
+    throw forbidden("A driver token sends only its own tour; other drivers' tours need the sync role");
   }
   const [account] = await tx.select().from(accounts).where(eq(accounts.personalnummer, driver.personalnummer)).for('update');
   if (!account || account.name !== driver.name || driver.active === false) {
@@ -29,10 +29,17 @@ export function checkSenderDeliveries(request: SyncTourRequest, owners: Map<stri
   if (sender.kind === 'any') return;
   const taken = request.deliveries
     .map((d, i) => ({ i, key: deliveryKey(d) }))
-    .filter(({ key }) => { const owner = owners.get(key); return owner !== undefined && owner.accountId !== sender.personalnummer; });
+    .filter(({ key }) => {
+      const owner = owners.get(key);
+      return owner !== undefined && owner.accountId !== sender.personalnummer;
+    });
   if (taken.length) {
-    throw forbidden('A driver token cannot take deliveries of another account\'s tour', taken.map(({ i, key }) => ({
-      path: `deliveries.${i}.belegnummer`, message: `delivery ${key} belongs to another account's tour`,
-    })));
+    throw forbidden(
+      "A driver token cannot take deliveries of another account's tour",
+      taken.map(({ i, key }) => ({
+        path: `deliveries.${i}.belegnummer`,
+        message: `delivery ${key} belongs to another account's tour`,
+      })),
+    );
   }
 }

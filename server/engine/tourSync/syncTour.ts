@@ -25,23 +25,34 @@ export function syncTour(db: Db, request: SyncTourRequest, sender: TourSender = 
     const accountId = driver.personalnummer;
     await checkSenderAccount(tx, request, sender);
 
-    const [accountWritten] = await tx.insert(accounts).values({ personalnummer: accountId, name: driver.name, active: driver.active ?? true })
+    const [accountWritten] = await tx
+      .insert(accounts)
+      .values({ personalnummer: accountId, name: driver.name, active: driver.active ?? true })
       .onConflictDoUpdate({
         target: accounts.personalnummer,
         ...whenChanged(driver.active === undefined ? [accounts.name] : [accounts.name, accounts.active]),
-      }).returning({ active: accounts.active });
+      })
+      .returning({ active: accounts.active });
     if (accountWritten?.active === false) await announceDeactivation(tx, accountId);
 
     // Locks the tour's row even when it changes nothing: a reorder takes it first to mark the tour.
-    const [upsertedTour] = await tx.insert(tours).values({ accountId, tourDate: request.tourDate, name: request.name ?? null })
+    const [upsertedTour] = await tx
+      .insert(tours)
+      .values({ accountId, tourDate: request.tourDate, name: request.name ?? null })
       .onConflictDoUpdate({
         target: [tours.accountId, tours.tourDate],
         ...whenChanged([tours.name]),
         ...(request.name === undefined ? { setWhere: sql`false` } : {}),
       })
       .returning({ ...getTableColumns(tours), inserted: sql<boolean>`(xmax = 0)` });
-    const tour: TourRow = upsertedTour
-      ?? (await tx.select().from(tours).where(and(eq(tours.accountId, accountId), eq(tours.tourDate, request.tourDate))))[0];
+    const tour: TourRow =
+      upsertedTour ??
+      (
+        await tx
+          .select()
+          .from(tours)
+          .where(and(eq(tours.accountId, accountId), eq(tours.tourDate, request.tourDate)))
+      )[0];
     const changes: ChangeRecord[] = [];
     if (upsertedTour) changes.push({ entity: 'tour', op: 'upsert', id: tour.id, tourId: tour.id, accountId, data: toTour(tour) });
 
@@ -50,21 +61,32 @@ export function syncTour(db: Db, request: SyncTourRequest, sender: TourSender = 
     const positions = await syncPositions(tx, synced.open, synced.current, master);
     const contacts = await syncContacts(tx, synced.open, synced.current);
     const touched = new Set([
-      ...synced.written.map((d) => d.id), ...positions.written.map((i) => i.deliveryId), ...positions.deleted.map((i) => i.deliveryId),
+      ...synced.written.map((d) => d.id),
+      ...positions.written.map((i) => i.deliveryId),
+      ...positions.deleted.map((i) => i.deliveryId),
     ]);
-    changes.push(...await syncChangeRecords(tx, { tourId: tour.id, accountId, master, deliveries: synced, positions, contacts, touched }));
+    changes.push(
+      ...(await syncChangeRecords(tx, { tourId: tour.id, accountId, master, deliveries: synced, positions, contacts, touched })),
+    );
     await recordChanges(tx, changes);
 
     const contactsChanged = new Set(contacts.replaced);
     const movedKeys = new Set(synced.moved.map((o) => deliveryKey(o.input)));
     const created = synced.open.filter((o) => !o.prev).length;
-    const updated = synced.open.filter((o) => o.prev && !movedKeys.has(deliveryKey(o.input))).map((o) => synced.current.get(deliveryKey(o.input))!.id)
+    const updated = synced.open
+      .filter((o) => o.prev && !movedKeys.has(deliveryKey(o.input)))
+      .map((o) => synced.current.get(deliveryKey(o.input))!.id)
       .filter((id) => touched.has(id) || contactsChanged.has(id)).length;
     const writtenNew = positions.written.filter((i) => !positions.before.has(i.id)).length;
     return {
       tour: toTour(tour),
       created: upsertedTour?.inserted === true,
-      deliveries: { created, updated, unchanged: request.deliveries.length - created - updated - synced.moved.length, moved: synced.moved.length },
+      deliveries: {
+        created,
+        updated,
+        unchanged: request.deliveries.length - created - updated - synced.moved.length,
+        moved: synced.moved.length,
+      },
       positions: { created: writtenNew, updated: positions.written.length - writtenNew, deleted: positions.deleted.length },
     };
   });

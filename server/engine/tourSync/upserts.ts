@@ -23,7 +23,10 @@ function keysOf(columns: PgColumn[]): string[] {
 export function whenChanged(columns: PgColumn[]): { set: Record<string, SQL>; setWhere: SQL } {
   const set: Record<string, SQL> = { updatedAt: now };
   for (const [i, key] of keysOf(columns).entries()) set[key] = excluded(columns[i]);
-  const currentValues = sql.join(columns.map((c) => sql`${c}`), sql`, `);
+  const currentValues = sql.join(
+    columns.map((c) => sql`${c}`),
+    sql`, `,
+  );
   const incoming = sql.join(columns.map(excluded), sql`, `);
   return { set, setWhere: sql`(${currentValues}) IS DISTINCT FROM (${incoming})` };
 }
@@ -38,7 +41,10 @@ function sameValue(a: unknown, b: unknown): boolean {
 
 /** Whether an incoming row needs a write: there is no stored one, or it differs in one of the columns. */
 export function differs(stored: object | undefined, incoming: object, columns: PgColumn[]): boolean {
-  return !stored || keysOf(columns).some((key) => !sameValue((stored as Record<string, unknown>)[key], (incoming as Record<string, unknown>)[key]));
+  return (
+    !stored ||
+    keysOf(columns).some((key) => !sameValue((stored as Record<string, unknown>)[key], (incoming as Record<string, unknown>)[key]))
+  );
 }
 
 /** Several hundred rows per statement keep far below PostgreSQL's limit of 65535 parameters. */
@@ -50,7 +56,7 @@ function chunks<T>(rows: T[], size = 500): T[][] {
 
 export async function insertAll<T>(rows: unknown[], write: (chunk: never[]) => Promise<T[]>): Promise<T[]> {
   const out: T[] = [];
-  for (const chunk of chunks(rows)) out.push(...await write(chunk as never[]));
+  for (const chunk of chunks(rows)) out.push(...(await write(chunk as never[])));
   return out;
 }
 
@@ -76,8 +82,11 @@ export interface Upserted<Row, K> {
  * do not queue behind each other's row locks.
  */
 export async function upsertChanged<In extends object, Row extends In, K extends string | number>(
-  input: In[], keyOf: (row: In) => K, columns: PgColumn[],
-  load: (keys: K[]) => Promise<Row[]>, write: (rows: In[]) => Promise<Row[]>,
+  input: In[],
+  keyOf: (row: In) => K,
+  columns: PgColumn[],
+  load: (keys: K[]) => Promise<Row[]>,
+  write: (rows: In[]) => Promise<Row[]>,
 ): Promise<Upserted<Row, K>> {
   if (input.length === 0) return { rows: [], changed: [], before: new Map() };
   const rows = new Map((await load(input.map(keyOf))).map((row) => [keyOf(row), row]));

@@ -1,14 +1,25 @@
 import { z } from 'zod';
 import {
-  CompletedDeliveriesQuery, CompletedDeliveriesResponse, DeliveredBelegnummernQuery, DeliveredBelegnummernResponse,
-  DeliveryDetailsResponse, MarkMailSentRequest, MarkMailSentResponse, PendingReviewList, PendingReviewsQuery, PositionsModifiedResponse,
+  CompletedDeliveriesQuery,
+  CompletedDeliveriesResponse,
+  DeliveredBelegnummernQuery,
+  DeliveredBelegnummernResponse,
+  DeliveryDetailsResponse,
+  MarkMailSentRequest,
+  MarkMailSentResponse,
+  PendingReviewList,
+  PendingReviewsQuery,
+  PositionsModifiedResponse,
   ResolveReviewRequest,
 } from '../../../shared/schemas/admin.js';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { markMailSent, resolveReview } from '../../engine/backOffice.js';
 import { belegDetails, positionsModified } from '../../queries/adminBelege.js';
 import {
-  completedDeliveriesPage, deliveredBelegnummern, deliveredBelegnummernPage, streamCompletedDeliveries,
+  completedDeliveriesPage,
+  deliveredBelegnummern,
+  deliveredBelegnummernPage,
+  streamCompletedDeliveries,
 } from '../../queries/adminDeliveries.js';
 import { pendingReviews, pendingReviewsPage } from '../../queries/adminReviews.js';
 import { jsonArrayStream } from '../jsonStream.js';
@@ -24,31 +35,47 @@ const instant = z.iso.datetime();
 const completedCursor = pageCursor('completed-deliveries', z.tuple([instant, z.string(), z.number().int()]));
 const deliveredCursor = pageCursor('delivered-belegnummern', z.tuple([instant, z.string()]));
 const reviewsCursor = pageCursor('reviews', z.tuple([z.number().int(), z.uuid()]));
-const paging = (count = '') => `With \`limit\` or \`cursor\`, one page${count}; the \`Link\` header (rel="next") names the next page `
-  + 'and is absent on the last. Without either, the whole list (docs/back-office.md, "Paging").';
+const paging = (count = '') =>
+  `With \`limit\` or \`cursor\`, one page${count}; the \`Link\` header (rel="next") names the next page ` +
+  'and is absent on the last. Without either, the whole list (docs/back-office.md, "Paging").';
 
 export const adminRoutes = [
   route({
-    method: 'get', path: '/admin/belege/{belegnummer}', auth: 'admin', tags,
+    method: 'get',
+    path: '/admin/belege/{belegnummer}',
+    auth: 'admin',
+    tags,
     summary: 'Everything about the deliveries with this document number, in any state, newest tour first',
-    params: BelegParam, response: DeliveryDetailsResponse, errors: [404],
+    params: BelegParam,
+    response: DeliveryDetailsResponse,
+    errors: [404],
     handler: ({ ctx, params }) => belegDetails(ctx.database.db, params.belegnummer),
   }),
   route({
-    method: 'get', path: '/admin/belege/{belegnummer}/positions-modified', auth: 'admin', tags,
+    method: 'get',
+    path: '/admin/belege/{belegnummer}/positions-modified',
+    auth: 'admin',
+    tags,
     summary: 'Whether a line was removed or reduced, or a money credit is active, on any delivery with this number',
-    params: BelegParam, response: PositionsModifiedResponse, errors: [404],
+    params: BelegParam,
+    response: PositionsModifiedResponse,
+    errors: [404],
     handler: async ({ ctx, params }) => ({
       belegnummer: params.belegnummer,
       positions_modified: await positionsModified(ctx.database.db, params.belegnummer),
     }),
   }),
   route({
-    method: 'get', path: '/admin/completed-deliveries', auth: 'admin', tags,
+    method: 'get',
+    path: '/admin/completed-deliveries',
+    auth: 'admin',
+    tags,
     summary: 'Completed deliveries by Berlin day of completion (DD-MM-YYYY; day, or inclusive from/to), oldest completion first',
-    query: CompletedDeliveriesQuery, response: CompletedDeliveriesResponse,
+    query: CompletedDeliveriesQuery,
+    response: CompletedDeliveriesResponse,
     // Streamed: without bounds it is every completion ever. The same bytes as `{ count, deliveries, from, to }` whole.
-    description: paging(' (`count` is its length)'), paged: true,
+    description: paging(' (`count` is its length)'),
+    paged: true,
     handler: async ({ ctx, query, req, res }) => {
       const range = query.day ? { from: query.day, to: query.day } : { from: query.from ?? null, to: query.to ?? null };
       const filter = `${range.from}..${range.to}`;
@@ -67,10 +94,15 @@ export const adminRoutes = [
     },
   }),
   route({
-    method: 'get', path: '/admin/delivered-belegnummern', auth: 'admin', tags,
+    method: 'get',
+    path: '/admin/delivered-belegnummern',
+    auth: 'admin',
+    tags,
     summary: 'Numbers of completed deliveries whose mail is not sent yet, optionally of one Berlin day (DD-MM-YYYY)',
-    query: DeliveredBelegnummernQuery, response: DeliveredBelegnummernResponse,
-    description: paging(' (`count` is its length)'), paged: true,
+    query: DeliveredBelegnummernQuery,
+    response: DeliveredBelegnummernResponse,
+    description: paging(' (`count` is its length)'),
+    paged: true,
     handler: async ({ ctx, query, req, res }) => {
       const day = query.day ?? null;
       const page = deliveredCursor.request(query, String(day));
@@ -84,15 +116,25 @@ export const adminRoutes = [
     },
   }),
   route({
-    method: 'post', path: '/admin/mark-mail-sent', auth: 'admin', tags,
+    method: 'post',
+    path: '/admin/mark-mail-sent',
+    auth: 'admin',
+    tags,
     summary: 'Records that the delivery mails were sent (only where still open); answers what it marked and what it did not know',
-    body: MarkMailSentRequest, response: MarkMailSentResponse,
+    body: MarkMailSentRequest,
+    response: MarkMailSentResponse,
     handler: ({ ctx, body }) => markMailSent(ctx.database.db, body.belegnummern),
   }),
   route({
-    method: 'get', path: '/admin/reviews', auth: 'admin', tags,
+    method: 'get',
+    path: '/admin/reviews',
+    auth: 'admin',
+    tags,
     summary: 'Changed delivery notes waiting for the four-eyes confirmation, with the changes from the audit',
-    query: PendingReviewsQuery, response: PendingReviewList, description: paging(), paged: true,
+    query: PendingReviewsQuery,
+    response: PendingReviewList,
+    description: paging(),
+    paged: true,
     handler: async ({ ctx, query, req, res }) => {
       const page = reviewsCursor.request(query, '');
       if (!page) return pendingReviews(ctx.database.db);
@@ -102,9 +144,15 @@ export const adminRoutes = [
     },
   }),
   route({
-    method: 'post', path: '/admin/reviews/{delivery_id}/resolve', auth: 'admin', tags,
+    method: 'post',
+    path: '/admin/reviews/{delivery_id}/resolve',
+    auth: 'admin',
+    tags,
     summary: 'Confirms the review of a delivery; it is pending again when the delivery changes afterwards',
-    params: z.object({ delivery_id: Uuid }), body: ResolveReviewRequest, status: 204, errors: [404],
+    params: z.object({ delivery_id: Uuid }),
+    body: ResolveReviewRequest,
+    status: 204,
+    errors: [404],
     handler: ({ ctx, params, body }) => resolveReview(ctx.database.db, params.delivery_id, body.processor),
   }),
 ];

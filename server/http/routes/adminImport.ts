@@ -7,9 +7,14 @@ import { route } from '../route.js';
 
 export const adminImportRoutes = [
   route({
-    method: 'post', path: '/admin/import-erp', auth: 'admin', tags: ['Admin'],
+    method: 'post',
+    path: '/admin/import-erp',
+    auth: 'admin',
+    tags: ['Admin'],
     summary: 'Import the ERP tours of a day now (default today, Europe/Berlin); every run is logged',
-    query: z.object({ date: IsoDate.optional() }), response: ImportSummary, errors: [502],
+    query: z.object({ date: IsoDate.optional() }),
+    response: ImportSummary,
+    errors: [502],
     handler: ({ ctx, query }) => runImport(ctx, query.date ?? berlinDate(new Date()), 'manual'),
   }),
 ];

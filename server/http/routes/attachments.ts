@@ -17,16 +17,27 @@ export const PreviewQuery = z.object({
 
 export const attachmentRoutes = [
   route({
-    method: 'get', path: '/attachments/{id}', auth: 'bearer', tags: ['Attachments'],
-    summary: 'A preview of an attachment (signature, note image, delivery report page): fit inside w x h, never enlarged; ETag and If-None-Match (304)',
-    params: z.object({ id: Uuid }), query: PreviewQuery,
-    produces: Object.values(previewContentTypes), conditional: true, errors: [404],
+    method: 'get',
+    path: '/attachments/{id}',
+    auth: 'bearer',
+    tags: ['Attachments'],
+    summary:
+      'A preview of an attachment (signature, note image, delivery report page): fit inside w x h, never enlarged; ETag and If-None-Match (304)',
+    params: z.object({ id: Uuid }),
+    query: PreviewQuery,
+    produces: Object.values(previewContentTypes),
+    conditional: true,
+    errors: [404],
     handler: async ({ ctx, actor, params, query, req, res }) => {
       const attachment = await ownAttachment(ctx.database.db, actor.personalnummer, params.id);
       if (!attachment) throw notFound('Attachment');
 
       const request: PreviewRequest = {
-        width: query.w, height: query.h, quality: query.q, format: query.ext === 'jpg' ? 'jpeg' : query.ext, page: query.page,
+        width: query.w,
+        height: query.h,
+        quality: query.q,
+        format: query.ext === 'jpg' ? 'jpeg' : query.ext,
+        page: query.page,
       };
       const etag = ctx.previews.etag(attachment.id, request);
       // Attachments never change, so a matching ETag is always still valid. Only a rendered

@@ -30,27 +30,45 @@ function noteIdOf(clientEventId: string | undefined): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
-const imageTypes: Record<string, string> = { png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', tiff: 'image/tiff', heif: 'image/heif', avif: 'image/avif' };
+const imageTypes: Record<string, string> = {
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  tiff: 'image/tiff',
+  heif: 'image/heif',
+  avif: 'image/avif',
+};
 
 export const noteImageRoutes = [
   route({
-    method: 'post', path: '/deliveries/{delivery_id}/notes/image', auth: 'bearer', tags: ['Notes'],
+    method: 'post',
+    path: '/deliveries/{delivery_id}/notes/image',
+    auth: 'bearer',
+    tags: ['Notes'],
     summary: 'Upload an image to the document store and create a note with its reference',
     params: z.object({ delivery_id: Uuid }),
     rawBody: {
       contentType: 'multipart/form-data',
       schema: {
-        type: 'object', required: ['file'],
+        type: 'object',
+        required: ['file'],
         properties: {
           file: { type: 'string', format: 'binary', description: 'image bytes' },
-          noteId: { type: 'string', format: 'uuid', description: 'client-generated note id (optional; without it the note id follows from clientEventId, so a resend answers the same note)' },
+          noteId: {
+            type: 'string',
+            format: 'uuid',
+            description:
+              'client-generated note id (optional; without it the note id follows from clientEventId, so a resend answers the same note)',
+          },
           clientEventId: { type: 'string', format: 'uuid', description: 'idempotency key: a repeat answers the same note (optional)' },
           text: { type: 'string', description: 'note text beside the image (optional)' },
           authorCarId: { type: 'string', format: 'uuid', description: 'car of the account (optional)' },
         },
       },
     },
-    response: DeliveryNoteResponse, errors: [404, 413, 415, 500],
+    response: DeliveryNoteResponse,
+    errors: [404, 413, 415, 500],
     handler: async ({ ctx, actor, params, req }) => {
       const body = await readMultipart(req, { limitBytes: ctx.config.uploadLimitBytes });
       const fields = parseInput(NoteImageFields, Object.fromEntries(body.fields), 'Invalid form fields');
@@ -58,12 +76,20 @@ export const noteImageRoutes = [
       if (!file || file.bytes.length === 0) throw validation('No or empty file', [{ path: 'file', message: 'an image file is required' }]);
       const image = await checkImage(file.bytes);
       if (!image.ok && image.reason === 'too_many_pixels') {
-        throw validation('The image is too large', [{ path: 'file', message: `must have at most ${IMAGE_MAX_PIXELS} pixels (as many as 4096 x 4096) and at most ${IMAGE_MAX_SIDE} on a side` }]);
+        throw validation('The image is too large', [
+          {
+            path: 'file',
+            message: `must have at most ${IMAGE_MAX_PIXELS} pixels (as many as 4096 x 4096) and at most ${IMAGE_MAX_SIDE} on a side`,
+          },
+        ]);
       }
       const contentType = image.ok ? imageTypes[image.format] : undefined;
-      if (!contentType) throw validation('The file is not an image', [{ path: 'file', message: 'must be an image (PNG, JPEG, WebP, GIF, TIFF, HEIF, AVIF)' }]);
+      if (!contentType)
+        throw validation('The file is not an image', [
+          { path: 'file', message: 'must be an image (PNG, JPEG, WebP, GIF, TIFF, HEIF, AVIF)' },
+        ]);
       // Checked before the upload so that a foreign delivery leaves nothing in the store.
-      if (!await ownsDelivery(ctx.database.db, actor.personalnummer, params.delivery_id)) throw notFound('Delivery');
+      if (!(await ownsDelivery(ctx.database.db, actor.personalnummer, params.delivery_id))) throw notFound('Delivery');
 
       let reference: string;
       try {
@@ -72,11 +98,21 @@ export const noteImageRoutes = [
         ctx.logger.error({ err: error }, 'note image upload failed');
         throw new DomainError('internal', 'Uploading the image to the document store failed', undefined, 500);
       }
-      const note = await applyEvent(ctx.database.db, actor, {
-        type: 'note.create', eventId: fields.clientEventId ?? randomUUID(), occurredAt: new Date().toISOString(),
-        deliveryId: params.delivery_id, noteId: fields.noteId ?? noteIdOf(fields.clientEventId), imageAttachment: reference,
-        text: fields.text, authorCarId: fields.authorCarId,
-      }, { attachment: { reference, contentType, sizeBytes: file.bytes.length }, onResult: ctx.metrics.eventResult });
+      const note = await applyEvent(
+        ctx.database.db,
+        actor,
+        {
+          type: 'note.create',
+          eventId: fields.clientEventId ?? randomUUID(),
+          occurredAt: new Date().toISOString(),
+          deliveryId: params.delivery_id,
+          noteId: fields.noteId ?? noteIdOf(fields.clientEventId),
+          imageAttachment: reference,
+          text: fields.text,
+          authorCarId: fields.authorCarId,
+        },
+        { attachment: { reference, contentType, sizeBytes: file.bytes.length }, onResult: ctx.metrics.eventResult },
+      );
       return { note: note as Note };
     },
   }),

@@ -1,5 +1,11 @@
 import {
-  ChangesQuery, ChangesResponse, PushRequest, PushResponse, SyncCursorResponse, WsClientMessage, WsServerMessage,
+  ChangesQuery,
+  ChangesResponse,
+  PushRequest,
+  PushResponse,
+  SyncCursorResponse,
+  WsClientMessage,
+  WsServerMessage,
 } from '../../../shared/schemas/sync.js';
 import { isRefusal, scanRejectionCode } from '../../../shared/rules/eventResults.js';
 import { applyEvents } from '../../engine/apply.js';
@@ -11,37 +17,59 @@ import { SYNC_WS_PATH } from '../ws.js';
 
 export const syncRoutes = [
   route({
-    method: 'post', path: '/sync/push', auth: 'bearer', tags: ['Sync'],
-    summary: 'Apply 1 to 500 outbox events in order; one result per event (applied, duplicate or rejected). A malformed event refuses the whole batch with 400.',
-    body: PushRequest, response: PushResponse,
+    method: 'post',
+    path: '/sync/push',
+    auth: 'bearer',
+    tags: ['Sync'],
+    summary:
+      'Apply 1 to 500 outbox events in order; one result per event (applied, duplicate or rejected). A malformed event refuses the whole batch with 400.',
+    body: PushRequest,
+    response: PushResponse,
     handler: async ({ ctx, actor, body }) => {
       const results = await applyEvents(ctx.database.db, actor, body.events, {
-        clientId: body.clientId, acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays), onResult: ctx.metrics.eventResult,
+        clientId: body.clientId,
+        acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
+        onResult: ctx.metrics.eventResult,
       });
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
-      return { results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: scanRejectionCode(r) } : r)) };
+      return {
+        results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: scanRejectionCode(r) } : r)),
+      };
     },
   }),
   route({
-    method: 'get', path: '/sync/changes', auth: 'bearer', tags: ['Sync'],
-    summary: 'Changes the caller may see after a cursor, in commit order; without `since` from the oldest retained change. '
-      + 'A cursor of a reset database, an expired cursor (older than the change-log retention) or garbage answers 400: resync.',
-    query: ChangesQuery, response: ChangesResponse,
+    method: 'get',
+    path: '/sync/changes',
+    auth: 'bearer',
+    tags: ['Sync'],
+    summary:
+      'Changes the caller may see after a cursor, in commit order; without `since` from the oldest retained change. ' +
+      'A cursor of a reset database, an expired cursor (older than the change-log retention) or garbage answers 400: resync.',
+    query: ChangesQuery,
+    response: ChangesResponse,
     handler: ({ ctx, actor, query }) => pullChanges(ctx.database.db, ctx.database.epoch, actor.personalnummer, query.since, query.limit),
   }),
   route({
-    method: 'get', path: '/sync/cursor', auth: 'bearer', tags: ['Sync'],
+    method: 'get',
+    path: '/sync/cursor',
+    auth: 'bearer',
+    tags: ['Sync'],
     summary: 'The cursor of now: take it before reading the tours, then pull or resume from it (first start and resync).',
     response: SyncCursorResponse,
     handler: async ({ ctx }) => ({ cursor: await currentCursor(ctx.database.db, ctx.database.epoch) }),
   }),
   route({
-    method: 'get', path: SYNC_WS_PATH, auth: 'bearer', tags: ['Sync'], errors: [400],
+    method: 'get',
+    path: SYNC_WS_PATH,
+    auth: 'bearer',
+    tags: ['Sync'],
+    errors: [400],
     summary: 'Live change feed over a WebSocket: send `resume` with a cursor, receive `changes` as they commit',
-    description: 'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends '
-      + '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1012 server restarting (reconnect, to another instance), 1011 internal '
-      + 'error, 4401 token expired, 4403 account deactivated, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. '
-      + 'A request without the handshake answers 400. The protocol in full: docs/sync-protocol.md in the repository.',
+    description:
+      'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends ' +
+      '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1012 server restarting (reconnect, to another instance), 1011 internal ' +
+      'error, 4401 token expired, 4403 account deactivated, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. ' +
+      'A request without the handshake answers 400. The protocol in full: docs/sync-protocol.md in the repository.',
     webSocket: { clientMessages: WsClientMessage, serverMessages: WsServerMessage },
     handler: async () => {
       throw validation(`${SYNC_WS_PATH} takes a WebSocket handshake (Upgrade: websocket)`);

@@ -24,8 +24,10 @@ export function withDatabaseDocuments(store: DocumentStore, db: Db): DocumentSto
     },
     async get(reference) {
       if (!inDatabase(reference)) return store.get(reference);
-      const [row] = await db.select({ bytes: attachmentContents.bytes, contentType: attachments.contentType })
-        .from(attachmentContents).innerJoin(attachments, eq(attachments.id, attachmentContents.attachmentId))
+      const [row] = await db
+        .select({ bytes: attachmentContents.bytes, contentType: attachments.contentType })
+        .from(attachmentContents)
+        .innerJoin(attachments, eq(attachments.id, attachmentContents.attachmentId))
         .where(eq(attachmentContents.attachmentId, reference.slice(PREFIX.length)));
       if (!row) throw notFound('Document');
       return row;

@@ -61,7 +61,11 @@ export function createHttpDocumentStore(options: HttpDocumentStoreOptions): Docu
     },
     async preview(reference, request) {
       const query = new URLSearchParams({
-        w: String(request.width), h: String(request.height), q: String(request.quality), ext: request.format, page: String(request.page),
+        w: String(request.width),
+        h: String(request.height),
+        q: String(request.quality),
+        ext: request.format,
+        page: String(request.page),
       });
       const response = await call(`${documentUrl(reference)}/preview?${query}`);
       if ([404, 405, 501].includes(response.status)) return undefined;

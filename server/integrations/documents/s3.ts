@@ -25,20 +25,23 @@ const objectKey = (hex: string) => `sha256/${hex}`;
 export function createS3DocumentStore(options: S3DocumentStoreOptions): DocumentStore {
   // Loaded when first used: the SDK takes a while to load, and most instances never need it.
   let loaded: Promise<{ sdk: typeof import('@aws-sdk/client-s3'); client: import('@aws-sdk/client-s3').S3Client }> | undefined;
-  const s3 = () => loaded ??= import('@aws-sdk/client-s3').then((sdk) => ({
-    sdk,
-    client: new sdk.S3Client({
-      region: options.region,
-      endpoint: options.endpoint,
-      forcePathStyle: options.forcePathStyle,
-      credentials: options.credentials,
-      requestHandler: { requestTimeout: options.timeoutMs ?? 30_000, connectionTimeout: 5_000 },
-    }),
-  }));
+  const s3 = () =>
+    (loaded ??= import('@aws-sdk/client-s3').then((sdk) => ({
+      sdk,
+      client: new sdk.S3Client({
+        region: options.region,
+        endpoint: options.endpoint,
+        forcePathStyle: options.forcePathStyle,
+        credentials: options.credentials,
+        requestHandler: { requestTimeout: options.timeoutMs ?? 30_000, connectionTimeout: 5_000 },
+      }),
+    })));
 
   const failed = (error: unknown, what: string) => {
     const service = error as { name?: string; $metadata?: { httpStatusCode?: number } };
-    const detail = service.$metadata ? ` (${service.name}, ${service.$metadata.httpStatusCode ?? 'no status'})` : `: ${(error as Error).message}`;
+    const detail = service.$metadata
+      ? ` (${service.name}, ${service.$metadata.httpStatusCode ?? 'no status'})`
+      : `: ${(error as Error).message}`;
     return upstream(`Document store ${what} failed${detail}`);
   };
 
@@ -47,11 +50,16 @@ export function createS3DocumentStore(options: S3DocumentStoreOptions): Document
       const hex = createHash('sha256').update(bytes).digest('hex');
       const { sdk, client } = await s3();
       try {
-        await client.send(new sdk.PutObjectCommand({
-          Bucket: options.bucket, Key: objectKey(hex), Body: bytes, ContentType: contentType,
-          // Object metadata travels as HTTP headers, which take only ASCII.
-          ...(name ? { Metadata: { name: encodeURIComponent(name) } } : {}),
-        }));
+        await client.send(
+          new sdk.PutObjectCommand({
+            Bucket: options.bucket,
+            Key: objectKey(hex),
+            Body: bytes,
+            ContentType: contentType,
+            // Object metadata travels as HTTP headers, which take only ASCII.
+            ...(name ? { Metadata: { name: encodeURIComponent(name) } } : {}),
+          }),
+        );
       } catch (error) {
         throw failed(error, 'upload');
       }
@@ -63,7 +71,10 @@ export function createS3DocumentStore(options: S3DocumentStoreOptions): Document
       const { sdk, client } = await s3();
       try {
         const object = await client.send(new sdk.GetObjectCommand({ Bucket: options.bucket, Key: objectKey(match[1]) }));
-        return { bytes: Buffer.from(await object.Body!.transformToByteArray()), contentType: object.ContentType ?? 'application/octet-stream' };
+        return {
+          bytes: Buffer.from(await object.Body!.transformToByteArray()),
+          contentType: object.ContentType ?? 'application/octet-stream',
+        };
       } catch (error) {
         if (error instanceof sdk.NoSuchKey) throw notFound('Document');
         throw failed(error, 'download');

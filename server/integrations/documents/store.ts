@@ -3,9 +3,18 @@ import { createHttpDocumentStore } from './http.js';
 import { createLocalDocumentStore } from './local.js';
 import { createS3DocumentStore } from './s3.js';
 
-export interface StoredDocument { bytes: Buffer; contentType: string }
+export interface StoredDocument {
+  bytes: Buffer;
+  contentType: string;
+}
 
-export interface PreviewRequest { width: number; height: number; quality: number; format: 'png' | 'jpeg' | 'webp' | 'tiff'; page: number }
+export interface PreviewRequest {
+  width: number;
+  height: number;
+  quality: number;
+  format: 'png' | 'jpeg' | 'webp' | 'tiff';
+  page: number;
+}
 
 export interface DocumentStore {
   /** Stores bytes; returns the store's reference, which starts with `~`. */

@@ -20,7 +20,8 @@ export function consistentDay(answer: SyncTourRequest[]): { tours: SyncTourReque
   for (const tour of answer) {
     const key = `${tour.driver.personalnummer}/${tour.tourDate}`;
     const known = byIdentity.get(key);
-    if (known) conflicts.add(`the tour of driver ${tour.driver.personalnummer} on ${tour.tourDate} is listed more than once; its lists go together`);
+    if (known)
+      conflicts.add(`the tour of driver ${tour.driver.personalnummer} on ${tour.tourDate} is listed more than once; its lists go together`);
     byIdentity.set(key, known ? { ...tour, name: tour.name ?? known.name, deliveries: [...known.deliveries, ...tour.deliveries] } : tour);
   }
   const tours = [...byIdentity.values()];
@@ -36,10 +37,22 @@ export function consistentDay(answer: SyncTourRequest[]): { tours: SyncTourReque
   };
   const deliveriesIn = tours.flatMap((t) => t.deliveries);
   const positionsIn = deliveriesIn.flatMap((d) => d.positions);
-  const warehouses = lastOf(positionsIn.flatMap((p) => [p.article.defaultWarehouse, p.warehouse]).filter((w): w is Warehouse => !!w), (w) => w.code, 'warehouse');
+  const warehouses = lastOf(
+    positionsIn.flatMap((p) => [p.article.defaultWarehouse, p.warehouse]).filter((w): w is Warehouse => !!w),
+    (w) => w.code,
+    'warehouse',
+  );
   const warehouse = (w: Warehouse | null | undefined) => (w ? warehouses.get(w.code)! : w);
-  const articles = lastOf(positionsIn.map((p) => ({ ...p.article, defaultWarehouse: warehouse(p.article.defaultWarehouse) })), (a) => a.articleNumber, 'article');
-  const customers = lastOf(deliveriesIn.map((d) => d.customer), (c) => c.erpCustomerId, 'customer');
+  const articles = lastOf(
+    positionsIn.map((p) => ({ ...p.article, defaultWarehouse: warehouse(p.article.defaultWarehouse) })),
+    (a) => a.articleNumber,
+    'article',
+  );
+  const customers = lastOf(
+    deliveriesIn.map((d) => d.customer),
+    (c) => c.erpCustomerId,
+    'customer',
+  );
 
   // The first listing of each document counts; later ones, in another tour or the same, are dropped.
   const firstListing = new Map<string, Delivery>();

@@ -42,21 +42,74 @@ export const demoDrivers = [
 ] as const;
 
 const cities = [
-  ['10115', 'Berlin'], ['10405', 'Berlin'], ['10827', 'Berlin'], ['12043', 'Berlin'], ['13347', 'Berlin'],
-  ['14467', 'Potsdam'], ['14770', 'Brandenburg an der Havel'], ['15230', 'Frankfurt (Oder)'], ['16225', 'Eberswalde'],
-  ['15711', 'Königs Wusterhausen'], ['16515', 'Oranienburg'], ['14612', 'Falkensee'], ['15517', 'Fürstenwalde/Spree'],
+  ['10115', 'Berlin'],
+  ['10405', 'Berlin'],
+  ['10827', 'Berlin'],
+  ['12043', 'Berlin'],
+  ['13347', 'Berlin'],
+  ['14467', 'Potsdam'],
+  ['14770', 'Brandenburg an der Havel'],
+  ['15230', 'Frankfurt (Oder)'],
+  ['16225', 'Eberswalde'],
+  ['15711', 'Königs Wusterhausen'],
+  ['16515', 'Oranienburg'],
+  ['14612', 'Falkensee'],
+  ['15517', 'Fürstenwalde/Spree'],
 ] as const;
 const streets = [
-  'Hauptstraße', 'Bahnhofstraße', 'Schillerstraße', 'Goethestraße', 'Lindenallee', 'Am Markt', 'Gartenstraße',
-  'Friedrichstraße', 'Bergstraße', 'Kirchplatz', 'Dorfstraße', 'Mühlenweg', 'Rosenstraße', 'Parkstraße', 'Waldweg',
+  'Hauptstraße',
+  'Bahnhofstraße',
+  'Schillerstraße',
+  'Goethestraße',
+  'Lindenallee',
+  'Am Markt',
+  'Gartenstraße',
+  'Friedrichstraße',
+  'Bergstraße',
+  'Kirchplatz',
+  'Dorfstraße',
+  'Mühlenweg',
+  'Rosenstraße',
+  'Parkstraße',
+  'Waldweg',
 ] as const;
 const businesses = [
-  'Bäckerei', 'Gasthaus', 'Hotel', 'Metzgerei', 'Café', 'Getränkemarkt', 'Pflegeheim', 'Kita', 'Restaurant', 'Kantine',
-  'Feinkost', 'Imbiss',
+  'Bäckerei',
+  'Gasthaus',
+  'Hotel',
+  'Metzgerei',
+  'Café',
+  'Getränkemarkt',
+  'Pflegeheim',
+  'Kita',
+  'Restaurant',
+  'Kantine',
+  'Feinkost',
+  'Imbiss',
 ] as const;
 const surnames = [
-  'Schulz', 'Müller', 'Schmidt', 'Fischer', 'Weber', 'Meyer', 'Wagner', 'Becker', 'Hoffmann', 'Schäfer', 'Koch',
-  'Richter', 'Klein', 'Wolf', 'Neumann', 'Schwarz', 'Zimmermann', 'Braun', 'Hofmann', 'Hartmann', 'Lange', 'Krause',
+  'Schulz',
+  'Müller',
+  'Schmidt',
+  'Fischer',
+  'Weber',
+  'Meyer',
+  'Wagner',
+  'Becker',
+  'Hoffmann',
+  'Schäfer',
+  'Koch',
+  'Richter',
+  'Klein',
+  'Wolf',
+  'Neumann',
+  'Schwarz',
+  'Zimmermann',
+  'Braun',
+  'Hofmann',
+  'Hartmann',
+  'Lange',
+  'Krause',
 ] as const;
 const firstNames = ['Anna', 'Peter', 'Claudia', 'Michael', 'Sandra', 'Thomas', 'Julia', 'Stefan', 'Katrin', 'Andreas'] as const;
 const additions = ['Hintereingang', 'Lieferrampe im Hof', '2. OG', 'Zufahrt über Parkplatz', 'Seiteneingang Küche'] as const;
@@ -68,7 +121,11 @@ const warehouses = {
 } as const;
 
 interface CatalogArticle {
-  articleNumber: string; name: string; scannable: boolean; unit: string; priceCents: number | null;
+  articleNumber: string;
+  name: string;
+  scannable: boolean;
+  unit: string;
+  priceCents: number | null;
   warehouse: keyof typeof warehouses | null;
 }
 
@@ -94,11 +151,24 @@ export const demoArticles: CatalogArticle[] = [
 ];
 
 interface DemoCustomer {
-  erpCustomerId: number; name: string; address: Address; person: { anrede: string; name: string; funktion: string };
-  phone: string; mobile: string; email: string; billingElsewhere: boolean;
+  erpCustomerId: number;
+  name: string;
+  address: Address;
+  person: { anrede: string; name: string; funktion: string };
+  phone: string;
+  mobile: string;
+  email: string;
+  billingElsewhere: boolean;
 }
 
-const mail = (text: string) => text.toLowerCase().replace(/ä/g, 'ae').replace(/ö/g, 'oe').replace(/ü/g, 'ue').replace(/ß/g, 'ss').replace(/[^a-z]+/g, '');
+const mail = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/ä/g, 'ae')
+    .replace(/ö/g, 'oe')
+    .replace(/ü/g, 'ue')
+    .replace(/ß/g, 'ss')
+    .replace(/[^a-z]+/g, '');
 
 /** A fixed customer base: a customer looks the same on every day, so re-imports change nothing. */
 const customerBase: DemoCustomer[] = (() => {
@@ -113,8 +183,19 @@ const customerBase: DemoCustomer[] = (() => {
     return {
       erpCustomerId: 40_001 + i,
       name: `${business} ${surname}`,
-      address: { street: pick(random, streets), houseNumber: String(int(random, 1, 120)), postalCode, city, country: 'Deutschland', addition: null },
-      person: { anrede: female ? 'Frau' : 'Herr', name: `${first} ${pick(random, surnames)}`, funktion: pick(random, ['Inhaber', 'Küchenchef', 'Einkauf', 'Hausmeister', 'Filialleitung']) },
+      address: {
+        street: pick(random, streets),
+        houseNumber: String(int(random, 1, 120)),
+        postalCode,
+        city,
+        country: 'Deutschland',
+        addition: null,
+      },
+      person: {
+        anrede: female ? 'Frau' : 'Herr',
+        name: `${first} ${pick(random, surnames)}`,
+        funktion: pick(random, ['Inhaber', 'Küchenchef', 'Einkauf', 'Hausmeister', 'Filialleitung']),
+      },
       phone: `${area} ${int(random, 200000, 9999999)}`,
       mobile: `01${int(random, 51, 79)} ${int(random, 1000000, 99999999)}`,
       email: `${mail(business)}.${mail(surname)}@example.de`,
@@ -128,16 +209,39 @@ function contactsOf(random: Random, customer: DemoCustomer, deliveryAddress: Add
   const contacts: SyncTourRequest['deliveries'][number]['contacts'] = [
     { role: 'header', ...company, address: customer.address, channels: [{ kind: 'phone', position: 1, value: customer.phone }] },
     { role: 'delivery', ...company, address: deliveryAddress, channels: [] },
-    { role: 'customer_master', ...company, address: customer.address, channels: [
-      { kind: 'phone', position: 1, value: customer.phone }, { kind: 'email', position: 1, value: customer.email },
-    ] },
-    { role: 'contact_person', anrede: customer.person.anrede, titel: null, name1: customer.person.name, name2: null, name3: null,
-      abteilung: null, funktion: customer.person.funktion, address: null, channels: [
-        { kind: 'mobile', position: 1, value: customer.mobile }, { kind: 'email', position: 1, value: `${mail(customer.person.name)}@example.de` },
-      ] },
+    {
+      role: 'customer_master',
+      ...company,
+      address: customer.address,
+      channels: [
+        { kind: 'phone', position: 1, value: customer.phone },
+        { kind: 'email', position: 1, value: customer.email },
+      ],
+    },
+    {
+      role: 'contact_person',
+      anrede: customer.person.anrede,
+      titel: null,
+      name1: customer.person.name,
+      name2: null,
+      name3: null,
+      abteilung: null,
+      funktion: customer.person.funktion,
+      address: null,
+      channels: [
+        { kind: 'mobile', position: 1, value: customer.mobile },
+        { kind: 'email', position: 1, value: `${mail(customer.person.name)}@example.de` },
+      ],
+    },
   ];
   if (customer.billingElsewhere) {
-    contacts.push({ role: 'billing', ...company, name2: 'Buchhaltung', address: { ...customer.address, street: 'Postfach', houseNumber: String(1000 + customer.erpCustomerId % 9000), addition: null }, channels: [] });
+    contacts.push({
+      role: 'billing',
+      ...company,
+      name2: 'Buchhaltung',
+      address: { ...customer.address, street: 'Postfach', houseNumber: String(1000 + (customer.erpCustomerId % 9000)), addition: null },
+      channels: [],
+    });
   } else if (random() < 0.5) {
     contacts.push({ role: 'billing', ...company, address: customer.address, channels: [] });
   }
@@ -160,7 +264,10 @@ export function generateDemoTours(date: string): SyncTourRequest[] {
     const deliveries = Array.from({ length: count }, (_, i): SyncTourRequest['deliveries'][number] => {
       const customer = customers[nextCustomer++];
       const deliveryAddress: Address = random() < 0.2 ? { ...customer.address, addition: pick(random, additions) } : customer.address;
-      const goods = shuffled(random, demoArticles.filter((a) => a.scannable)).slice(0, int(random, 1, 7));
+      const goods = shuffled(
+        random,
+        demoArticles.filter((a) => a.scannable),
+      ).slice(0, int(random, 1, 7));
       const lines = [...goods, ...(random() < 0.35 ? [demoArticles.find((a) => a.articleNumber === '900001')!] : [])];
       if (goods.some((a) => a.warehouse === 'KL')) lines.push(demoArticles.find((a) => a.articleNumber === '900003')!);
       if (random() < 0.1) lines.push(demoArticles.find((a) => a.articleNumber === '900002')!);
@@ -170,10 +277,17 @@ export function generateDemoTours(date: string): SyncTourRequest[] {
         unit: article.unit,
         unitPriceCents: article.priceCents,
         article: {
-          articleNumber: article.articleNumber, name: article.name, scannable: article.scannable,
+          articleNumber: article.articleNumber,
+          name: article.name,
+          scannable: article.scannable,
           defaultWarehouse: article.warehouse ? warehouses[article.warehouse] : null,
         },
-        warehouse: article.warehouse && random() < 0.15 ? warehouses[article.warehouse === 'HL' ? 'AL' : 'HL'] : article.warehouse ? warehouses[article.warehouse] : null,
+        warehouse:
+          article.warehouse && random() < 0.15
+            ? warehouses[article.warehouse === 'HL' ? 'AL' : 'HL']
+            : article.warehouse
+              ? warehouses[article.warehouse]
+              : null,
       }));
       const roll = random();
       const paymentMethodCode = roll < 0.25 ? 'BAR' : roll < 0.4 ? 'EC' : 'RECHNUNG';

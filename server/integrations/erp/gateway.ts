@@ -4,12 +4,23 @@ import type { SyncTourRequest } from '../../../shared/schemas/tours.js';
 import { createDemoErp } from './demo.js';
 import { createHttpErp } from './http.js';
 
-export interface CompletionWriteBack { deliveredAt: string; state: 'completed'; paymentTerm: string | null; creditAmountCents: number }
+export interface CompletionWriteBack {
+  deliveredAt: string;
+  state: 'completed';
+  paymentTerm: string | null;
+  creditAmountCents: number;
+}
 
-export interface ErpDocument { belegartId: number; belegnummer: string }
+export interface ErpDocument {
+  belegartId: number;
+  belegnummer: string;
+}
 
 /** A day's tours; one that does not fit the contract is refused on its own (why, in `refused`), not with the day. */
-export interface ErpDay { tours: SyncTourRequest[]; refused: string[] }
+export interface ErpDay {
+  tours: SyncTourRequest[];
+  refused: string[];
+}
 
 export interface ErpGateway {
   /** Every tour of a Berlin calendar day; throws DomainError upstream_unavailable when the day cannot be read. */

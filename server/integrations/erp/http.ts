@@ -8,7 +8,11 @@ import type { ErpDay, ErpGateway } from './gateway.js';
 
 const ToursAnswer = z.object({ tours: z.array(z.unknown()) });
 
-const issuesOf = (error: z.ZodError) => error.issues.slice(0, 3).map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+const issuesOf = (error: z.ZodError) =>
+  error.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.join('.')}: ${i.message}`)
+    .join('; ');
 
 /**
  * Each tour checked on its own: one that does not fit, or is of another day than asked for, is
@@ -47,7 +51,12 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
         let response: Response;
         try {
           // A redirect is an answer other than the contract's 2xx, not a way to another server.
-          response = await fetch(`${base}${path}`, { ...init, headers: { ...init.headers as Record<string, string>, ...requestIdHeader() }, redirect: 'manual', signal: AbortSignal.timeout(config.timeoutMs) });
+          response = await fetch(`${base}${path}`, {
+            ...init,
+            headers: { ...(init.headers as Record<string, string>), ...requestIdHeader() },
+            redirect: 'manual',
+            signal: AbortSignal.timeout(config.timeoutMs),
+          });
         } catch (error) {
           const timedOut = (error as Error).name === 'TimeoutError';
           throw new Retryable(timedOut ? `no answer within ${config.timeoutMs} ms` : `unreachable (${(error as Error).message})`);
@@ -65,22 +74,26 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
   }
 
   return {
-    fetchTours: (date) => call('tour read', `/tours?date=${encodeURIComponent(date)}`, { headers: { accept: 'application/json' } }, async (response) => {
-      let body: unknown;
-      try {
-        body = await response.json();
-      } catch {
-        throw upstream('ERP tour read failed: the answer is not JSON');
-      }
-      const parsed = ToursAnswer.safeParse(body);
-      if (!parsed.success) throw upstream(`ERP tour read failed: the answer does not fit the contract (${issuesOf(parsed.error)})`);
-      return toursOf(parsed.data.tours, date);
-    }),
-    pushCompletion: (document, writeBack) => call(
-      'write-back',
-      `/documents/${document.belegartId}/${encodeURIComponent(document.belegnummer)}/completion`,
-      { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(writeBack) },
-      async (response) => { await response.body?.cancel(); },
-    ),
+    fetchTours: (date) =>
+      call('tour read', `/tours?date=${encodeURIComponent(date)}`, { headers: { accept: 'application/json' } }, async (response) => {
+        let body: unknown;
+        try {
+          body = await response.json();
+        } catch {
+          throw upstream('ERP tour read failed: the answer is not JSON');
+        }
+        const parsed = ToursAnswer.safeParse(body);
+        if (!parsed.success) throw upstream(`ERP tour read failed: the answer does not fit the contract (${issuesOf(parsed.error)})`);
+        return toursOf(parsed.data.tours, date);
+      }),
+    pushCompletion: (document, writeBack) =>
+      call(
+        'write-back',
+        `/documents/${document.belegartId}/${encodeURIComponent(document.belegnummer)}/completion`,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(writeBack) },
+        async (response) => {
+          await response.body?.cancel();
+        },
+      ),
   };
 }

@@ -1,6 +1,12 @@
 import { Worker } from 'node:worker_threads';
 
-export interface RasterJob { bytes: Buffer; page: number; width: number; height: number; maxDpi: number }
+export interface RasterJob {
+  bytes: Buffer;
+  page: number;
+  width: number;
+  height: number;
+  maxDpi: number;
+}
 /** The page as PNG, or the document's page count when it has no such page. */
 export type RasterResult = { png: Uint8Array; width: number; height: number } | { pages: number };
 
@@ -31,8 +37,12 @@ export function createPdfRasterizer() {
       if (error !== undefined) job?.reject(new Error(`PDF rendering failed: ${error}`));
       else job?.resolve(result!);
     });
-    started.on('error', (error) => { if (worker === started) failAll(error); });
-    started.on('exit', (code) => { if (worker === started) failAll(new Error(`The PDF worker stopped (${code})`)); });
+    started.on('error', (error) => {
+      if (worker === started) failAll(error);
+    });
+    started.on('exit', (code) => {
+      if (worker === started) failAll(new Error(`The PDF worker stopped (${code})`));
+    });
     return started;
   }
 

@@ -4,22 +4,37 @@ import type { PreviewRequest, StoredDocument } from '../documents/store.js';
 import type { PdfRasterizer } from './pdfRaster.js';
 
 export const previewContentTypes: Record<PreviewRequest['format'], string> = {
-  png: 'image/png', jpeg: 'image/jpeg', webp: 'image/webp', tiff: 'image/tiff',
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  tiff: 'image/tiff',
 };
 
 // PDF pages are rasterized at most at this resolution; that is their "original size" for previews.
 const PDF_MAX_DPI = 200;
 
 // A page the document does not have is a resource that is not there: the spec's errors for previews are 401 and 404.
-const pageOutOfRange = (page: number, pages: number) => new DomainError('not_found',
-  `The document has ${pages} page${pages === 1 ? '' : 's'}; page ${page} does not exist`, [{ path: 'query.page', message: `must be between 1 and ${pages}` }]);
+const pageOutOfRange = (page: number, pages: number) =>
+  new DomainError('not_found', `The document has ${pages} page${pages === 1 ? '' : 's'}; page ${page} does not exist`, [
+    { path: 'query.page', message: `must be between 1 and ${pages}` },
+  ]);
 
 const isPdf = (document: StoredDocument) =>
   document.contentType === 'application/pdf' || document.bytes.subarray(0, 5).toString('latin1') === '%PDF-';
 
 /** Rasterizes one PDF page (1-based) on the worker thread, no larger than needed for the requested box. */
-async function rasterizePdfPage(rasterizer: PdfRasterizer, bytes: Buffer, request: PreviewRequest): Promise<{ png: Buffer; width: number; height: number }> {
-  const result = await rasterizer.rasterize({ bytes, page: request.page, width: request.width, height: request.height, maxDpi: PDF_MAX_DPI });
+async function rasterizePdfPage(
+  rasterizer: PdfRasterizer,
+  bytes: Buffer,
+  request: PreviewRequest,
+): Promise<{ png: Buffer; width: number; height: number }> {
+  const result = await rasterizer.rasterize({
+    bytes,
+    page: request.page,
+    width: request.width,
+    height: request.height,
+    maxDpi: PDF_MAX_DPI,
+  });
   if ('pages' in result) throw pageOutOfRange(request.page, result.pages);
   return { png: Buffer.from(result.png), width: result.width, height: result.height };
 }
@@ -33,8 +48,13 @@ export const PREVIEW_MAX_SIDE = 2560;
  * image of 1 x 16777216 pixels has no other way to fit).
  */
 export function previewSize(width: number, height: number, box: { width: number; height: number }) {
-  const scale = Math.min(1, box.width ? box.width / width : 1, box.height ? box.height / height : 1,
-    PREVIEW_MAX_SIDE / width, PREVIEW_MAX_SIDE / height);
+  const scale = Math.min(
+    1,
+    box.width ? box.width / width : 1,
+    box.height ? box.height / height : 1,
+    PREVIEW_MAX_SIDE / width,
+    PREVIEW_MAX_SIDE / height,
+  );
   return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
 }
 

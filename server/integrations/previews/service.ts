@@ -6,7 +6,11 @@ import { previewContentTypes, renderPreview } from './render.js';
 // Bump when rendering changes, so clients drop previews they cached under the old ETag.
 const RENDERER_VERSION = 2;
 
-export interface Preview { bytes: Buffer; contentType: string; etag: string }
+export interface Preview {
+  bytes: Buffer;
+  contentType: string;
+  etag: string;
+}
 
 export interface PreviewService {
   /** The ETag of a preview; attachments never change, so it depends only on the id and the parameters. */
@@ -51,7 +55,10 @@ function lruCache<V extends { bytes: Buffer }>(maxBytes: number) {
  * Renders previews from the document store (the store's own preview when it offers one) and
  * keeps recent ones in memory; identical requests arriving together render once.
  */
-export function createPreviewService(documents: DocumentStore, options: { cacheBytes: number } = { cacheBytes: 64 * 1024 * 1024 }): PreviewService {
+export function createPreviewService(
+  documents: DocumentStore,
+  options: { cacheBytes: number } = { cacheBytes: 64 * 1024 * 1024 },
+): PreviewService {
   const cache = lruCache<Preview>(options.cacheBytes);
   const inFlight = new Map<string, Promise<Preview>>();
   const rasterizer = createPdfRasterizer();
@@ -66,13 +73,15 @@ export function createPreviewService(documents: DocumentStore, options: { cacheB
     renders += 1;
     const contentType = previewContentTypes[request.format];
     const fromStore = await documents.preview?.(reference, request);
-    const bytes = fromStore?.bytes ?? await renderPreview(await documents.get(reference), request, rasterizer);
+    const bytes = fromStore?.bytes ?? (await renderPreview(await documents.get(reference), request, rasterizer));
     return { bytes, contentType, etag: tag };
   }
 
   return {
     etag,
-    get renders() { return renders; },
+    get renders() {
+      return renders;
+    },
     close: () => rasterizer.close(),
     async render(attachment, request) {
       const tag = etag(attachment.id, request);

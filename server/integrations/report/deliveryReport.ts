@@ -46,7 +46,12 @@ export interface DeliveryReportData {
 }
 
 const berlin = new Intl.DateTimeFormat('de-DE', {
-  timeZone: 'Europe/Berlin', day: '2-digit', month: '2-digit', year: 'numeric', hour: '2-digit', minute: '2-digit',
+  timeZone: 'Europe/Berlin',
+  day: '2-digit',
+  month: '2-digit',
+  year: 'numeric',
+  hour: '2-digit',
+  minute: '2-digit',
 });
 const euro = new Intl.NumberFormat('de-DE', { style: 'currency', currency: 'EUR' });
 
@@ -90,7 +95,9 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   const [customerSignature, driverSignature] = await Promise.all([plainPng(data.signatures.customer), plainPng(data.signatures.driver)]);
   fonts ??= { regular: readFileSync(fontFiles.regular), bold: readFileSync(fontFiles.bold) };
   const doc = new PDFDocument({
-    size: 'A4', margins: { top: PAGE_MARGIN, left: PAGE_MARGIN, right: PAGE_MARGIN, bottom: PAGE_MARGIN + FOOTER_SPACE }, bufferPages: true,
+    size: 'A4',
+    margins: { top: PAGE_MARGIN, left: PAGE_MARGIN, right: PAGE_MARGIN, bottom: PAGE_MARGIN + FOOTER_SPACE },
+    bufferPages: true,
     info: { Title: `Lieferbericht ${data.belegnummer}`, Author: data.companyName, Subject: `Lieferschein ${data.belegnummer}` },
   });
   doc.registerFont(REGULAR, fonts.regular);
@@ -108,7 +115,13 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   const ensureSpace = (height: number) => {
     if (doc.y + height > bottom()) doc.addPage();
   };
-  const rule = (y = doc.y) => doc.moveTo(left, y).lineTo(left + width, y).lineWidth(0.7).strokeColor(RULE).stroke();
+  const rule = (y = doc.y) =>
+    doc
+      .moveTo(left, y)
+      .lineTo(left + width, y)
+      .lineWidth(0.7)
+      .strokeColor(RULE)
+      .stroke();
   const section = (title: string, minSpace = 60) => {
     ensureSpace(minSpace);
     doc.moveDown(0.9);
@@ -123,8 +136,15 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   };
 
   // ---- header ----
-  doc.font(BOLD).fontSize(18).fillColor(INK).text(data.companyName, left, PAGE_MARGIN, { width: width * 0.55 });
-  doc.font(BOLD).fontSize(14).fillColor(ACCENT)
+  doc
+    .font(BOLD)
+    .fontSize(18)
+    .fillColor(INK)
+    .text(data.companyName, left, PAGE_MARGIN, { width: width * 0.55 });
+  doc
+    .font(BOLD)
+    .fontSize(14)
+    .fillColor(ACCENT)
     .text('Lieferschein / Lieferbericht', left + width * 0.45, PAGE_MARGIN + 2, { width: width * 0.55, align: 'right' });
   doc.font(REGULAR).fontSize(9.5).fillColor(INK);
   const meta = [
@@ -135,8 +155,14 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   ];
   let metaY = PAGE_MARGIN + 24;
   for (const [label, value] of meta) {
-    doc.font(REGULAR).fillColor(MUTED).text(label, left + width * 0.45, metaY, { width: width * 0.27, align: 'right' });
-    doc.font(BOLD).fillColor(INK).text(value, left + width * 0.74, metaY, { width: width * 0.26, align: 'right' });
+    doc
+      .font(REGULAR)
+      .fillColor(MUTED)
+      .text(label, left + width * 0.45, metaY, { width: width * 0.27, align: 'right' });
+    doc
+      .font(BOLD)
+      .fillColor(INK)
+      .text(value, left + width * 0.74, metaY, { width: width * 0.26, align: 'right' });
     // A value that wraps (a long tour name) pushes the next line down.
     metaY = Math.max(metaY + 13, doc.y + 2);
   }
@@ -149,9 +175,16 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   const top = doc.y;
   doc.font(BOLD).fontSize(9).fillColor(MUTED).text('KUNDE', left, top, { width: columnWidth });
   doc.font(BOLD).fontSize(10.5).fillColor(INK).text(data.customer.name, { width: columnWidth });
-  doc.font(REGULAR).fontSize(9.5).text([...addressLines(data.customer.address), `Kunden-Nr. ${data.customer.erpCustomerId}`].join('\n'), { width: columnWidth });
+  doc
+    .font(REGULAR)
+    .fontSize(9.5)
+    .text([...addressLines(data.customer.address), `Kunden-Nr. ${data.customer.erpCustomerId}`].join('\n'), { width: columnWidth });
   const leftBottom = doc.y;
-  doc.font(BOLD).fontSize(9).fillColor(MUTED).text('LIEFERANSCHRIFT', left + columnWidth + 20, top, { width: columnWidth });
+  doc
+    .font(BOLD)
+    .fontSize(9)
+    .fillColor(MUTED)
+    .text('LIEFERANSCHRIFT', left + columnWidth + 20, top, { width: columnWidth });
   doc.font(BOLD).fontSize(10.5).fillColor(INK).text(data.customer.name, { width: columnWidth });
   doc.font(REGULAR).fontSize(9.5).text(addressLines(data.deliveryAddress).join('\n'), { width: columnWidth });
   doc.y = Math.max(leftBottom, doc.y) + 10;
@@ -176,7 +209,12 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
     const height = Math.max(...cells.map((cell, i) => doc.heightOfString(cell, { width: columns[i].width - 6 }))) + 6;
     if (doc.y + height > bottom()) {
       doc.addPage();
-      if (!bold) drawRow(columns.map((c) => c.title), true, false);
+      if (!bold)
+        drawRow(
+          columns.map((c) => c.title),
+          true,
+          false,
+        );
     }
     const y = doc.y;
     if (shade) doc.rect(left, y, width, height).fill('#f1f4f8');
@@ -186,17 +224,35 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
       x += columns[i].width;
     });
     doc.y = y + height;
-    doc.moveTo(left, doc.y).lineTo(left + width, doc.y).lineWidth(0.4).strokeColor(RULE).stroke();
+    doc
+      .moveTo(left, doc.y)
+      .lineTo(left + width, doc.y)
+      .lineWidth(0.4)
+      .strokeColor(RULE)
+      .stroke();
   };
-  drawRow(columns.map((c) => c.title), true, false);
+  drawRow(
+    columns.map((c) => c.title),
+    true,
+    false,
+  );
   data.positions.forEach((p, i) => {
     const unit = p.unit ? ` ${p.unit}` : '';
-    drawRow([
-      String(p.lineNumber), p.articleNumber, p.articleName + (p.scannable ? '' : ' (Leistung)'),
-      `${p.ordered}${unit}`, `${p.delivered}${unit}`, p.credited ? `${p.credited}${unit}` : '–', p.removed ? `${p.removed}${unit}` : '–',
-      // A line without scans (a charge, a service) counts as delivered unless removed.
-      !p.scannable && p.state === 'InProgress' ? stateLabel.Done : stateLabel[p.state] ?? p.state,
-    ], false, i % 2 === 1);
+    drawRow(
+      [
+        String(p.lineNumber),
+        p.articleNumber,
+        p.articleName + (p.scannable ? '' : ' (Leistung)'),
+        `${p.ordered}${unit}`,
+        `${p.delivered}${unit}`,
+        p.credited ? `${p.credited}${unit}` : '–',
+        p.removed ? `${p.removed}${unit}` : '–',
+        // A line without scans (a charge, a service) counts as delivered unless removed.
+        !p.scannable && p.state === 'InProgress' ? stateLabel.Done : (stateLabel[p.state] ?? p.state),
+      ],
+      false,
+      i % 2 === 1,
+    );
   });
   doc.x = left;
 
@@ -208,9 +264,12 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   field('Zahlungsbedingung', payment.paymentTerm ?? '–');
   field('Offener Betrag laut ERP', formatEuro(payment.erpOpenAmountCents));
   field('Offener Betrag bei Lieferung', formatEuro(payment.openAmountCents));
-  field('Kassiert', payment.collectedAmountCents > 0
-    ? `${formatEuro(payment.collectedAmountCents)}${payment.loggedAt ? ` am ${formatBerlin(payment.loggedAt)}` : ''}`
-    : 'nichts kassiert');
+  field(
+    'Kassiert',
+    payment.collectedAmountCents > 0
+      ? `${formatEuro(payment.collectedAmountCents)}${payment.loggedAt ? ` am ${formatBerlin(payment.loggedAt)}` : ''}`
+      : 'nichts kassiert',
+  );
 
   // ---- services ----
   section('Leistungen', 40);
@@ -223,7 +282,10 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   for (const note of data.notes) {
     ensureSpace(28);
     doc.font(REGULAR).fontSize(8.5).fillColor(MUTED).text(formatBerlin(note.createdAt), left, doc.y, { width });
-    doc.font(REGULAR).fontSize(9.5).fillColor(INK)
+    doc
+      .font(REGULAR)
+      .fontSize(9.5)
+      .fillColor(INK)
       .text([note.text, note.hasImage ? '[Foto hinterlegt]' : null].filter(Boolean).join(' '), { width });
     doc.moveDown(0.3);
   }
@@ -232,7 +294,10 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   if (data.internalNote) {
     section('Interne Notiz des Fahrers', 50);
     const n = data.internalNote;
-    doc.font(REGULAR).fontSize(8.5).fillColor(MUTED)
+    doc
+      .font(REGULAR)
+      .fontSize(8.5)
+      .fillColor(MUTED)
       .text(`${formatBerlin(n.at)} · ${n.driver}${n.carPlate ? ` · Fahrzeug ${n.carPlate}` : ''}`, left, doc.y, { width });
     doc.font(REGULAR).fontSize(9.5).fillColor(INK).text(n.text, { width });
   }
@@ -241,19 +306,43 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   const boxHeight = 75;
   section('Unterschriften', boxHeight + 55);
   const boxTop = doc.y + 4;
-  const signatures: [string, Buffer | undefined][] = [['Unterschrift Kunde', customerSignature], ['Unterschrift Fahrer', driverSignature]];
+  const signatures: [string, Buffer | undefined][] = [
+    ['Unterschrift Kunde', customerSignature],
+    ['Unterschrift Fahrer', driverSignature],
+  ];
   signatures.forEach(([label, image], i) => {
     const x = left + i * (columnWidth + 20);
     if (image) doc.image(image, x + 4, boxTop, { fit: [columnWidth - 8, boxHeight], align: 'center', valign: 'bottom' });
-    else doc.font(REGULAR).fontSize(8.5).fillColor(MUTED).text('(Bild nicht lesbar)', x + 4, boxTop + boxHeight - 12, { width: columnWidth - 8 });
-    doc.moveTo(x, boxTop + boxHeight + 4).lineTo(x + columnWidth, boxTop + boxHeight + 4).lineWidth(0.8).strokeColor(INK).stroke();
-    doc.font(REGULAR).fontSize(8.5).fillColor(MUTED)
+    else
+      doc
+        .font(REGULAR)
+        .fontSize(8.5)
+        .fillColor(MUTED)
+        .text('(Bild nicht lesbar)', x + 4, boxTop + boxHeight - 12, { width: columnWidth - 8 });
+    doc
+      .moveTo(x, boxTop + boxHeight + 4)
+      .lineTo(x + columnWidth, boxTop + boxHeight + 4)
+      .lineWidth(0.8)
+      .strokeColor(INK)
+      .stroke();
+    doc
+      .font(REGULAR)
+      .fontSize(8.5)
+      .fillColor(MUTED)
       .text(`${label}, ${formatBerlin(data.completedAt)}`, x, boxTop + boxHeight + 8, { width: columnWidth });
   });
   doc.y = boxTop + boxHeight + 24;
   doc.x = left;
-  doc.font(REGULAR).fontSize(8.5).fillColor(MUTED)
-    .text('Mit der Unterschrift bestätigt der Kunde den Empfang der oben aufgeführten Ware in einwandfreiem Zustand, soweit nicht anders vermerkt.', left, doc.y, { width });
+  doc
+    .font(REGULAR)
+    .fontSize(8.5)
+    .fillColor(MUTED)
+    .text(
+      'Mit der Unterschrift bestätigt der Kunde den Empfang der oben aufgeführten Ware in einwandfreiem Zustand, soweit nicht anders vermerkt.',
+      left,
+      doc.y,
+      { width },
+    );
 
   // ---- footer on every page ----
   const range = doc.bufferedPageRange();
@@ -262,9 +351,19 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
     const y = doc.page.height - PAGE_MARGIN - 12;
     // Writing below the bottom margin would open a new page; lift the margin for the footer.
     doc.page.margins.bottom = 0;
-    doc.font(REGULAR).fontSize(7.5).fillColor(MUTED)
-      .text(`${data.companyName} · Lieferbericht ${data.belegnummer} · Zeiten in Europe/Berlin`, left, y, { width: width * 0.75, lineBreak: false });
-    doc.text(`Seite ${i - range.start + 1} von ${range.count}`, left + width * 0.75, y, { width: width * 0.25, align: 'right', lineBreak: false });
+    doc
+      .font(REGULAR)
+      .fontSize(7.5)
+      .fillColor(MUTED)
+      .text(`${data.companyName} · Lieferbericht ${data.belegnummer} · Zeiten in Europe/Berlin`, left, y, {
+        width: width * 0.75,
+        lineBreak: false,
+      });
+    doc.text(`Seite ${i - range.start + 1} von ${range.count}`, left + width * 0.75, y, {
+      width: width * 0.25,
+      align: 'right',
+      lineBreak: false,
+    });
   }
   doc.end();
   return finished;

@@ -6,15 +6,23 @@
 import { MemoryStore, TourlineClient, type AttachmentStore, type FileData } from '../../../client-sdk/index.js';
 import { newTour } from '../fakes.js';
 
-interface Sent { method: string; path: string; body: unknown }
+interface Sent {
+  method: string;
+  path: string;
+  body: unknown;
+}
 const sent: Sent[] = [];
 let online = false;
 const seen = new Set<string>();
 
 /** A Response as far as the SDK reads one; React Native's fetch answers the same surface. */
 const answer = (status: number, body: unknown) => ({
-  ok: status < 400, status,
-  headers: { get: (name: string) => (name.toLowerCase() === 'content-type' ? (status < 400 ? 'application/json' : 'application/problem+json') : null) },
+  ok: status < 400,
+  status,
+  headers: {
+    get: (name: string) =>
+      name.toLowerCase() === 'content-type' ? (status < 400 ? 'application/json' : 'application/problem+json') : null,
+  },
   text: async () => JSON.stringify(body),
   arrayBuffer: async () => new ArrayBuffer(0),
 });
@@ -26,29 +34,48 @@ async function fetch(url: string, init: { method?: string; body?: unknown }) {
   sent.push({ method: init.method ?? 'GET', path, body });
   if (path === '/sync/push') {
     const events = (body as { events: { eventId: string }[] }).events;
-    return answer(200, { results: events.map((e) => ({ eventId: e.eventId, status: seen.has(e.eventId) ? 'duplicate' : (seen.add(e.eventId), 'applied') })) });
+    return answer(200, {
+      results: events.map((e) => ({ eventId: e.eventId, status: seen.has(e.eventId) ? 'duplicate' : (seen.add(e.eventId), 'applied') })),
+    });
   }
   if (path === '/sync/changes') return answer(200, { changes: [], cursor: 'c1', hasMore: false });
   const parts = (body as { parts?: [string, unknown][] })?.parts ?? [];
   const field = (name: string) => parts.find(([n]) => n === name)?.[1];
   if (path.endsWith('/complete')) return answer(200, { delivery: { id: path.split('/')[2], state: 'completed' } });
-  if (path.endsWith('/notes/image')) return answer(201, { note: { id: field('noteId'), imageAttachment: '~photo', text: field('text') ?? null } });
+  if (path.endsWith('/notes/image'))
+    return answer(201, { note: { id: field('noteId'), imageAttachment: '~photo', text: field('text') ?? null } });
   return answer(404, { title: 'Not found', status: 404, code: 'not_found' });
 }
 
 /** The app's attachment store, as the expo-file-system adapter of the README: files by URI. */
 const files = new Map<string, string>();
 const attachments: AttachmentStore = {
-  async put(id: string, data: FileData) { files.set(id, (data as { uri: string }).uri); },
-  async get(id: string) { const uri = files.get(id); return uri === undefined ? undefined : { uri }; },
-  async delete(id: string) { files.delete(id); },
+  async put(id: string, data: FileData) {
+    files.set(id, (data as { uri: string }).uri);
+  },
+  async get(id: string) {
+    const uri = files.get(id);
+    return uri === undefined ? undefined : { uri };
+  },
+  async delete(id: string) {
+    files.delete(id);
+  },
 };
 
 let counter = 0;
 const randomId = () => `00000000-0000-4000-9000-${String(++counter).padStart(12, '0')}`;
 
 async function day() {
-  const client = await TourlineClient.open({ baseUrl: 'http://tourline.test', getToken: () => 'token', fetch: fetch as never, webSocket: null, storage: new MemoryStore(), attachments, randomId, requestTimeoutMs: 5000 });
+  const client = await TourlineClient.open({
+    baseUrl: 'http://tourline.test',
+    getToken: () => 'token',
+    fetch: fetch as never,
+    webSocket: null,
+    storage: new MemoryStore(),
+    attachments,
+    randomId,
+    requestTimeoutMs: 5000,
+  });
   const tour = newTour({ deliveries: 2, positions: 2 });
   await client.state.putTour(tour);
   const [first, second] = tour.deliveries;
@@ -58,10 +85,18 @@ async function day() {
   await client.scan(first.positions[1].id);
   await client.scan(first.positions[1].id);
   await client.createImageNote(first.id, { image: { uri: 'file:///dcim/IMG_0001.jpg' }, text: 'Karton beschädigt' });
-  await client.complete(first.id, { customerSignature: { uri: 'file:///sig/customer.png' }, driverSignature: { uri: 'file:///sig/driver.png' }, acknowledgements: { receiptConfirmed: true, notesAcknowledged: true } });
+  await client.complete(first.id, {
+    customerSignature: { uri: 'file:///sig/customer.png' },
+    driverSignature: { uri: 'file:///sig/driver.png' },
+    acknowledgements: { receiptConfirmed: true, notesAcknowledged: true },
+  });
   await client.holdDelivery(second.id, 'Kunde nicht angetroffen');
   let offlineError = '';
-  try { await client.sync(); } catch (error) { offlineError = String((error as Error).message); }
+  try {
+    await client.sync();
+  } catch (error) {
+    offlineError = String((error as Error).message);
+  }
   const offline = client.status();
   const viewed = client.view(tour.tour.id)!;
   // Back in coverage.
@@ -70,11 +105,23 @@ async function day() {
   const done = client.status();
   await client.close();
   return {
-    offlineError, offlinePending: offline.pendingCount, offlineOnline: offline.online,
-    viewed: { first: viewed.deliveries[0].state, second: viewed.deliveries[1].state, scanned: viewed.deliveries[0].positions.map((p) => p.scannedQuantity), notes: viewed.deliveries[0].notes.length },
-    pending: done.pendingCount, rejected: done.rejected.length, online: done.online, filesLeft: files.size,
+    offlineError,
+    offlinePending: offline.pendingCount,
+    offlineOnline: offline.online,
+    viewed: {
+      first: viewed.deliveries[0].state,
+      second: viewed.deliveries[1].state,
+      scanned: viewed.deliveries[0].positions.map((p) => p.scannedQuantity),
+      notes: viewed.deliveries[0].notes.length,
+    },
+    pending: done.pendingCount,
+    rejected: done.rejected.length,
+    online: done.online,
+    filesLeft: files.size,
     calls: sent.map((s) => `${s.method} ${s.path}`),
-    pushed: sent.filter((s) => s.path === '/sync/push').flatMap((s) => (s.body as { events: { type: string }[] }).events.map((e) => e.type)),
+    pushed: sent
+      .filter((s) => s.path === '/sync/push')
+      .flatMap((s) => (s.body as { events: { type: string }[] }).events.map((e) => e.type)),
     parts: sent.filter((s) => s.method === 'POST' && s.path !== '/sync/push').map((s) => (s.body as { parts: unknown[] }).parts),
   };
 }

@@ -4,5 +4,9 @@
 var console = { log: print, warn: print, error: print, info: print, debug: function () {} };
 globalThis.console = console;
 globalThis.navigator = { product: 'ReactNative' };
-globalThis.FormData = function FormData() { this.parts = []; };
-globalThis.FormData.prototype.append = function (name, value) { this.parts.push([name, value]); };
+globalThis.FormData = function FormData() {
+  this.parts = [];
+};
+globalThis.FormData.prototype.append = function (name, value) {
+  this.parts.push([name, value]);
+};
