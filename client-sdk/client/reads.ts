@@ -3,7 +3,7 @@ import type { TourSummary } from '../../shared/schemas/tours.js';
 import type { z } from 'zod';
 import { deepCopy } from '../copy.js';
 import type { FileData } from '../multipart.js';
-import { LOCAL_IMAGE_PREFIX } from '../state.js';
+import { LOCAL_IMAGE_PREFIX } from '../optimistic.js';
 import type { ClientCore } from './core.js';
 import type { Feed } from './feed.js';
 

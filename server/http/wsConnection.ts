@@ -1,0 +1,263 @@
+/** One live connection of /sync/ws: resume from a cursor, pages of changes as the client takes them, heartbeat and closing. */
+import { WebSocket, type RawData } from 'ws';
+import { WsClientMessage, type WsServerMessage } from '../../shared/schemas/sync.js';
+import type { AppContext, DriverActor } from '../context.js';
+import { decodeCursor, encodeCursor, readChanges, type ChangePage } from '../engine/changeFeed.js';
+import { isDatabaseUnavailable } from '../db/availability.js';
+import { DomainError } from '../errors.js';
+
+const PAGE_SIZE = 500;
+// How soon a read that failed on the database is tried again.
+const DATABASE_RETRY_MS = 1000;
+// setTimeout's longest delay; longer token lifetimes re-arm the timer.
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Close codes of /sync/ws; docs/sync-protocol.md lists them for client authors. */
+export const CloseCode = {
+  /** Shutting down (a deploy): reconnect, the load balancer sends you to another instance. */
+  serviceRestart: 1012,
+  internal: 1011,
+  tokenExpired: 4401,
+  accountDeactivated: 4403,
+  slowConsumer: 4408,
+} as const;
+
+/** A page of changes and its `changes` message, serialised once for every socket that sends it. */
+type SharedPage = ChangePage & { text: string };
+export type ReadPage = (personalnummer: number, after: number | undefined) => Promise<SharedPage>;
+
+/**
+ * The connections of one account that read from the same seq in the same turn (woken by the same
+ * notification) share one read and one serialised message. A read is shared only within its turn:
+ * a connection asking later must see commits made since.
+ */
+export function sharedReader(ctx: AppContext): ReadPage {
+  const inTurn = new Map<string, Promise<SharedPage>>();
+  return (personalnummer, after) => {
+    const key = `${personalnummer}:${after ?? ''}`;
+    let read = inTurn.get(key);
+    if (!read) {
+      read = readChanges(ctx.database.db, personalnummer, after, PAGE_SIZE, 'cursor').then((page) => ({
+        ...page,
+        text: JSON.stringify({
+          type: 'changes',
+          changes: page.changes,
+          cursor: encodeCursor(ctx.database.epoch, page.seq),
+        } satisfies WsServerMessage),
+      }));
+      inTurn.set(key, read);
+      queueMicrotask(() => inTurn.delete(key));
+    }
+    return read;
+  };
+}
+
+function parseClientMessage(text: string) {
+  try {
+    const parsed = WsClientMessage.safeParse(JSON.parse(text));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export class SyncConnection {
+  /** Set by `resume`; until then nothing is sent. */
+  private resumed = false;
+  private lastSent: number | undefined;
+  /** Bumped by every resume, so a read started for an older cursor is thrown away. */
+  private generation = 0;
+  /** The next read answers even when it finds nothing, telling the client it is caught up. */
+  private announce = false;
+  private pumping = false;
+  private dirty = false;
+  private alive = true;
+  private lastWrite: Promise<void> = Promise.resolve();
+  private readonly closed: Promise<void>;
+  private expiry: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly actor: DriverActor,
+    private readonly ctx: AppContext,
+    private readonly maxBufferedBytes: number,
+    private readonly readPage: ReadPage,
+  ) {
+    this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
+    ws.on('pong', () => {
+      this.alive = true;
+    });
+    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('error', (error) => ctx.logger.debug({ err: error }, 'WebSocket error'));
+    this.armExpiry();
+  }
+
+  private get open() {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
+  get personalnummer() {
+    return this.actor.personalnummer;
+  }
+
+  /** The seq this connection has been sent up to, once resumed. */
+  get sentSeq() {
+    return this.resumed ? (this.lastSent ?? 0) : undefined;
+  }
+
+  closeIfAccount(personalnummer: number) {
+    if (this.actor.personalnummer === personalnummer && this.open) this.ws.close(CloseCode.accountDeactivated, 'account deactivated');
+  }
+
+  private armExpiry() {
+    const left = this.actor.tokenExpiresAt - Date.now();
+    if (left <= 0) {
+      this.ws.close(CloseCode.tokenExpired, 'token expired');
+      return;
+    }
+    this.expiry = setTimeout(() => this.armExpiry(), Math.min(left, MAX_TIMER_MS));
+  }
+
+  private onMessage(data: RawData, isBinary: boolean) {
+    this.alive = true;
+    const message = isBinary ? undefined : parseClientMessage(data.toString());
+    if (!message) {
+      this.send({
+        type: 'error',
+        code: 'validation',
+        message: 'Send JSON text messages: {"type":"resume","cursor":"..."} or {"type":"ping"}',
+      });
+      return;
+    }
+    if (message.type === 'ping') {
+      this.send({ type: 'pong' });
+      return;
+    }
+    let seq: number | undefined;
+    try {
+      seq = message.cursor ? decodeCursor(this.ctx.database.epoch, message.cursor, 'cursor') : undefined;
+    } catch (error) {
+      this.sendError(error);
+      return;
+    }
+    this.resumed = true;
+    this.lastSent = seq;
+    this.generation += 1;
+    this.announce = true;
+    void this.pump();
+  }
+
+  wake(upTo: number | undefined, accounts?: ReadonlySet<number>) {
+    if (!this.resumed) return;
+    // Nothing of this account in the commit: its next read (any later wake) still starts at lastSent.
+    if (accounts && !accounts.has(this.actor.personalnummer)) return;
+    if (upTo !== undefined && this.lastSent !== undefined && upTo <= this.lastSent && !this.pumping) return;
+    void this.pump();
+  }
+
+  /** One reader per connection; wake-ups during a read make it read once more afterwards. */
+  private async pump() {
+    if (this.pumping) {
+      this.dirty = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.dirty = false;
+        await this.catchUp();
+      } while (this.dirty && this.open);
+    } catch (error) {
+      if (error instanceof DomainError) {
+        // An expired cursor: the client must resync and resume again.
+        this.resumed = false;
+        this.sendError(error);
+      } else if (isDatabaseUnavailable(error)) {
+        // The socket stays: the read is tried again until the database answers, from where it stopped.
+        this.ctx.database.health.failed(error);
+        this.retry ??= setTimeout(() => {
+          this.retry = undefined;
+          void this.pump();
+        }, DATABASE_RETRY_MS);
+      } else {
+        this.ctx.logger.error({ err: error }, 'reading changes for a WebSocket failed');
+        this.ws.close(CloseCode.internal, 'internal error, resume from your cursor');
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async catchUp() {
+    for (;;) {
+      if (!this.resumed || !this.open) return;
+      const generation = this.generation;
+      const page = await this.readPage(this.actor.personalnummer, this.lastSent);
+      if (generation !== this.generation) continue;
+      if (page.changes.length > 0 || this.announce) {
+        const sent = this.sendText(page.text);
+        if (!sent) return;
+        this.announce = false;
+      }
+      this.lastSent = page.seq;
+      if (!page.hasMore) return;
+      // A backlog goes out one page at a time, as fast as the client takes it.
+      await Promise.race([this.lastWrite, this.closed]);
+    }
+  }
+
+  private send(message: WsServerMessage): boolean {
+    return this.sendText(JSON.stringify(message));
+  }
+
+  private sendText(text: string): boolean {
+    if (!this.open) return false;
+    if (this.ws.bufferedAmount > this.maxBufferedBytes) {
+      this.closeSlowConsumer();
+      return false;
+    }
+    this.lastWrite = new Promise((resolve) => this.ws.send(text, () => resolve()));
+    return true;
+  }
+
+  private sendError(error: unknown) {
+    const domain = error instanceof DomainError ? error : undefined;
+    this.send({
+      type: 'error',
+      code: domain?.code ?? 'internal',
+      message: domain?.message ?? 'An internal error occurred',
+      ...(domain?.errors?.length ? { errors: domain.errors } : {}),
+    });
+  }
+
+  private closeSlowConsumer() {
+    this.ctx.logger.warn(
+      { personalnummer: this.actor.personalnummer, buffered: this.ws.bufferedAmount },
+      'closing a WebSocket that does not keep up',
+    );
+    this.ws.close(CloseCode.slowConsumer, 'slow consumer, resume from your cursor');
+  }
+
+  /** Called by the heartbeat: a connection that did not answer the last ping, or does not take its data, goes. */
+  beat() {
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    if (this.ws.bufferedAmount > this.maxBufferedBytes) return this.closeSlowConsumer();
+    if (!this.alive) return this.ws.terminate();
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  async closeAndWait(code: number, reason: string) {
+    if (this.ws.readyState === WebSocket.CLOSED) return;
+    this.ws.close(code, reason);
+    const timer = setTimeout(() => this.ws.terminate(), 2000);
+    await this.closed;
+    clearTimeout(timer);
+  }
+
+  dispose() {
+    clearTimeout(this.expiry);
+    clearTimeout(this.retry);
+  }
+}
