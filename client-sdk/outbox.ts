@@ -280,11 +280,16 @@ export class Outbox {
     const settled = [...this.acknowledgedEntries].filter(
       (e) => (e.ackSeq !== undefined && e.ackSeq <= lastSeq) || (e.ackGeneration ?? 0) < generation,
     );
-    if (!settled.length) return 0;
-    await this.store.batch(settled.map((e) => [keyOf(e), undefined]));
-    for (const entry of settled) this.removed(entry);
-    this.onWrite();
+    await this.removeAll(settled);
     return settled.length;
+  }
+
+  /** Lets go of entries in one batched write. */
+  async removeAll(entries: OutboxEntry[]) {
+    if (!entries.length) return;
+    await this.store.batch(entries.map((e) => [keyOf(e), undefined]));
+    for (const entry of entries) this.removed(entry);
+    this.onWrite();
   }
 
   async remove(entry: OutboxEntry) {

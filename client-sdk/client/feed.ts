@@ -1,5 +1,5 @@
 import type { Change } from '../../shared/schemas/sync.js';
-import type { OutboxEntry } from '../outbox.js';
+import { attachmentsOf, type OutboxEntry } from '../outbox.js';
 import { LiveChanges, detectWebSocket } from '../live.js';
 import { Serial, type ClientCore } from './core.js';
 import type { Status } from './status.js';
@@ -83,17 +83,14 @@ export class Feed {
     return held;
   }
 
-  /** Removes the entries the copy holds now, settling their handles. */
+  /** Removes the entries the copy holds now (one write), settling their handles and letting their signatures go. */
   private async settleNamed(entries: OutboxEntry[]): Promise<boolean> {
     const { outbox, outcomes, attachments, heldByCopy } = this.core;
+    await outbox.removeAll(entries);
     for (const entry of entries) {
-      await outbox.remove(entry);
       heldByCopy.delete(entry.id);
       outcomes.settle(entry.id, { status: 'applied' });
-      if (entry.action.kind === 'completion') {
-        for (const image of [entry.action.customerSignature, entry.action.driverSignature])
-          await attachments.delete(image).catch(() => undefined);
-      }
+      for (const id of attachmentsOf(entry.action)) await attachments.delete(id).catch(() => undefined);
     }
     return entries.length > 0;
   }
