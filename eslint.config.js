@@ -4,6 +4,7 @@
 //              └──▶ server/queries ──┘
 //   shared/      imports nothing of ours (zod only)
 //   client-sdk/  imports shared/ only
+//   examples/    the SDK through its package entries (@tourline/client...), never our sources
 //
 // - http (routes, middleware) calls one engine operation or one query; it never touches drizzle
 //   or the schema itself.
@@ -33,6 +34,10 @@ const queries = refuse('(^|/)queries/', 'the read layer is called from http and 
 const jobs = refuse('(^|/)jobs/', 'jobs are started by the server, not imported by a layer.');
 const ours = refuse('^(\\.\\./)+(server|client-sdk|test|examples)(/|$)', 'shared/ imports nothing of ours.');
 const serverSide = refuse('^(\\.\\./)+(server|test)(/|$)', 'the client SDK imports shared/ only.');
+const sdkEntries = refuse(
+  '^(\\.\\./)+(server|shared|client-sdk|test)(/|$)',
+  'the example app uses the SDK through its package entries only.',
+);
 
 const layer = (files, ...patterns) => ({
   files,
@@ -66,6 +71,7 @@ export default tseslint.config(
   layer(['server/db/**', 'server/integrations/**'], http, engine, queries, jobs),
   layer(['shared/**'], ours),
   layer(['client-sdk/**'], serverSide),
+  layer(['examples/**'], sdkEntries),
   {
     files: ['server/queries/**', 'server/shapes/**'],
     rules: {

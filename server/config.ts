@@ -19,6 +19,9 @@ export const asymmetricAlgorithms = new Set([
   'Ed25519',
 ]);
 
+/** The origins of the example driver web app (`npm run driver-web`), let in by default in development only. */
+export const DEVELOPMENT_CORS_ORIGINS = ['http://localhost:5173', 'http://127.0.0.1:5173'];
+
 /** An exact web origin as browsers send it in `Origin`; `*` is refused (see docs/operations.md#cors). */
 function isOrigin(value: string) {
   try {
@@ -217,7 +220,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     uploadLimitBytes: e.UPLOAD_LIMIT_BYTES,
     publicUrl: e.PUBLIC_URL,
-    corsOrigins: e.CORS_ORIGINS,
+    corsOrigins: e.CORS_ORIGINS.length === 0 && e.NODE_ENV === 'development' ? DEVELOPMENT_CORS_ORIGINS : e.CORS_ORIGINS,
     auth: {
       mode: authMode as 'dev' | 'oidc',
       issuer: e.OIDC_ISSUER,

@@ -53,6 +53,23 @@ function upgradeToken(req: IncomingMessage): string | undefined {
 }
 
 /**
+ * A browser page may open the socket only from the service's own origin (the request's Host) or
+ * from an origin of CORS_ORIGINS: a bearer subprotocol is no cookie, but a foreign page must
+ * not use a token it got hold of from the driver's browser. No Origin (native apps, Node) is no page.
+ */
+function originAllowed(req: IncomingMessage, allowed: ReadonlySet<string>): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  if (allowed.has(origin)) return true;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === origin && url.host === req.headers.host;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The live change feed. Each connection remembers the last seq it sent and, on every wake-up,
  * reads `seq > lastSent` for its account from the change log: the notification says only that
  * something changed, so a missed, repeated or merged notification never loses or repeats data.
@@ -78,6 +95,7 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
   const allConnections = () => [...byAccount.values()].flatMap((set) => [...set]);
   let closing = false;
   const readPage = sharedReader(ctx);
+  const allowedOrigins = new Set(ctx.config.corsOrigins);
 
   const unsubscribe = ctx.changes.subscribe((upTo, accounts) => {
     if (!accounts) {
@@ -111,6 +129,8 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     socket.on('error', () => socket.destroy());
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (path !== SYNC_WS_PATH) return refuse(socket, 'not_found', `No WebSocket endpoint at ${path}`);
+    if (!originAllowed(req, allowedOrigins))
+      return refuse(socket, 'forbidden', 'The page of this Origin may not open the live feed (see CORS_ORIGINS)');
     const token = upgradeToken(req);
     let actor: DriverActor;
     try {

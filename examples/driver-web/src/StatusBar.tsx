@@ -1,0 +1,37 @@
+import { useRejected, useSyncStatus, useTourlineClient } from '@tourline/client/react';
+import { actionLabels, clock } from './format';
+
+/** Always on top: what waits to be sent, offline or online, the last sync, and refused actions with their reason. */
+export function StatusBar({ onSignOut }: { onSignOut: () => void }) {
+  const client = useTourlineClient();
+  const status = useSyncStatus();
+  const refused = useRejected();
+  return (
+    <header className="status-bar" data-pending={status.pendingCount} data-online={status.online} data-refused={refused.length}>
+      <div className="status-line">
+        <span className={status.online ? 'badge online' : 'badge offline'}>{status.online ? 'Online' : 'Offline'}</span>
+        <span className="pending">{status.pendingCount === 0 ? 'Alles gesendet' : `${status.pendingCount} ausstehend`}</span>
+        <span className="last-sync">{status.lastSyncAt ? `Sync ${clock(status.lastSyncAt)}` : 'Noch kein Sync'}</span>
+        <button type="button" className="small" onClick={onSignOut}>
+          Abmelden
+        </button>
+      </div>
+      {status.needsSignIn && (
+        <p className="problem">Anmeldung abgelaufen: bitte abmelden und mit neuem Token anmelden. Nichts geht verloren.</p>
+      )}
+      {refused.length > 0 && (
+        <ul className="refused">
+          {refused.map((r) => (
+            <li key={r.id}>
+              <strong>{actionLabels[r.type] ?? r.type} abgelehnt:</strong> {r.message}
+              {r.reason ? ` (${r.reason})` : ''}
+              <button type="button" className="small" onClick={() => void client.dismissRejected(r.id)}>
+                Verwerfen
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+    </header>
+  );
+}
