@@ -4,6 +4,8 @@ import { useTourlineClient } from '@tourline/client/react';
 import { euro } from './format';
 
 const STEP_CENTS = 1000;
+// The service's limit of a money credit (150 €); a higher one would be refused.
+const MAX_CENTS = 15000;
 
 /** "Gutschrift": a money credit in steps of 10 €, with its reason; or removing it. */
 export function CreditForm({ delivery }: { delivery: DeliveryDetails }) {
@@ -23,7 +25,7 @@ export function CreditForm({ delivery }: { delivery: DeliveryDetails }) {
           − 10 €
         </button>
         <output className="amount">{euro(amount)}</output>
-        <button type="button" aria-label="10 € mehr" onClick={() => setAmount(amount + STEP_CENTS)}>
+        <button type="button" aria-label="10 € mehr" disabled={amount >= MAX_CENTS} onClick={() => setAmount(amount + STEP_CENTS)}>
           + 10 €
         </button>
       </div>

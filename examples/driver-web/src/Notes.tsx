@@ -24,7 +24,8 @@ export function Notes({ delivery }: { delivery: DeliveryDetails }) {
       <ul className="list">
         {delivery.notes.map((n) => (
           <li key={n.id} className="note">
-            {n.text ?? ''} {n.imageAttachment ? <span className="badge">Foto</span> : null}
+            <span className="text">{n.text ?? ''}</span>
+            {n.imageAttachment ? <span className="badge">Foto</span> : null}
             {delivery.state === 'active' && !n.isAmountCreditNote && (
               <button type="button" className="small" onClick={() => void client.deleteNote(delivery.id, n.id)}>
                 Löschen
