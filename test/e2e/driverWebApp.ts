@@ -47,11 +47,11 @@ export function layoutProblems(page: Page): Promise<string[]> {
     const problems: string[] = [];
     if (document.documentElement.scrollWidth > innerWidth)
       problems.push(`horizontal scrolling: ${document.documentElement.scrollWidth} > ${innerWidth}`);
-    const controls = [
-      ...document.querySelectorAll<HTMLElement>(
+    const controls = Array.from(
+      document.querySelectorAll<HTMLElement>(
         'button, select, textarea, input:not([type=checkbox]):not([type=file]), label.file, label.check',
       ),
-    ];
+    );
     for (const control of controls) {
       control.scrollIntoView({ block: 'center', inline: 'nearest' });
       await new Promise((resolve) => requestAnimationFrame(resolve));
