@@ -1,9 +1,8 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import chromium from '@sparticuz/chromium';
 import { and, eq, inArray } from 'drizzle-orm';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -16,6 +15,7 @@ import {
   processedEvents,
   scanAudit,
 } from '../../server/db/schema.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { newTour } from '../helpers/factories.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { buildDriverWeb, layoutProblems, serveStatic } from './driverWebApp.js';
@@ -54,21 +54,7 @@ beforeAll(async () => {
   await rm(shots, { recursive: true, force: true });
   await mkdir(shots, { recursive: true });
   started = Date.now();
-  browser = await puppeteer.launch({
-    executablePath: await chromium.executablePath(),
-    headless: true,
-    // No network here and perhaps root: nothing reaches out, no sandbox (see test/sdk/browser.test.ts).
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      `--user-data-dir=${path.join(work, 'chromium')}`,
-    ],
-  });
+  browser = await launchChromium(path.join(work, 'chromium'));
   timings.browserStartMs = Date.now() - started;
 }, 120_000);
 

@@ -2,12 +2,12 @@ import http from 'node:http';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import chromium from '@sparticuz/chromium';
 import { inArray } from 'drizzle-orm';
 import { build } from 'esbuild';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { deliveries, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
+import { launchChromium } from '../helpers/chromium.js';
 import { databaseKinds, type DatabaseKind } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer, type TestServer } from '../helpers/server.js';
@@ -72,21 +72,7 @@ beforeAll(async () => {
   });
   bundle = built.outputFiles[0].text;
   userData = await mkdtemp(path.join(os.tmpdir(), 'tourline-chromium-'));
-  browser = await puppeteer.launch({
-    executablePath: await chromium.executablePath(),
-    headless: true,
-    // The machine may have no network and run as root: nothing reaches out, no sandbox.
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      `--user-data-dir=${userData}`,
-    ],
-  });
+  browser = await launchChromium(userData);
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
