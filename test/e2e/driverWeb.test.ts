@@ -26,7 +26,8 @@ import { buildDriverWeb, layoutProblems, serveStatic } from './driverWebApp.js';
  * loads a tour, loses the network, scans, writes a note with a photo, holds one stop and
  * completes another with two drawn signatures, reloads the app offline (the service worker
  * serves it, IndexedDB keeps the outbox), and comes back online. The service must then hold
- * each of those actions exactly once. Screenshots of every step go to test-results/driver-web/.
+ * each of those actions exactly once. Last, a resume that meets the office's cancellation is
+ * refused, and the status bar shows it with its reason. Screenshots of every step go to test-results/driver-web/.
  */
 const shots = path.resolve(import.meta.dirname, '../../test-results/driver-web');
 const PHONE = { width: 390, height: 844, isMobile: true, hasTouch: true, deviceScaleFactor: 1 };
@@ -253,6 +254,34 @@ describe('the driver web app in real Chromium', { timeout: 120_000 }, () => {
       expect(processed.filter((p) => p.rejection)).toEqual([]);
       // A photo note is one upload with its text, a completion one multipart request: six actions, six events.
       expect(processed.map((p) => p.type).sort()).toEqual(['credit', 'delivery.complete', 'delivery.hold', 'note.create', 'scan', 'scan']);
+
+      // A conflict: offline the driver resumes the held stop while the office cancels it. The
+      // status bar shows the refusal with the service's reason until the driver drops it.
+      await page.setOfflineMode(true);
+      await statusIs(page, 0, false);
+      await click(page, 'Fortsetzen');
+      await statusIs(page, 1, false);
+      const canceled = await server.post(
+        `/deliveries/${second.delivery.id}/cancel`,
+        { reason: 'Kunde hat storniert' },
+        { token: await server.token(driver) },
+      );
+      expect(canceled.status).toBe(200);
+      await page.setOfflineMode(false);
+      await page.waitForSelector('.status-bar[data-pending="0"][data-refused="1"]', WAIT);
+      const refusal = await page.$eval('.refused li', (li) => li.textContent ?? '');
+      expect(refusal).toContain('Fortsetzen abgelehnt');
+      expect(refusal).toMatch(/canceled|storniert|transition/i);
+      await page.waitForSelector('main.delivery[data-state=canceled]', WAIT);
+      await shot(page, 'refused');
+      await click(page, 'Verwerfen');
+      await page.waitForSelector('.status-bar[data-refused="0"]', WAIT);
+      const resumes = await server.db
+        .select({ rejection: processedEvents.rejection })
+        .from(processedEvents)
+        .where(and(eq(processedEvents.deliveryId, second.delivery.id), eq(processedEvents.type, 'delivery.resume')));
+      expect(resumes).toHaveLength(1);
+      expect(resumes[0].rejection).toMatchObject({ code: 'invalid_state_transition' });
     } catch (error) {
       await shot(page, 'failed').catch(() => undefined);
       throw error;

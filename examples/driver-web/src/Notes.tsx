@@ -34,7 +34,7 @@ export function Notes({ delivery }: { delivery: DeliveryDetails }) {
           </li>
         ))}
       </ul>
-      {delivery.state !== 'completed' && (
+      {(delivery.state === 'active' || delivery.state === 'held') && (
         <form
           onSubmit={(e) => {
             e.preventDefault();
