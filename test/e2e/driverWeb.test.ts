@@ -116,6 +116,15 @@ describe('the driver web app in real Chromium', { timeout: 120_000 }, () => {
         .toBuffer(),
     );
 
+    // The master data the stop needs: a cash payment method and two services.
+    const office = await server.token(driver);
+    for (const [where, body] of [
+      ['/payment-methods', { code: `BAR-${driver}`, name: 'Barzahlung', collectOnSite: true }],
+      ['/services', { key: `altglas-${driver}`, name: 'Altglas mitgenommen', kind: 'boolean' }],
+      ['/services', { key: `paletten-${driver}`, name: 'Paletten zurück', kind: 'numeric', minValue: 0, maxValue: 10 }],
+    ] as const)
+      expect((await server.post(where, body, { token: office })).status).toBe(200);
+
     const context = await browser.createBrowserContext();
     const page = await context.newPage();
     await page.setViewport(PHONE);
@@ -167,12 +176,22 @@ describe('the driver web app in real Chromium', { timeout: 120_000 }, () => {
       await statusIs(page, 3, false);
       await page.waitForSelector('xpath/.//p[contains(., "zu zahlen 30,00")]', WAIT);
 
+      // The open 30 € taken in cash, and the service values: a yes/no and a number.
+      await (await page.waitForSelector('xpath/.//section[@class="payment"]//button[contains(., "kassieren")]', WAIT))!.click();
+      await statusIs(page, 4, false);
+      await page.waitForSelector('xpath/.//p[contains(., "zuletzt 30,00")]', WAIT);
+      await (await page.waitForSelector('xpath/.//label[contains(., "Altglas mitgenommen")]', WAIT))!.click();
+      await statusIs(page, 5, false);
+      await page.type('xpath/.//label[contains(., "Paletten zurück")]//input', '3');
+      await page.keyboard.press('Tab');
+      await statusIs(page, 6, false);
+
       await page.type('textarea[aria-label=Notiz]', 'Hintereingang benutzen');
       const file = (await page.$('input[type=file]'))!;
       await file.uploadFile(photo);
       await page.waitForSelector('xpath/.//label[contains(., "Foto: schaden.jpg")]', WAIT);
       await click(page, 'Notiz speichern');
-      await statusIs(page, 4, false);
+      await statusIs(page, 7, false);
       await page.waitForSelector('xpath/.//li[contains(@class,"note") and contains(., "Hintereingang benutzen")]', WAIT);
       await shot(page, 'note-with-photo');
 
@@ -182,7 +201,7 @@ describe('the driver web app in real Chromium', { timeout: 120_000 }, () => {
       await sign(page, 'Unterschrift Fahrer');
       await shot(page, 'signed');
       await click(page, 'Zustellung abschließen');
-      await statusIs(page, 5, false);
+      await statusIs(page, 8, false);
       await page.waitForSelector('main.delivery[data-state=completed]', WAIT);
       await shot(page, 'completed-offline');
 
@@ -193,7 +212,7 @@ describe('the driver web app in real Chromium', { timeout: 120_000 }, () => {
       await click(page, 'Tor zu');
       await (await page.waitForSelector('form.reason button[type=submit]', WAIT))!.click();
       await page.waitForSelector('main.delivery[data-state=held]', WAIT);
-      await statusIs(page, 6, false);
+      await statusIs(page, 9, false);
       await shot(page, 'held-offline');
 
       // Nothing reached the service yet.
@@ -205,7 +224,7 @@ describe('the driver web app in real Chromium', { timeout: 120_000 }, () => {
       await app!.close();
       app = undefined;
       await page.reload();
-      await statusIs(page, 6, false);
+      await statusIs(page, 9, false);
       await page.waitForSelector('main.delivery[data-state=held]', WAIT);
       await shot(page, 'reloaded-offline');
 
@@ -252,8 +271,27 @@ describe('the driver web app in real Chromium', { timeout: 120_000 }, () => {
         .from(processedEvents)
         .where(and(eq(processedEvents.accountId, driver), inArray(processedEvents.deliveryId, ids)));
       expect(processed.filter((p) => p.rejection)).toEqual([]);
-      // A photo note is one upload with its text, a completion one multipart request: six actions, six events.
-      expect(processed.map((p) => p.type).sort()).toEqual(['credit', 'delivery.complete', 'delivery.hold', 'note.create', 'scan', 'scan']);
+      // A photo note is one upload with its text, a completion one multipart request: nine actions, nine events.
+      expect(processed.map((p) => p.type).sort()).toEqual([
+        'credit',
+        'delivery.complete',
+        'delivery.hold',
+        'note.create',
+        'payment',
+        'scan',
+        'scan',
+        'service.set',
+        'service.set',
+      ]);
+      const { body: read } = await server.get(`/tours/${seeded.tour.id}`, { token: office });
+      const stop = read.deliveries.find((d: { id: string }) => d.id === first.delivery.id);
+      expect(stop.latestPayment).toMatchObject({ amountCents: 3000, paymentMethodCode: `BAR-${driver}` });
+      expect(
+        stop.serviceValues.map((v: { boolValue: boolean | null; numericValue: number | null }) => [v.boolValue, v.numericValue]).sort(),
+      ).toEqual([
+        [null, 3],
+        [true, null],
+      ]);
 
       // A conflict: offline the driver resumes the held stop while the office cancels it. The
       // status bar shows the refusal with the service's reason until the driver drops it.
