@@ -35,7 +35,10 @@ export function DeliveryScreen({ deliveryId, onBack }: { deliveryId: string; onB
         {a.street} {a.houseNumber}, {a.postalCode} {a.city}
         <br />
         {delivery.belegnummer} · <span className="state">{deliveryStates[delivery.state]}</span>
-        {delivery.stateReason ? ` (${delivery.stateReason})` : ''} · zu zahlen {euro(delivery.openAmountCents)}
+        {delivery.stateReason ? ` (${delivery.stateReason})` : ''} ·{' '}
+        {delivery.openAmountCents > 0 && delivery.latestPayment?.amountCents === delivery.openAmountCents
+          ? `bezahlt ${euro(delivery.openAmountCents)}`
+          : `zu zahlen ${euro(delivery.openAmountCents)}`}
       </p>
       <ul className="lines">
         {delivery.positions.map((p) => (
