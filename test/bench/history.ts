@@ -256,7 +256,6 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
         changeLogFrom: addDays(today, -30),
         onChunk: (done, total) => ctx.log(`  ${label}: ${done}/${total} days loaded, ${Math.round((monotonicMs() - t0) / 1000)} s`),
       });
-      await db.execute(sql`VACUUM ANALYZE`);
       figures[`load_s_${label}`] = round((monotonicMs() - t0) / 1000);
       loaded = want;
       ctx.log(`  ${label}: reads`);
