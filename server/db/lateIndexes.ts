@@ -19,6 +19,12 @@ const lateIndexes = [
   // The few lines removed or reduced among every line ever: the modified flag of the lists (adminShapes.ts), which
   // otherwise hashed a scan of all positions for a day's completed deliveries (docs/benchmarks.md).
   { name: 'delivery_items_modified_idx', on: `delivery_items (delivery_id) WHERE state = 'Removed' OR credited_quantity > 0` },
+  // The deliveries whose review waits (changed after their latest confirmation), oldest change first: the review's
+  // candidates among every delivery that ever deviated (queries/adminReviews.ts).
+  {
+    name: 'deliveries_review_pending_idx',
+    on: `deliveries (review_changed_at) WHERE review_changed_at > review_resolved_at OR (review_changed_at IS NOT NULL AND review_resolved_at IS NULL)`,
+  },
   // The retention's oldest events first (jobs/eventRetention.ts).
   { name: 'processed_events_received_idx', on: 'processed_events (received_at)' },
 ];

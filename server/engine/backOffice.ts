@@ -2,6 +2,7 @@ import { and, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { MarkMailSentResponse } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
 import { deliveries, reviewResolutions } from '../db/schema.js';
+import { keepReviewResolution } from './reviewMarker.js';
 import { notFound } from '../errors.js';
 
 // The back office's bookkeeping: written here, beside every other write, but no driver event.
@@ -51,5 +52,6 @@ export async function resolveReview(db: Db, deliveryId: string, processor: strin
     const [delivery] = await tx.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.id, deliveryId)).for('update');
     if (!delivery) throw notFound('Delivery');
     await tx.insert(reviewResolutions).values({ deliveryId, processor });
+    await keepReviewResolution(tx, deliveryId);
   });
 }

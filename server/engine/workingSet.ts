@@ -30,6 +30,7 @@ import {
   type ServiceValueRow,
 } from '../shapes/rows.js';
 import { changeLogAppend, changeLogValues, type ChangeRecord } from './changeLog.js';
+import { keepReviewChange } from './reviewMarker.js';
 
 /** An event recorded before; for a scan, with the line it scanned (its audit entry bears the event's id). */
 export type RecordedEvent = typeof processedEvents.$inferSelect & { lineId: string | null };
@@ -272,6 +273,11 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
   const credits = all((ws) => ws.inserts.credits);
   const payments = all((ws) => ws.inserts.payments);
   if (credits.length) await tx.insert(creditEvents).values(credits);
+  const reviewed = audit.filter((a) => a.action === 'remove' || a.action === 'unremove');
+  await keepReviewChange(
+    tx,
+    [...reviewed, ...credits].map((row) => row.deliveryId),
+  );
   if (payments.length) await tx.insert(paymentProtocol).values(payments);
 
   const noteEntries = all((ws) => [...(ws.notes?.values() ?? [])]);

@@ -18,11 +18,9 @@ import {
 import { deliveryModifiedSql, iso, isoOrNull, micros, outerDeliveryId } from './adminShapes.js';
 import { cutPage, type Page, type PageRequest } from './page.js';
 
-// Correlated on the outer `deliveries` row: the latest deviation-relevant change and confirmation.
-const lastChangeAt = sql`GREATEST(
-  (SELECT max(${scanAudit.receivedAt}) FROM ${scanAudit} WHERE ${scanAudit.deliveryId} = ${outerDeliveryId} AND ${scanAudit.action} IN ('remove', 'unremove')),
-  (SELECT max(${creditEvents.receivedAt}) FROM ${creditEvents} WHERE ${creditEvents.deliveryId} = ${outerDeliveryId}))`;
-const lastResolvedAt = sql`(SELECT max(${reviewResolutions.resolvedAt}) FROM ${reviewResolutions} WHERE ${reviewResolutions.deliveryId} = ${outerDeliveryId})`;
+// The latest deviation-relevant change and confirmation, kept on the delivery by the engine (engine/reviewMarker.ts).
+const lastChangeAt = sql`${deliveries.reviewChangedAt}`;
+const lastResolvedAt = sql`${deliveries.reviewResolvedAt}`;
 const lastProcessor = sql<string | null>`(SELECT ${reviewResolutions.processor} FROM ${reviewResolutions}
   WHERE ${reviewResolutions.deliveryId} = ${outerDeliveryId} ORDER BY ${reviewResolutions.resolvedAt} DESC LIMIT 1)`;
 
@@ -238,21 +236,13 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
 
 /**
  * The deliveries whose latest deviation-relevant change (a removal or its undoing, a money credit
- * set or removed) is newer than their latest confirmation, or that were never confirmed. Each
- * change leaves an audit row, read from an index that holds only these, and the times are
- * compared once per delivery in a join. Four correlated subqueries per delivery that ever
- * changed took 5 times as long at a month's history (docs/benchmarks.md), and that set only grows.
+ * set or removed) is newer than their latest confirmation, or that were never confirmed: the
+ * predicate of the partial index deliveries_review_pending_idx (db/lateIndexes.ts), which holds
+ * only these. Comparing every deviating delivery's audit times instead grew with every delivery
+ * that ever deviated (docs/benchmarks.md).
  */
-const changedSinceConfirmed = sql`${deliveries.id} IN (
-  SELECT changed.delivery_id FROM (
-    SELECT delivery_id, max(received_at) AS at FROM (
-      SELECT ${scanAudit.deliveryId} AS delivery_id, ${scanAudit.receivedAt} AS received_at FROM ${scanAudit}
-        WHERE ${scanAudit.action} IN ('remove', 'unremove')
-      UNION ALL SELECT ${creditEvents.deliveryId}, ${creditEvents.receivedAt} FROM ${creditEvents}) AS change
-    GROUP BY delivery_id) AS changed
-  LEFT JOIN (SELECT ${reviewResolutions.deliveryId} AS delivery_id, max(${reviewResolutions.resolvedAt}) AS at FROM ${reviewResolutions}
-    GROUP BY ${reviewResolutions.deliveryId}) AS confirmed ON confirmed.delivery_id = changed.delivery_id
-  WHERE confirmed.at IS NULL OR changed.at > confirmed.at)`;
+const changedSinceConfirmed = sql`(${deliveries.reviewChangedAt} > ${deliveries.reviewResolvedAt}
+  OR (${deliveries.reviewChangedAt} IS NOT NULL AND ${deliveries.reviewResolvedAt} IS NULL))`;
 
 type Candidate = Awaited<ReturnType<typeof reviewCandidates>>[number];
 

@@ -54,6 +54,14 @@ export const deliveries = pgTable(
     creditUpdatedAt: ts('credit_updated_at'),
     completedAt: ts('completed_at'),
     mailSentAt: ts('mail_sent_at'),
+    /**
+     * The four-eyes review's marker, kept in the transaction of each change: the receipt time of
+     * the latest removal or its undoing and of the latest money credit action (their audit rows'
+     * `received_at`), and of the latest confirmation. Pending candidates are those changed after
+     * their confirmation; a partial index holds only them (db/lateIndexes.ts).
+     */
+    reviewChangedAt: ts('review_changed_at'),
+    reviewResolvedAt: ts('review_resolved_at'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
