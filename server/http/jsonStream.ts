@@ -31,11 +31,11 @@ export function jsonArrayStream(res: Response) {
       res.status(200).type('json');
       return write(`${head}[`);
     },
-    items(values: unknown[]) {
-      const text = values.map((value) => JSON.stringify(value)).join(',');
-      const separator = first || values.length === 0 ? '' : ',';
-      if (values.length > 0) first = false;
-      return write(separator + text);
+    /** The next elements, each already as its JSON text. */
+    items(texts: string[]) {
+      const separator = first || texts.length === 0 ? '' : ',';
+      if (texts.length > 0) first = false;
+      return write(separator + texts.join(','));
     },
     /** `tail` is the object's text after the array, e.g. `,"from":null,"to":null}`. */
     async close(tail: string) {

@@ -82,11 +82,29 @@ const toItem = (r: CompletedRow): CompletedDeliveryItem => ({
   mail_sent_at: r.mail_sent_ms === null ? null : new Date(Number(r.mail_sent_ms)).toISOString(),
 });
 
+/** An instant as JSON.stringify writes a JavaScript Date of it (milliseconds, cut as `epochMs` cuts them). */
+const isoMs = (instant: AnyColumn) => sql`to_char(${instant} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The list's entries as the JSON text `JSON.stringify(toItem(row))` gives, written by the
+ * database (row_to_json writes no blanks, its keys in the select's order): a page is joined, not
+ * parsed into rows, built into objects and serialised again, which cost more than the database's
+ * work for a day's 2,500 entries (docs/benchmarks.md).
+ */
+const completedJsonList = (range: DayRange) => sql`SELECT (SELECT row_to_json(e) FROM (SELECT ${deliveries.belegnummer} AS belegnummer,
+      ${deliveryModifiedSql} AS positions_modified, ${deliveries.id} AS delivery_id, ${deliveries.belegartId} AS belegart_id,
+      ${isoMs(deliveries.completedAt)} AS completed_at, to_char(${completedDay}, 'YYYY-MM-DD') AS completed_day,
+      ${tours.tourDate}::text AS tour_date, ${tours.accountId} AS driver_personalnummer, ${customers.name} AS customer_name,
+      ${isoMs(deliveries.mailSentAt)} AS mail_sent_at) AS e)::text AS json
+  FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId} JOIN ${customers} ON ${customers.id} = ${deliveries.customerId}
+  WHERE ${and(...completedWithin(range))}
+  ORDER BY ${deliveries.completedAt}, ${deliveries.belegnummer}, ${deliveries.belegartId}`;
+
 export interface CompletedDeliveriesSink {
   /** Called once, before the first page: how many entries follow. */
   count(total: number): Promise<void>;
-  /** The next entries in order; the next page is read once this settles (the socket's backpressure). */
-  page(entries: CompletedDeliveryItem[]): Promise<void>;
+  /** The next entries in order, each as its JSON text; the next page is read once this settles (the socket's backpressure). */
+  page(entries: string[]): Promise<void>;
 }
 
 /**
@@ -102,10 +120,10 @@ export async function streamCompletedDeliveries(db: Db, range: DayRange, sink: C
       WHERE ${and(...completedWithin(range))}`)
       ).rows;
       await sink.count(Number(total));
-      await tx.execute(sql`DECLARE completed_list NO SCROLL CURSOR FOR `.append(completedList(range)));
+      await tx.execute(sql`DECLARE completed_list NO SCROLL CURSOR FOR `.append(completedJsonList(range)));
       for (;;) {
-        const { rows } = await tx.execute<CompletedRow>(sql`FETCH ${sql.raw(String(pageSize))} FROM completed_list`);
-        if (rows.length > 0) await sink.page(rows.map(toItem));
+        const { rows } = await tx.execute<{ json: string }>(sql`FETCH ${sql.raw(String(pageSize))} FROM completed_list`);
+        if (rows.length > 0) await sink.page(rows.map((row) => row.json));
         if (rows.length < pageSize) return;
       }
     },
