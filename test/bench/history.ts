@@ -10,7 +10,7 @@ import { request, requestJson } from './http.js';
 import type { BatchShape } from './jobs.js';
 import { seedDrivers } from './seed.js';
 import { latencies, monotonicMs, round } from './stats.js';
-import { BENCH_ADMIN_KEY, startBenchServer } from './target.js';
+import { BENCH_ADMIN_KEY, newTarget, startBenchServer } from './target.js';
 import { problem, runLoad, type BenchContext, type Metrics, type Results } from './scenarios.js';
 
 export type HistorySizeName = 'month' | 'year';
@@ -203,14 +203,59 @@ async function databaseSizes(db: Db, label: string): Promise<{ total: Metrics; t
   };
 }
 
+/** Master data (unless `loaded`), today's tours, the pushing drivers and the reading driver. */
+async function prepare(server: RunningServer, size: HistorySizes, today: string, loaded: boolean) {
+  const db = server.ctx.database.db;
+  if (!loaded) {
+    await loadMasterData(db, size.company);
+    await loadToday(db, size.company, today);
+  }
+  const pushers = await seedDrivers(server, {
+    first: 50_001,
+    count: size.push.drivers,
+    deliveries: size.push.deliveries,
+    positions: size.push.positions,
+    tourDate: today,
+  });
+  const { accessToken: token } = await requestJson('POST', `${server.url}/dev/token`, {
+    admin: BENCH_ADMIN_KEY,
+    body: { personalnummer: FIRST_DRIVER },
+  });
+  const [{ id: tourId }] = (
+    await db.execute<{ id: string }>(sql`SELECT id FROM tours WHERE account_id = ${FIRST_DRIVER} AND tour_date = ${today}`)
+  ).rows;
+  await db.execute(sql`VACUUM ANALYZE tours, deliveries, delivery_items, accounts, cars`);
+  return { pushers, reader: { token, tourId } };
+}
+
+/** The figures of the database that holds only today. */
+async function emptyFigures(ctx: BenchContext, today: string): Promise<Metrics> {
+  const target = await ctx.newTarget('history_empty');
+  const server = await startBenchServer(target, { erp: renamingErp(ctx.sizes.history.import) });
+  try {
+    const { pushers, reader } = await prepare(server, ctx.sizes.history, today, false);
+    return await driverFigures(ctx, server, 'empty', reader, pushers, addDays(today, 10));
+  } finally {
+    await server.close();
+    target.dispose();
+  }
+}
+
+/** How `history` runs: load and measure (all), only load into a kept database, or only measure one loaded so. */
+export type HistoryPhase = 'all' | 'load' | 'measure';
+
 /**
  * A company's history, loaded with set-based SQL, at a month and (when `upTo` is year) at a
  * year: the back office's reads, the write-back poll, a driver's reads, push throughput and
- * the import, the last two also on the database that holds only today.
+ * the import, the last two also on a database that holds only today. With a kept database
+ * (`keptUrl`), `load` only loads it with the history of `upTo` (one size, no reads) and
+ * `measure` measures one loaded so, with the empty database's figures in the same minutes:
+ * a long load can run beside other work and the measurement alone in a quiet one.
  */
-export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise<Results> {
+export async function history(ctx: BenchContext, upTo: HistorySizeName, phase: HistoryPhase = 'all', keptUrl?: string): Promise<Results> {
   const size = ctx.sizes.history;
-  const target = await ctx.newTarget('history');
+  if (phase !== 'all' && !keptUrl) throw new Error(`history --phase ${phase} needs HISTORY_DATABASE_URL, the database to keep`);
+  const target = keptUrl ? await newTarget(ctx.kind, 'history', async () => keptUrl) : await ctx.newTarget('history');
   // The loader's statements (a chunk of days, VACUUM ANALYZE of a year) run for minutes on the
   // service's own connections, past the 5 s that guard its requests.
   const server = await startBenchServer(target, {
@@ -220,55 +265,54 @@ export async function history(ctx: BenchContext, upTo: HistorySizeName): Promise
   try {
     const db = server.ctx.database.db;
     const today = berlinDate(new Date());
-    await loadMasterData(db, size.company);
-    await loadToday(db, size.company, today);
-    const pushers = await seedDrivers(server, {
-      first: 50_001,
-      count: size.push.drivers,
-      deliveries: size.push.deliveries,
-      positions: size.push.positions,
-      tourDate: today,
-    });
-    const { accessToken: token } = await requestJson('POST', `${server.url}/dev/token`, {
-      admin: BENCH_ADMIN_KEY,
-      body: { personalnummer: FIRST_DRIVER },
-    });
-    const [{ id: tourId }] = (
-      await db.execute<{ id: string }>(sql`SELECT id FROM tours WHERE account_id = ${FIRST_DRIVER} AND tour_date = ${today}`)
-    ).rows;
-    const reader = { token, tourId };
-    await db.execute(sql`VACUUM ANALYZE`);
-
+    const days = workingDaysBefore(today, size.days[upTo]);
     const figures: Metrics = {};
     const tables: Metrics = {};
-    ctx.log('  empty');
-    Object.assign(figures, await driverFigures(ctx, server, 'empty', reader, pushers, addDays(today, 10)));
-    ctx.log(`  empty: ${JSON.stringify(figures)}`);
-    const days = workingDaysBefore(today, size.days[upTo]);
-    const labels: HistorySizeName[] = upTo === 'year' ? ['month', 'year'] : ['month'];
-    let loaded = 0;
-    for (const [index, label] of labels.entries()) {
-      const want = size.days[label];
+    const load = async (label: HistorySizeName, dates: string[]) => {
       const t0 = monotonicMs();
       await loadHistory(db, size.company, {
-        dates: days.slice(days.length - want, days.length - loaded),
+        dates,
         lastDay: days.at(-1)!,
         changeLogFrom: addDays(today, -30),
         onChunk: (done, total) => ctx.log(`  ${label}: ${done}/${total} days loaded, ${Math.round((monotonicMs() - t0) / 1000)} s`),
       });
       figures[`load_s_${label}`] = round((monotonicMs() - t0) / 1000);
-      loaded = want;
+    };
+    const measure = async (label: HistorySizeName, index: number, prepared: Awaited<ReturnType<typeof prepare>>) => {
+      const want = size.days[label];
       ctx.log(`  ${label}: reads`);
       Object.assign(
         figures,
         await backOfficeFigures(ctx, server, label, days.at(-1)!, want * size.company.drivers * size.company.deliveries),
       );
-      Object.assign(figures, await driverFigures(ctx, server, label, reader, pushers, addDays(today, 11 + index)));
+      Object.assign(figures, await driverFigures(ctx, server, label, prepared.reader, prepared.pushers, addDays(today, 11 + index)));
       const sizes = await databaseSizes(db, label);
       Object.assign(figures, sizes.total);
       Object.assign(tables, sizes.tables);
       // A year takes long to load: what is measured is shown at once.
       ctx.log(`  ${label}: ${JSON.stringify(Object.fromEntries(Object.entries(figures).filter(([key]) => key.includes(label))))}`);
+    };
+
+    if (phase === 'load') {
+      await loadMasterData(db, size.company);
+      await loadToday(db, size.company, today);
+      await load(upTo, days);
+    } else if (phase === 'measure') {
+      ctx.log('  empty');
+      Object.assign(figures, await emptyFigures(ctx, today));
+      await measure(upTo, 0, await prepare(server, size, today, true));
+    } else {
+      const prepared = await prepare(server, size, today, false);
+      ctx.log('  empty');
+      Object.assign(figures, await driverFigures(ctx, server, 'empty', prepared.reader, prepared.pushers, addDays(today, 10)));
+      const labels: HistorySizeName[] = upTo === 'year' ? ['month', 'year'] : ['month'];
+      let loaded = 0;
+      for (const [index, label] of labels.entries()) {
+        const want = size.days[label];
+        await load(label, days.slice(days.length - want, days.length - loaded));
+        loaded = want;
+        await measure(label, index, prepared);
+      }
     }
     if (figures.completed_all_rss_growth_mb_year !== undefined)
       figures.completed_all_rss_growth_mb = figures.completed_all_rss_growth_mb_year;

@@ -1,6 +1,7 @@
 /**
  * npm run bench [-- --only push,fanout] [--db postgres|pglite] [--tiny (sizes for checking the scenarios, not for figures)]
  *   [--only history --size month|year (default year; history runs only when named, on PostgreSQL unless --db says pglite)]
+ *   [--phase load|measure with HISTORY_DATABASE_URL: only load that database, or only measure it loaded so]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
  */
@@ -19,7 +20,7 @@ import {
   type BenchContext,
   type Results,
 } from './scenarios.js';
-import { history, type HistorySizeName } from './history.js';
+import { history, type HistoryPhase, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
 import { wire } from './wire.js';
@@ -63,6 +64,7 @@ const { values } = parseArgs({
     out: { type: 'string', default: 'bench-results.json' },
     tiny: { type: 'boolean', default: false },
     size: { type: 'string', default: 'year' },
+    phase: { type: 'string', default: 'all' },
   },
 });
 const only = new Set(
@@ -72,6 +74,7 @@ const only = new Set(
     .filter(Boolean),
 );
 if (values.size !== 'month' && values.size !== 'year') throw new Error(`unknown size ${values.size}; month or year`);
+if (!['all', 'load', 'measure'].includes(values.phase!)) throw new Error(`unknown phase ${values.phase}; all, load or measure`);
 for (const name of only)
   if (!scenarios.includes(name as Scenario)) throw new Error(`unknown scenario ${name}; one of ${scenarios.join(', ')}`);
 const kinds = (values.db ? values.db.split(',') : ['postgres', 'pglite']) as DatabaseKind[];
@@ -148,7 +151,10 @@ try {
       });
     if (only.has('history') && (kind === 'postgres' || values.db)) {
       await step(`history (${values.size})`, async () => {
-        Object.assign(results, await history(ctx, values.size as HistorySizeName));
+        // The month's and the year's figures may come from separate runs (--phase measure): kept side by side.
+        const found = await history(ctx, values.size as HistorySizeName, values.phase as HistoryPhase, process.env.HISTORY_DATABASE_URL);
+        results.history = { ...results.history, ...found.history };
+        results.history_tables = { ...results.history_tables, ...found.history_tables };
         const h = results.history;
         const ratio = (a: number | undefined, b: number | undefined) => (a && b ? round(a / b, 2) : undefined);
         for (const [name, value] of Object.entries({
