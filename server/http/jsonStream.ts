@@ -1,6 +1,14 @@
 import type { Response } from 'express';
 
 /**
+ * Pieces of the answer are written at about this size: a page of entries joined into one string
+ * of hundreds of kilobytes lands in V8's large-object space, which only a full collection frees,
+ * and a year's list of them grew the heap by tens of megabytes (docs/benchmarks.md); pieces this
+ * small die young.
+ */
+const PIECE_CHARS = 16 * 1024;
+
+/**
  * Writes one JSON object with one long array as its values come, instead of building it whole:
  * `open` sends the object's text up to the array, `items` its elements, `close` the rest. The
  * bytes are those `JSON.stringify` gives for the whole object when the caller's head and tail
@@ -9,20 +17,18 @@ import type { Response } from 'express';
  */
 export function jsonArrayStream(res: Response) {
   let first = true;
+  // One listener each for the whole answer: the compression middleware hands 'drain' listeners to
+  // its zlib stream and cannot take them off again, so one per wait would pile up.
+  let waiting: { resolve: () => void; reject: (error: Error) => void } | undefined;
+  res.on('drain', () => waiting?.resolve());
+  res.on('close', () => waiting?.reject(new Error('the client went away')));
   const write = async (text: string) => {
     if (res.destroyed) throw new Error('the client went away');
     if (res.write(text)) return;
     await new Promise<void>((resolve, reject) => {
-      const settle = (error?: Error) => {
-        res.off('drain', onDrain);
-        res.off('close', onClose);
-        if (error) reject(error);
-        else resolve();
-      };
-      const onDrain = () => settle();
-      const onClose = () => settle(new Error('the client went away'));
-      res.on('drain', onDrain);
-      res.on('close', onClose);
+      waiting = { resolve, reject };
+    }).finally(() => {
+      waiting = undefined;
     });
   };
   return {
@@ -32,10 +38,17 @@ export function jsonArrayStream(res: Response) {
       return write(`${head}[`);
     },
     /** The next elements, each already as its JSON text. */
-    items(texts: string[]) {
-      const separator = first || texts.length === 0 ? '' : ',';
-      if (texts.length > 0) first = false;
-      return write(separator + texts.join(','));
+    async items(texts: string[]) {
+      let piece = '';
+      for (const text of texts) {
+        piece += first ? text : `,${text}`;
+        first = false;
+        if (piece.length >= PIECE_CHARS) {
+          await write(piece);
+          piece = '';
+        }
+      }
+      if (piece) await write(piece);
     },
     /** `tail` is the object's text after the array, e.g. `,"from":null,"to":null}`. */
     async close(tail: string) {

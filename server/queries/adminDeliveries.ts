@@ -110,9 +110,10 @@ export interface CompletedDeliveriesSink {
 /**
  * The completed deliveries of a range, oldest completion first, read in pages from a cursor in
  * one read-only snapshot (the count and the entries agree): the list without bounds is every
- * completion ever, 625,000 at a year of a mid-size company, and is never held whole.
+ * completion ever, 625,000 at a year of a mid-size company, and is never held whole. Small pages:
+ * a page's rows live until the socket took them, long enough to outlive young collections.
  */
-export async function streamCompletedDeliveries(db: Db, range: DayRange, sink: CompletedDeliveriesSink, pageSize = 1000): Promise<void> {
+export async function streamCompletedDeliveries(db: Db, range: DayRange, sink: CompletedDeliveriesSink, pageSize = 200): Promise<void> {
   await db.transaction(
     async (tx) => {
       const [{ total }] = (

@@ -1,3 +1,5 @@
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import type { Db } from '../../server/db/client.js';
 import type { ErpGateway } from '../../server/integrations/erp/gateway.js';
@@ -9,6 +11,7 @@ import { FIRST_DRIVER, loadHistory, loadMasterData, loadToday, workingDaysBefore
 import { request, requestJson } from './http.js';
 import type { BatchShape } from './jobs.js';
 import { seedDrivers } from './seed.js';
+import type { StreamRead } from './streamReader.js';
 import { latencies, monotonicMs, round } from './stats.js';
 import { BENCH_ADMIN_KEY, newTarget, startBenchServer } from './target.js';
 import { problem, runLoad, type BenchContext, type Metrics, type Results } from './scenarios.js';
@@ -55,34 +58,43 @@ async function timeRuns(iterations: number, run: () => Promise<void>): Promise<n
   return samples;
 }
 
+const readerScript = fileURLToPath(new URL('./streamReader.ts', import.meta.url));
+
+/** The list read by a process of its own (streamReader.ts). */
+function readInChild(url: string): Promise<StreamRead> {
+  const child = fork(readerScript, [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  child.send(url);
+  return new Promise((resolve, reject) => {
+    child.once('message', (message: { ok: boolean; result?: StreamRead; error?: string }) =>
+      message.ok ? resolve(message.result!) : reject(new Error(`stream reader: ${message.error}`)),
+    );
+    child.once('exit', (code) => reject(new Error(`stream reader exited with ${code} before answering`)));
+  });
+}
+
 /**
- * The unparameterised completed-deliveries list, read as a stream: how long, how many entries
- * (counted, never held), and how much the process (service and this reader) grew meanwhile.
+ * The unparameterised completed-deliveries list, read as a stream by another process: how long,
+ * how many entries, and how much this process, the service alone, grew meanwhile (resident
+ * memory sampled every 5 ms, with the split of the largest growth: JavaScript heap, memory
+ * outside it, of which array buffers).
  */
-async function readCompletedAll(url: string): Promise<{ ms: number; count: number; deliveries: number; rssGrowthMb: number }> {
-  const before = process.memoryUsage().rss;
-  let peak = before;
+async function readCompletedAll(url: string) {
+  const before = process.memoryUsage();
+  const peak = { rss: before.rss, heapUsed: before.heapUsed, external: before.external, arrayBuffers: before.arrayBuffers };
   const sampler = setInterval(() => {
-    peak = Math.max(peak, process.memoryUsage().rss);
+    const now = process.memoryUsage();
+    for (const key of Object.keys(peak) as (keyof typeof peak)[]) peak[key] = Math.max(peak[key], now[key]);
   }, 5);
-  const t0 = monotonicMs();
   try {
-    const reply = await fetch(`${url}/admin/completed-deliveries`, { headers: { 'x-admin-api-key': BENCH_ADMIN_KEY } });
-    if (reply.status !== 200) throw new Error(`completed-deliveries: ${reply.status} ${(await reply.text()).slice(0, 200)}`);
-    const decoder = new TextDecoder();
-    let head = '';
-    let tail = '';
-    let deliveries = 0;
-    for await (const chunk of reply.body as unknown as AsyncIterable<Uint8Array>) {
-      const text = tail + decoder.decode(chunk, { stream: true });
-      if (head.length < 40) head += text.slice(0, 40);
-      deliveries += text.split('"delivery_id":').length - 1;
-      tail = text.slice(-14);
-      // A key cut at the chunk's end is counted with the next chunk.
-      if (tail.includes('"delivery_id":')) tail = tail.slice(tail.indexOf('"delivery_id":') + 1);
-    }
-    const count = Number(/^\{"count":(\d+)/.exec(head)?.[1] ?? NaN);
-    return { ms: monotonicMs() - t0, count, deliveries, rssGrowthMb: (peak - before) / 2 ** 20 };
+    const read = await readInChild(url);
+    const mb = (key: keyof typeof peak) => (peak[key] - before[key]) / 2 ** 20;
+    return {
+      ...read,
+      rssGrowthMb: mb('rss'),
+      heapGrowthMb: mb('heapUsed'),
+      externalGrowthMb: mb('external'),
+      buffersGrowthMb: mb('arrayBuffers'),
+    };
   } finally {
     clearInterval(sampler);
   }
@@ -175,17 +187,22 @@ export async function backOfficeFigures(
     }),
   );
   const all: number[] = [];
-  let growth = 0;
+  let growth = { rss: 0, heap: 0, external: 0, buffers: 0 };
   for (let i = 0; i <= size.allIterations; i++) {
     const read = await readCompletedAll(server.url);
     if (read.count !== expected || read.deliveries !== expected) {
       problem(ctx, `completed-deliveries (${label}): count ${read.count}, ${read.deliveries} entries, expected ${expected}`);
     }
     if (i > 0) all.push(read.ms);
-    growth = Math.max(growth, read.rssGrowthMb);
+    // The first read's growth includes what the service allocates once (code, pools), not what sending costs.
+    if (i > 0 && read.rssGrowthMb > growth.rss)
+      growth = { rss: read.rssGrowthMb, heap: read.heapGrowthMb, external: read.externalGrowthMb, buffers: read.buffersGrowthMb };
   }
   put('completed_all', all);
-  out[`completed_all_rss_growth_mb_${label}`] = round(growth);
+  out[`completed_all_rss_growth_mb_${label}`] = round(growth.rss);
+  out[`completed_all_heap_growth_mb_${label}`] = round(growth.heap);
+  out[`completed_all_external_growth_mb_${label}`] = round(growth.external);
+  out[`completed_all_buffers_growth_mb_${label}`] = round(growth.buffers);
   return out;
 }
 
