@@ -2,6 +2,7 @@
  * npm run bench [-- --only push,fanout] [--db postgres|pglite] [--tiny (sizes for checking the scenarios, not for figures)]
  *   [--only history --size month|year (default year; history runs only when named, on PostgreSQL unless --db says pglite)]
  *   [--phase load|measure with HISTORY_DATABASE_URL: only load that database, or only measure it loaded so]
+ *   [--only live --drivers 10000 (default 1000,5000,10000,15000) --service-dir <checkout> --cpu-prof-dir <dir>; PostgreSQL only]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
  */
@@ -18,19 +19,21 @@ import {
   tourRead,
   writeScenarios,
   type BenchContext,
+  type Metrics,
   type Results,
 } from './scenarios.js';
+import { fullLiveSizes, live, tinyLiveSizes } from './live.js';
 import { history, type HistoryPhase, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
 import { wire } from './wire.js';
 import { newTarget, type DatabaseKind } from './target.js';
 
-const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'wire', 'fanout', 'import', 'startup', 'sdk', 'history'] as const;
+const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'wire', 'fanout', 'import', 'startup', 'sdk', 'history', 'live'] as const;
 /** Scenarios that need no database; their figures are kept under `client`. */
 const clientScenarios = new Set<string>(['sdk']);
-// Loading a year takes many minutes: history runs only when named.
-const byDefault = scenarios.filter((s) => s !== 'history');
+// Loading a year takes many minutes, live holds the machine for as long: they run only when named.
+const byDefault = scenarios.filter((s) => s !== 'history' && s !== 'live');
 type Scenario = (typeof scenarios)[number];
 
 /** The targets on PostgreSQL: [scenario, metric, bound, 'min' | 'max']. */
@@ -55,6 +58,13 @@ export const targets: [Scenario, string, number, 'min' | 'max'][] = [
   ['history', 'import_year_ratio', 1.15, 'max'],
   ['history', 'me_tours_year_ratio', 1.15, 'max'],
   ['history', 'tour_read_year_ratio', 1.15, 'max'],
+  ...[10_000, 15_000].flatMap((n): [Scenario, string, number, 'min' | 'max'][] => [
+    ['live', `push_p99_ms_${n}`, 50, 'max'],
+    ['live', `fanout_p99_ms_${n}`, 100, 'max'],
+  ]),
+  ...[1000, 5000, 10_000, 15_000].map((n): [Scenario, string, number, 'min' | 'max'] => ['live', `errors_${n}`, 0, 'max']),
+  // The sockets held cost at most 10 points of CPU over the same pushes with none open.
+  ['live', 'cpu_pct_added_10000', 10, 'max'],
 ];
 
 const { values } = parseArgs({
@@ -65,6 +75,9 @@ const { values } = parseArgs({
     tiny: { type: 'boolean', default: false },
     size: { type: 'string', default: 'year' },
     phase: { type: 'string', default: 'all' },
+    drivers: { type: 'string' },
+    'service-dir': { type: 'string' },
+    'cpu-prof-dir': { type: 'string' },
   },
 });
 const only = new Set(
@@ -129,25 +142,28 @@ try {
           results.push.floor_ratio = round(results.push.events_per_s / results.floor.events_per_s, 2);
       });
     }
-    if (only.has('tour_read'))
-      await step('tour_read', async () => {
-        results.tour_read = await tourRead(ctx);
-      });
-    if (only.has('wire'))
-      await step('wire', async () => {
-        results.wire = await wire(ctx);
-      });
-    if (only.has('fanout'))
-      await step('fanout', async () => {
-        results.fanout = await fanout(ctx);
-      });
-    if (only.has('import'))
-      await step('import', async () => {
-        results.import = await importScenario(ctx);
-      });
-    if (only.has('startup'))
-      await step('startup', async () => {
-        results.startup = await startup(ctx);
+    const single: [Scenario, (ctx: BenchContext) => Promise<Metrics>][] = [
+      ['tour_read', tourRead],
+      ['wire', wire],
+      ['fanout', fanout],
+      ['import', importScenario],
+      ['startup', startup],
+    ];
+    for (const [name, scenario] of single)
+      if (only.has(name))
+        await step(name, async () => {
+          results[name] = await scenario(ctx);
+        });
+    if (only.has('live') && kind === 'postgres')
+      await step('live', async () => {
+        const sizes = values.tiny ? tinyLiveSizes : fullLiveSizes;
+        const drivers = values.drivers?.split(',').map(Number) ?? sizes.drivers;
+        const options = { serviceDir: values['service-dir'], profileDir: values['cpu-prof-dir'] };
+        // Merged: one size per run adds its figures to those of the others.
+        results.live = { ...results.live, ...(await live(ctx, { ...sizes, drivers }, options)) };
+        for (const n of drivers)
+          if (results.live[`cpu_pct_${n}`] !== undefined)
+            results.live[`cpu_pct_added_${n}`] = round(results.live[`cpu_pct_${n}`] - results.live[`cpu_pct_nosockets_${n}`]);
       });
     if (only.has('history') && (kind === 'postgres' || values.db)) {
       await step(`history (${values.size})`, async () => {

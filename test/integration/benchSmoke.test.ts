@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { history } from '../bench/history.js';
 import { fanout, importScenario, tinySizes, tourRead, writeScenarios, type BenchContext } from '../bench/scenarios.js';
+import { live, tinyLiveSizes } from '../bench/live.js';
 import { newTarget } from '../bench/target.js';
 import { wire } from '../bench/wire.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
@@ -89,4 +90,25 @@ describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
     expect(figures.db_mb_year).toBeGreaterThan(figures.db_mb_month);
     expect(figures.completed_all_rss_growth_mb).toBeGreaterThanOrEqual(0);
   }, 180_000);
+});
+
+// The service in a process of its own on PostgreSQL, as the scenario measures it (PGlite lives in one process).
+describe('live bench scenario on postgres', () => {
+  it('keeps every socket, applies every push and brings every pushed change to the second device of its account', async () => {
+    const ctx: BenchContext = {
+      kind: 'postgres',
+      sizes: tinySizes,
+      log: () => undefined,
+      problems: [],
+      newTarget: (name) => newTarget('postgres', name, () => createPostgresDatabase()),
+    };
+    const figures = await live(ctx, tinyLiveSizes);
+    expect(ctx.problems).toEqual([]);
+    expect(figures.errors_50).toBe(0);
+    expect(figures.pushes_per_s_50).toBeGreaterThan(0);
+    expect(figures.fanout_receipts_50).toBeGreaterThan(0);
+    // Read from the service process over the measured windows; missing or zero if its answers never arrive.
+    expect(figures.cpu_pct_50).toBeGreaterThan(0);
+    expect(figures.cpu_pct_nosockets_50).toBeGreaterThan(0);
+  }, 120_000);
 });

@@ -1,0 +1,267 @@
+/**
+ * live: how many connected drivers one instance holds. The service runs in a process of its own
+ * (started from any checkout, so one load tool measures two versions); N drivers, each with an
+ * account, a tour, a token and a WebSocket, push one scan per interval on average from several
+ * load processes; some hold a second device, which times the fan-out from the push's answer to
+ * its receipt. The same pushes run first with no socket open, for the CPU the sockets add.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/node-postgres';
+import pg from 'pg';
+import { createDevIdentityProvider } from '../../server/auth/devIdentityProvider.js';
+import { loadConfig } from '../../server/config.js';
+import type { Db } from '../../server/db/client.js';
+import { freePort } from '../helpers/embeddedPostgres.js';
+import { loadMasterData, loadToday } from './historyLoad.js';
+import { request, requestJson } from './http.js';
+import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js';
+import type { ServiceUsage } from './liveService.js';
+import type { BenchContext, Metrics } from './scenarios.js';
+import { percentile, round, monotonicMs, sleep } from './stats.js';
+import type { Target } from './target.js';
+
+export interface LiveSizes {
+  drivers: number[];
+  /** Drivers holding a second device (the fan-out samples). */
+  secondDevices: number;
+  /** One push per driver per this many ms on average. */
+  intervalMs: number;
+  warmupMs: number;
+  durationMs: number;
+  /** Sockets per load process; the machine allows about 20,000 open files per process. */
+  socketsPerProcess: number;
+}
+
+export interface LiveOptions {
+  /** The checkout whose service is measured (default this one). */
+  serviceDir?: string;
+  /** Writes a CPU profile of the service there (node --cpu-prof). */
+  profileDir?: string;
+}
+
+export const fullLiveSizes: LiveSizes = {
+  drivers: [1000, 5000, 10_000, 15_000],
+  secondDevices: 200,
+  intervalMs: 30_000,
+  warmupMs: 15_000,
+  durationMs: 60_000,
+  socketsPerProcess: 2500,
+};
+
+/** Small enough for a test run: every push applied, every socket kept, every change fanned out. */
+export const tinyLiveSizes: LiveSizes = {
+  drivers: [50],
+  secondDevices: 10,
+  intervalMs: 1000,
+  warmupMs: 1000,
+  durationMs: 4000,
+  socketsPerProcess: 40,
+};
+
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+export const thisCheckout = fileURLToPath(new URL('../..', import.meta.url));
+const TODAY = '2026-06-01';
+
+export async function live(ctx: BenchContext, size: LiveSizes, options: LiveOptions = {}): Promise<Metrics> {
+  if (ctx.kind !== 'postgres') throw new Error('live runs on PostgreSQL only (the service runs in its own process)');
+  const figures: Metrics = {};
+  for (const drivers of size.drivers) Object.assign(figures, await liveSize(ctx, size, drivers, options));
+  return figures;
+}
+
+async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, options: LiveOptions): Promise<Metrics> {
+  const target = await ctx.newTarget(`live_${count}`);
+  const service = await startService(target, options);
+  const loads: LoadProcess[] = [];
+  try {
+    const t0 = monotonicMs();
+    const drivers = await seed(target, service.url, count, size.secondDevices);
+    const { cursor } = await requestJson<{ cursor: string }>('GET', `${service.url}/sync/cursor`, { token: drivers[0].token });
+    const processes = Math.ceil((count + size.secondDevices) / size.socketsPerProcess);
+    for (let p = 0; p < processes; p++) {
+      const mine = drivers.filter((_, i) => i % processes === p);
+      loads.push(startLoad({ type: 'init', url: service.url, cursor, drivers: mine, connectConcurrency: 10 }));
+    }
+    ctx.log(`  ${count} drivers: seeded with tokens in ${Math.round(monotonicMs() - t0)} ms; ${processes} load processes`);
+
+    const idle = await measure(ctx, size, service, loads, `${count} drivers, no sockets`);
+    const heapBefore = await service.usage(true);
+    const c0 = monotonicMs();
+    const connected = await Promise.all(loads.map((l) => l.ask({ type: 'connect' })));
+    const sockets = count + size.secondDevices;
+    const heapAfter = await service.usage(true);
+    const connectErrors = countErrors(ctx, connected as Extract<LiveReply, { type: 'connected' }>[]);
+    ctx.log(`  ${sockets} sockets in ${Math.round(monotonicMs() - c0)} ms, ${connectErrors} refused`);
+    const busy = await measure(ctx, size, service, loads, `${count} drivers, ${sockets} sockets`);
+    await Promise.all(loads.map((l) => l.ask({ type: 'disconnect' })));
+    return {
+      [`pushes_per_s_${count}`]: busy.pushesPerSecond,
+      [`push_p50_ms_${count}`]: busy.p50,
+      [`push_p99_ms_${count}`]: busy.p99,
+      [`fanout_p99_ms_${count}`]: busy.fanoutP99,
+      [`fanout_receipts_${count}`]: busy.fanoutReceipts,
+      [`cpu_pct_${count}`]: busy.cpuPct,
+      [`cpu_pct_nosockets_${count}`]: idle.cpuPct,
+      [`push_p99_ms_nosockets_${count}`]: idle.p99,
+      [`errors_${count}`]: busy.errors + idle.errors + connectErrors,
+      heap_kb_per_socket: round((heapAfter.heapUsedBytes - heapBefore.heapUsedBytes) / 1024 / sockets, 2),
+    };
+  } finally {
+    for (const load of loads) load.child.kill();
+    await service.stop();
+    target.dispose();
+  }
+}
+
+/** One run of pushes on every load process; the service's CPU is read at the measured window's edges. */
+async function measure(ctx: BenchContext, size: LiveSizes, service: Service, loads: LoadProcess[], label: string) {
+  const { warmupMs, durationMs, intervalMs } = size;
+  const startAt = monotonicMs() + 200;
+  const window = (async () => {
+    await sleep(startAt + warmupMs - monotonicMs());
+    const from = await service.usage(false);
+    await sleep(startAt + warmupMs + durationMs - monotonicMs());
+    return (await service.usage(false)).cpuMs - from.cpuMs;
+  })();
+  const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
+  const cpuPct = round(((await window) / durationMs) * 100);
+  const pushes = runs.flatMap((r) => r.pushLatencies);
+  const fanout = runs.flatMap((r) => r.fanoutLatencies);
+  const errors = countErrors(ctx, runs);
+  const figures = {
+    pushesPerSecond: round(pushes.length / (durationMs / 1000)),
+    p50: round(percentile(pushes, 50)),
+    p99: round(percentile(pushes, 99)),
+    fanoutP99: round(percentile(fanout, 99)),
+    fanoutReceipts: fanout.length,
+    cpuPct,
+    errors,
+  };
+  const loadCpu = round((runs.reduce((n, r) => n + r.cpuMs, 0) / durationMs) * 100);
+  ctx.log(
+    `  ${label}: ${figures.pushesPerSecond} pushes/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms, ` +
+      `fan-out p99 ${figures.fanoutP99} ms (${fanout.length} receipts), service CPU ${cpuPct} %, load CPU ${loadCpu} %, ${errors} errors`,
+  );
+  return figures;
+}
+
+function countErrors(ctx: BenchContext, replies: { errors: Record<string, number>; examples: string[] }[]): number {
+  let total = 0;
+  for (const reply of replies) {
+    total += Object.values(reply.errors).reduce((a, b) => a + b, 0);
+    for (const example of reply.examples) ctx.problems.push(`live: ${example}`);
+  }
+  if (total > 0) ctx.log(`  errors: ${JSON.stringify(replies.map((r) => r.errors))}; ${ctx.problems.slice(-3).join('; ')}`);
+  return total;
+}
+
+/** Accounts, today's tours (one delivery of two open lines each) in a few statements, and a token each from the service's dev key. */
+async function seed(target: Target, url: string, count: number, secondDevices: number): Promise<LiveDriver[]> {
+  const pool = new pg.Pool({ connectionString: target.databaseUrl, max: 1 });
+  try {
+    const db = drizzle({ client: pool }) as unknown as Db;
+    const company = { drivers: count, deliveries: 1, positions: 2 };
+    await loadMasterData(db, company);
+    await loadToday(db, company, TODAY);
+    // Lines that take scans for as long as the run lasts.
+    await db.execute(sql`UPDATE articles SET scannable = true`);
+    await db.execute(sql`UPDATE delivery_items SET required_quantity = 1000000`);
+    await db.execute(sql`ANALYZE`);
+    const rows = await db.execute<{ account_id: string; delivery_id: string; items: string[] }>(sql`
+      SELECT t.account_id::text, d.id AS delivery_id, array_agg(i.id ORDER BY i.line_number) AS items
+      FROM tours t JOIN deliveries d ON d.tour_id = t.id JOIN delivery_items i ON i.delivery_id = d.id
+      WHERE t.tour_date = ${TODAY}::date GROUP BY t.account_id, d.id ORDER BY t.account_id`);
+    const config = loadConfig(target.env);
+    const idp = await createDevIdentityProvider({
+      dataDir: target.dataDir,
+      audience: config.auth.audience,
+      claim: config.auth.personalnummerClaim,
+      roleClaim: config.auth.syncRoleClaim,
+      ttlSeconds: config.auth.devTokenTtlSeconds,
+    });
+    const every = Math.max(1, Math.floor(count / secondDevices));
+    return Promise.all(
+      rows.rows.map(async (row, i) => ({
+        personalnummer: Number(row.account_id),
+        token: (await idp.mint(`${url}/dev/oidc`, Number(row.account_id))).accessToken,
+        deliveryId: row.delivery_id,
+        items: row.items,
+        secondDevice: i % every === 0 && i / every < secondDevices,
+      })),
+    );
+  } finally {
+    await pool.end();
+  }
+}
+
+interface Service {
+  url: string;
+  usage(gc: boolean): Promise<ServiceUsage>;
+  stop(): Promise<void>;
+}
+
+/** `server/main.ts` of the checkout, as `npm start` runs it, with a line to ask for its CPU and heap. */
+async function startService(target: Target, options: LiveOptions): Promise<Service> {
+  const port = await freePort();
+  const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : [];
+  const child = fork(here('./liveService.ts'), [], {
+    cwd: options.serviceDir ?? thisCheckout,
+    execArgv: ['--import', 'tsx', '--expose-gc', ...profile],
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...target.env, PORT: String(port) },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${port}`;
+  const started = monotonicMs();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the service exited with ${child.exitCode} before answering`);
+    const reply = await request('GET', `${url}/health`).catch(() => undefined);
+    if (reply?.status === 200) break;
+    if (monotonicMs() - started > 60_000) throw new Error('no 200 from /health within 60 s');
+    await sleep(50);
+  }
+  let asking = Promise.resolve<unknown>(undefined);
+  return {
+    url,
+    usage: (gc) => {
+      const answer = asking.then(
+        () =>
+          new Promise<ServiceUsage>((resolve) => {
+            child.once('message', (message: ServiceUsage) => resolve(message));
+            child.send({ usage: true, gc });
+          }),
+      );
+      asking = answer;
+      return answer;
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+interface LoadProcess {
+  child: ChildProcess;
+  ask(command: LiveCommand): Promise<LiveReply>;
+}
+
+function startLoad(init: LiveCommand): LoadProcess {
+  const child = fork(here('./liveLoad.ts'), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  child.send(init);
+  return {
+    child,
+    ask: (command) =>
+      new Promise((resolve, reject) => {
+        const gone = (code: number | null) => reject(new Error(`a load process exited with ${code}`));
+        child.once('exit', gone);
+        child.once('message', (message: LiveReply) => {
+          child.off('exit', gone);
+          resolve(message);
+        });
+        child.send(command);
+      }),
+  };
+}

@@ -1,0 +1,211 @@
+/**
+ * One load process of the live scenario (forked by live.ts; a process holds a few thousand
+ * sockets, below the open-file limit). Its drivers each hold a WebSocket of /sync/ws, some a
+ * second one (another device of the account), and push one scan at random moments, on average
+ * one per interval (a Poisson process per driver, so the service sees no synchronised waves).
+ */
+import { randomUUID } from 'node:crypto';
+import { WebSocket } from 'ws';
+import { request } from './http.js';
+import type { ScanEvent } from './jobs.js';
+import { monotonicMs, sleep } from './stats.js';
+
+export interface LiveDriver {
+  personalnummer: number;
+  token: string;
+  deliveryId: string;
+  items: string[];
+  /** Holds a second device, whose receipts of this driver's changes are the fan-out samples. */
+  secondDevice: boolean;
+}
+
+export type LiveCommand =
+  | { type: 'init'; url: string; cursor: string; drivers: LiveDriver[]; connectConcurrency: number }
+  | { type: 'connect' }
+  /** Pushes from `startAt` (monotonic ms, shared by every process on the host); samples after the warm-up. */
+  | { type: 'run'; startAt: number; warmupMs: number; durationMs: number; intervalMs: number }
+  | { type: 'disconnect' };
+
+export interface LiveRun {
+  pushLatencies: number[];
+  fanoutLatencies: number[];
+  /** Load-process CPU over the measured window, ms. */
+  cpuMs: number;
+  errors: Record<string, number>;
+  examples: string[];
+}
+
+export type LiveReply =
+  { type: 'connected'; errors: Record<string, number>; examples: string[] } | ({ type: 'ran' } & LiveRun) | { type: 'done' };
+
+let init: Extract<LiveCommand, { type: 'init' }>;
+const sockets: WebSocket[] = [];
+let closing = false;
+let errors: Record<string, number> = {};
+let examples: string[] = [];
+/** Fan-out: per event id of a pushing driver with a second device, when the answer and the receipt came. */
+const fanout = new Map<string, { answeredAt?: number; receivedAt?: number; measured: boolean }>();
+let fanoutLatencies: number[] = [];
+
+function error(kind: string, detail: string) {
+  errors[kind] = (errors[kind] ?? 0) + 1;
+  if (examples.length < 5) examples.push(`${kind}: ${detail}`);
+}
+
+function settleFanout(eventId: string) {
+  const entry = fanout.get(eventId);
+  if (entry?.answeredAt === undefined || entry.receivedAt === undefined) return;
+  // The change may reach the other device before the answer reaches the pushing one: no wait then.
+  if (entry.measured) fanoutLatencies.push(Math.max(0, entry.receivedAt - entry.answeredAt));
+  fanout.delete(eventId);
+}
+
+/** A device: resumes from the cursor and is ready at the first `changes` message. */
+function openDevice(driver: LiveDriver, watchesFanout: boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${init.url.replace(/^http/, 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${driver.token}` } });
+    let ready = false;
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'resume', cursor: init.cursor })));
+    ws.on('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+    ws.on('message', (data) => {
+      if (!ready) {
+        ready = true;
+        sockets.push(ws);
+        resolve();
+      }
+      if (!watchesFanout) return;
+      const now = monotonicMs();
+      const message = JSON.parse(data.toString()) as { type: string; changes?: { eventIds?: string[] }[] };
+      if (message.type !== 'changes') return error('unexpected_message', data.toString().slice(0, 200));
+      for (const id of (message.changes ?? []).flatMap((c) => c.eventIds ?? [])) {
+        const entry = fanout.get(id);
+        if (!entry) continue;
+        entry.receivedAt = now;
+        settleFanout(id);
+      }
+    });
+    ws.on('error', (e) => (ready ? error('socket_error', String(e)) : reject(e)));
+    ws.on('close', (code) => {
+      if (ready && !closing) error('socket_closed', `closed ${code}`);
+    });
+  });
+}
+
+async function connect() {
+  const devices = init.drivers.flatMap((d) =>
+    d.secondDevice
+      ? [
+          { d, fan: false },
+          { d, fan: true },
+        ]
+      : [{ d, fan: false }],
+  );
+  let next = 0;
+  // A few upgrades at a time per process: each costs the service a token check and a first read.
+  await Promise.all(
+    Array.from({ length: init.connectConcurrency }, async () => {
+      while (next < devices.length) {
+        const { d, fan } = devices[next++];
+        await openDevice(d, fan).catch((e: Error) => error('connect_failed', e.message));
+      }
+    }),
+  );
+}
+
+async function drive(driver: LiveDriver, run: Extract<LiveCommand, { type: 'run' }>, pushLatencies: number[]) {
+  const measureFrom = run.startAt + run.warmupMs;
+  const end = measureFrom + run.durationMs;
+  const gap = () => -Math.log(1 - Math.random()) * run.intervalMs;
+  let at = run.startAt + gap();
+  let item = Math.floor(Math.random() * driver.items.length);
+  for (;;) {
+    await sleep(at - monotonicMs());
+    if (at >= end) return;
+    const event: ScanEvent = {
+      eventId: randomUUID(),
+      occurredAt: new Date().toISOString(),
+      type: 'scan',
+      deliveryItemId: driver.items[item++ % driver.items.length],
+      action: 'scan',
+    };
+    const started = monotonicMs();
+    const measured = started >= measureFrom;
+    if (driver.secondDevice && sockets.length > 0) fanout.set(event.eventId, { measured });
+    try {
+      const reply = await request('POST', `${init.url}/sync/push`, {
+        token: driver.token,
+        body: { clientId: `live-${driver.personalnummer}`, events: [event] },
+      });
+      const answeredAt = monotonicMs();
+      const result = reply.status === 200 ? (JSON.parse(reply.text) as { results: { status: string }[] }).results[0] : undefined;
+      if (result?.status !== 'applied') {
+        error('push_failed', `${reply.status} ${reply.text.slice(0, 200)}`);
+        fanout.delete(event.eventId);
+      } else {
+        if (measured) pushLatencies.push(answeredAt - started);
+        const entry = fanout.get(event.eventId);
+        if (entry) {
+          entry.answeredAt = answeredAt;
+          settleFanout(event.eventId);
+        }
+      }
+    } catch (e) {
+      error('push_failed', String(e));
+      fanout.delete(event.eventId);
+    }
+    at = Math.max(at + gap(), monotonicMs());
+  }
+}
+
+async function run(command: Extract<LiveCommand, { type: 'run' }>): Promise<LiveRun> {
+  errors = {};
+  examples = [];
+  fanoutLatencies = [];
+  const pushLatencies: number[] = [];
+  let cpuFrom: NodeJS.CpuUsage | undefined;
+  let cpuMs = 0;
+  const marks = [
+    setTimeout(() => (cpuFrom = process.cpuUsage()), command.startAt + command.warmupMs - monotonicMs()),
+    setTimeout(
+      () => {
+        const used = process.cpuUsage(cpuFrom);
+        cpuMs = (used.user + used.system) / 1000;
+      },
+      command.startAt + command.warmupMs + command.durationMs - monotonicMs(),
+    ),
+  ];
+  await Promise.all(init.drivers.map((driver) => drive(driver, command, pushLatencies)));
+  marks.forEach(clearTimeout);
+  // Late receipts count with their real latency for up to two seconds; then they are missing.
+  for (let waited = 0; waited < 2000 && [...fanout.values()].some((f) => f.answeredAt !== undefined); waited += 50) await sleep(50);
+  for (const entry of fanout.values()) if (entry.answeredAt !== undefined && entry.measured) error('fanout_missing', 'no receipt in 2 s');
+  fanout.clear();
+  return { pushLatencies, fanoutLatencies, cpuMs, errors, examples };
+}
+
+const reply = (message: LiveReply) => process.send!(message);
+
+process.on('message', (command: LiveCommand) => {
+  const work = async () => {
+    switch (command.type) {
+      case 'init':
+        init = command;
+        return;
+      case 'connect':
+        errors = {};
+        examples = [];
+        await connect();
+        return reply({ type: 'connected', errors, examples });
+      case 'run':
+        return reply({ type: 'ran', ...(await run(command)) });
+      case 'disconnect':
+        closing = true;
+        for (const ws of sockets.splice(0)) ws.terminate();
+        return reply({ type: 'done' });
+    }
+  };
+  work().catch((e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  });
+});

@@ -1,0 +1,23 @@
+/**
+ * The service under test of the live scenario, in a process of its own: it starts `server/main.ts`
+ * of the checkout it runs in (its working directory, which may be another one than the bench's),
+ * so one load tool measures two versions. Over IPC it answers its CPU time and, after a full
+ * collection (run with --expose-gc), its heap.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export interface ServiceUsage {
+  /** User and system time of every thread of the process, in ms. */
+  cpuMs: number;
+  heapUsedBytes: number;
+}
+
+process.on('message', (question: { usage: boolean; gc: boolean }) => {
+  if (question.gc) globalThis.gc?.();
+  const cpu = process.cpuUsage();
+  const answer: ServiceUsage = { cpuMs: (cpu.user + cpu.system) / 1000, heapUsedBytes: process.memoryUsage().heapUsed };
+  process.send!(answer);
+});
+
+await import(pathToFileURL(path.join(process.cwd(), 'server/main.ts')).href);
