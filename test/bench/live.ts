@@ -45,7 +45,7 @@ export const fullLiveSizes: LiveSizes = {
   drivers: [1000, 5000, 10_000, 15_000],
   secondDevices: 200,
   intervalMs: 30_000,
-  warmupMs: 15_000,
+  warmupMs: 10_000,
   durationMs: 60_000,
   socketsPerProcess: 2500,
 };
@@ -74,6 +74,7 @@ export async function live(ctx: BenchContext, size: LiveSizes, options: LiveOpti
 async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, options: LiveOptions): Promise<Metrics> {
   const target = await ctx.newTarget(`live_${count}`);
   const service = await startService(target, options);
+  ctx.log(`  service of ${options.serviceDir ?? thisCheckout} at ${service.url}`);
   const loads: LoadProcess[] = [];
   try {
     const t0 = monotonicMs();

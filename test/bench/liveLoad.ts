@@ -118,9 +118,9 @@ async function drive(driver: LiveDriver, run: Extract<LiveCommand, { type: 'run'
   const gap = () => -Math.log(1 - Math.random()) * run.intervalMs;
   let at = run.startAt + gap();
   let item = Math.floor(Math.random() * driver.items.length);
-  for (;;) {
+  // The next push may be due long after the end: stop without waiting for it.
+  while (at < end) {
     await sleep(at - monotonicMs());
-    if (at >= end) return;
     const event: ScanEvent = {
       eventId: randomUUID(),
       occurredAt: new Date().toISOString(),
