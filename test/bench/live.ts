@@ -83,7 +83,7 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
     const processes = Math.ceil((count + size.secondDevices) / size.socketsPerProcess);
     for (let p = 0; p < processes; p++) {
       const mine = drivers.filter((_, i) => i % processes === p);
-      loads.push(startLoad({ type: 'init', url: service.url, cursor, drivers: mine, connectConcurrency: 10 }));
+      loads.push(startLoad({ type: 'init', url: service.url, cursor, drivers: mine, connectConcurrency: 40 }));
     }
     ctx.log(`  ${count} drivers: seeded with tokens in ${Math.round(monotonicMs() - t0)} ms; ${processes} load processes`);
 
