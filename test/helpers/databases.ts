@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { againstBuild } from './target.js';
 
-export const databaseKinds = ['pglite', 'postgres'] as const;
-export type DatabaseKind = (typeof databaseKinds)[number];
+export type DatabaseKind = 'pglite' | 'postgres';
+/** The databases every integration test runs on; the built service is tested on PostgreSQL only. */
+export const databaseKinds: readonly DatabaseKind[] = againstBuild ? ['postgres'] : ['pglite', 'postgres'];
 
 /** A fresh, empty PostgreSQL database for one test file or server. */
 export async function createPostgresDatabase(): Promise<string> {

@@ -2,7 +2,9 @@ import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { accounts } from '../../server/db/schema.js';
 import { startServer, type RunningServer, type StartOptions } from '../../server/server.js';
+import { startBuiltServer, type BuiltServer } from './builtServer.js';
 import { createPostgresDatabase, type DatabaseKind } from './databases.js';
+import { againstBuild } from './target.js';
 
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 /** The default sync role (OIDC_SYNC_ROLE): sends any driver's tour. */
@@ -22,17 +24,32 @@ export interface RequestOptions {
   headers?: Record<string, string>;
 }
 
-export class TestServer {
-  constructor(readonly running: RunningServer) {}
+/** Thrown where a test reaches into the service: such a test is not black-box and stays out of the `build` project. */
+const notBlackBox = (what: string) => new Error(`${what} needs the service in process; the built service is tested black-box only`);
 
+/** The service under test: started in process (`startServer`), or the build in a child process. */
+export class TestServer {
+  private readonly inProcess?: RunningServer;
+  private readonly built?: BuiltServer;
+
+  constructor(server: RunningServer | BuiltServer) {
+    if ('ctx' in server) this.inProcess = server;
+    else this.built = server;
+  }
+
+  get running(): RunningServer {
+    if (!this.inProcess) throw notBlackBox('The running server');
+    return this.inProcess;
+  }
   get url() {
-    return this.running.url;
+    return (this.built ?? this.running).url;
   }
   get ctx() {
     return this.running.ctx;
   }
+  /** The service's database: its own handle in process, a connection of the test's to the built service's. */
   get db() {
-    return this.running.ctx.database.db;
+    return this.built?.db ?? this.running.ctx.database.db;
   }
 
   async request<T = any>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
@@ -66,21 +83,31 @@ export class TestServer {
       .onConflictDoUpdate({ target: accounts.personalnummer, set: { name, active } });
   }
 
-  /** A development token for an account, seeding the account first; `roles` go into the role claim. */
+  /** A token for an account, seeding the account first; `roles` go into the role claim. */
   async token(personalnummer: number, roles?: string[]): Promise<string> {
     await this.seedAccount(personalnummer);
+    return this.issueToken(personalnummer, roles);
+  }
+
+  /**
+   * A token for an existing account: from the development identity provider in process, from
+   * the test's OIDC issuer for the built service (which refuses `/dev/token` in production).
+   */
+  async issueToken(personalnummer: number, roles?: string[]): Promise<string> {
+    if (this.built) return this.built.token(personalnummer, roles);
     const response = await this.post('/dev/token', { personalnummer, roles }, { admin: true });
     if (response.status !== 200) throw new Error(`token: ${response.status} ${response.text}`);
     return response.body.accessToken;
   }
 
   close() {
-    return this.running.close();
+    return (this.built ?? this.running).close();
   }
 }
 
-export async function testConfig(kind: DatabaseKind, env: Record<string, string> = {}) {
-  return loadConfig({
+/** The settings of a test server: quiet, no ERP import, a fresh PostgreSQL database unless PGlite. */
+async function testSettings(kind: DatabaseKind, env: Record<string, string>): Promise<Record<string, string>> {
+  return {
     NODE_ENV: 'test',
     PORT: '0',
     HOST: '127.0.0.1',
@@ -89,10 +116,18 @@ export async function testConfig(kind: DatabaseKind, env: Record<string, string>
     ERP_IMPORT_ENABLED: 'false',
     ...(kind === 'postgres' ? { DATABASE_URL: await createPostgresDatabase() } : {}),
     ...env,
-  });
+  };
+}
+
+export async function testConfig(kind: DatabaseKind, env: Record<string, string> = {}) {
+  return loadConfig(await testSettings(kind, env));
 }
 
 export async function startTestServer(kind: DatabaseKind, env: Record<string, string> = {}, options: StartOptions = {}) {
+  if (againstBuild) {
+    if (kind !== 'postgres' || Object.keys(options).length) throw notBlackBox(`A server on ${kind} with ${Object.keys(options)}`);
+    return new TestServer(await startBuiltServer(await testSettings(kind, env)));
+  }
   const config = await testConfig(kind, env);
   return new TestServer(await startServer(config, { ephemeral: true, ...options }));
 }

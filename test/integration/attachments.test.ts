@@ -8,6 +8,7 @@ import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { blob, completionForm, rawPng, signaturePng } from '../helpers/uploads.js';
+import { inProcess } from '../helpers/target.js';
 
 let nextAccount = 62_000;
 
@@ -136,7 +137,7 @@ describe.each(databaseKinds)('attachment previews on %s', (kind) => {
     expect(huge.metadata).toMatchObject({ width: 1654, height: 2339 });
   });
 
-  it('answers a page beyond the document with 404', async () => {
+  inProcess.it('answers a page beyond the document with 404', async () => {
     const result = await preview(api, token, reportId, '?page=99');
     expect(result.status).toBe(404);
     expect(result.body).toMatchObject({ code: 'not_found', errors: [{ path: 'query.page' }] });
@@ -164,7 +165,7 @@ describe.each(databaseKinds)('attachment previews on %s', (kind) => {
     expect((await preview(api, token, signatureId, '?w=300', { 'if-none-match': '"other"' })).status).toBe(200);
   });
 
-  it('serves a repeated preview from the cache without rendering it again', async () => {
+  inProcess.it('serves a repeated preview from the cache without rendering it again', async () => {
     const query = `?w=${200 + Math.floor(Math.random() * 100)}&ext=webp`;
     const first = await preview(api, token, reportId, query);
     const renders = api.ctx.previews.renders;
@@ -203,7 +204,7 @@ async function noteImageForm(bytes: Buffer | null, field = 'file', type = 'image
 describe.each(databaseKinds)('note image upload on %s', (kind) => {
   const api = useTestServer(kind);
 
-  it('stores the image, creates a note with the ~ reference and a note_image attachment, and previews it', async () => {
+  inProcess.it('stores the image, creates a note with the ~ reference and a note_image attachment, and previews it', async () => {
     const { token, delivery: d } = await activeDelivery(api);
     const image = await sharp({ create: { width: 640, height: 480, channels: 3, background: '#4a90d9' } })
       .jpeg()
@@ -369,7 +370,7 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
   });
 });
 
-describe.each(databaseKinds)('a failing document store on %s', (kind) => {
+inProcess.describe.each(databaseKinds)('a failing document store on %s', (kind) => {
   const diskFull = async (): Promise<string> => {
     throw new Error('disk full');
   };

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { databaseKinds } from '../helpers/databases.js';
 import { SYNC_ROLE, useTestServer } from '../helpers/server.js';
 import { copy, delivery, tourPayload } from '../helpers/tourPayloads.js';
+import { inProcess } from '../helpers/target.js';
 
 let nextAccount = 7300;
 
@@ -206,7 +207,7 @@ describe.each(databaseKinds)('authorization on %s', (kind) => {
     });
   });
 
-  describe('POST /dev/token with roles', () => {
+  inProcess.describe('POST /dev/token with roles', () => {
     it.each([
       ['roles that are no list', { roles: SYNC_ROLE }],
       ['an empty role', { roles: [''] }],

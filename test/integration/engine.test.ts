@@ -8,6 +8,7 @@ import { applyEvents } from '../../server/engine/apply.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
+import { inProcess } from '../helpers/target.js';
 
 let nextAccount = 3500;
 
@@ -230,7 +231,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(lines.map((l) => l.scannedQuantity).sort()).toEqual([0, 1, 1]);
   });
 
-  it('writes a batch of 100 scans of one delivery with a fixed number of statements', async () => {
+  inProcess.it('writes a batch of 100 scans of one delivery with a fixed number of statements', async () => {
     const { actor, line } = await setup(100);
     const small = await setup(100);
     const count = async (who: DriverActor, n: number, target: string) => {
@@ -248,7 +249,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(forHundred).toBe(forTen);
   });
 
-  it('writes a batch over several deliveries with the same statements as over one', async () => {
+  inProcess.it('writes a batch over several deliveries with the same statements as over one', async () => {
     const one = await setup(100);
     const two = await setup(100);
     const count = async (who: DriverActor, targets: string[]) => {
@@ -266,7 +267,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     expect(spread).toBe(single);
   });
 
-  it('combines pushes of several drivers arriving together and answers each as if it had come alone', async () => {
+  inProcess.it('combines pushes of several drivers arriving together and answers each as if it had come alone', async () => {
     const drivers = await Promise.all(Array.from({ length: 8 }, () => setup(100)));
     const alone = api.ctx.database.queries.count;
     await applyEvents(api.db, drivers[0].actor, [scanEvent(drivers[0].line.id)]);

@@ -8,6 +8,7 @@ import { createHttpApp } from '../../server/http/app.js';
 import { route } from '../../server/http/route.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { useTestServer, type ApiResponse } from '../helpers/server.js';
+import { inProcess } from '../helpers/target.js';
 
 const BODY_LIMIT = 1024;
 
@@ -209,7 +210,7 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     );
   });
 
-  describe('thrown errors', () => {
+  inProcess.describe('thrown errors', () => {
     let server: http.Server;
     let base: string;
     beforeAll(async () => {

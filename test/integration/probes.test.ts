@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, useTestServer } from '../helpers/server.js';
+import { inProcess } from '../helpers/target.js';
 
 describe.each(databaseKinds)('liveness and readiness probes on %s', (kind) => {
   const api = useTestServer(kind, { READINESS_TIMEOUT_MS: '300' });
@@ -40,7 +41,7 @@ describe.each(databaseKinds)('liveness and readiness probes on %s', (kind) => {
     expect((await api.get('/livez?%zz', { admin: 'wrong-key' })).status).toBe(200);
   });
 
-  it('answers /readyz 503 naming the check while draining, and /livez stays 200', async () => {
+  inProcess.it('answers /readyz 503 naming the check while draining, and /livez stays 200', async () => {
     api.ctx.lifecycle.draining = true;
     try {
       const ready = await api.get('/readyz');
@@ -69,32 +70,36 @@ describe.each(databaseKinds)('liveness and readiness probes on %s', (kind) => {
 });
 
 describe.each(databaseKinds)('readiness with a busy database on %s', (kind) => {
-  it('answers /readyz 503 within READINESS_TIMEOUT_MS when no connection is free, while /livez answers at once', async () => {
-    const api = await startTestServer(kind, { READINESS_TIMEOUT_MS: '300', DATABASE_POOL_SIZE: '1', DATABASE_POOL_WAIT_MS: '5000' });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    // A transaction holding the only connection (on PGlite: the only session) until released.
-    const holder = api.db.transaction(async (tx) => {
-      await tx.execute(sql`SELECT 1`);
-      await held;
-    });
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const started = Date.now();
-      const ready = await api.get('/readyz');
-      expect(ready.status).toBe(503);
-      expect(ready.body.errors).toEqual([expect.objectContaining({ path: 'database', message: 'did not answer within 300 ms' })]);
-      expect(Date.now() - started).toBeLessThan(3000);
-      expect((await api.get('/livez')).status).toBe(200);
-    } finally {
-      release();
-      await holder;
-    }
-    expect((await api.get('/readyz')).status).toBe(200);
-    await api.close();
-  }, 90_000);
+  inProcess.it(
+    'answers /readyz 503 within READINESS_TIMEOUT_MS when no connection is free, while /livez answers at once',
+    async () => {
+      const api = await startTestServer(kind, { READINESS_TIMEOUT_MS: '300', DATABASE_POOL_SIZE: '1', DATABASE_POOL_WAIT_MS: '5000' });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      // A transaction holding the only connection (on PGlite: the only session) until released.
+      const holder = api.db.transaction(async (tx) => {
+        await tx.execute(sql`SELECT 1`);
+        await held;
+      });
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const started = Date.now();
+        const ready = await api.get('/readyz');
+        expect(ready.status).toBe(503);
+        expect(ready.body.errors).toEqual([expect.objectContaining({ path: 'database', message: 'did not answer within 300 ms' })]);
+        expect(Date.now() - started).toBeLessThan(3000);
+        expect((await api.get('/livez')).status).toBe(200);
+      } finally {
+        release();
+        await holder;
+      }
+      expect((await api.get('/readyz')).status).toBe(200);
+      await api.close();
+    },
+    90_000,
+  );
 
   if (kind === 'postgres') {
     it('answers /readyz 503 while the LISTEN connection is down, and 200 once it is back', async () => {

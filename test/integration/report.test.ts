@@ -11,6 +11,7 @@ import { newTour, sampleAddress } from '../helpers/factories.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { copy, delivery as erpDelivery, position, tourPayload } from '../helpers/tourPayloads.js';
 import { completionForm, rawPng, signaturePng } from '../helpers/uploads.js';
+import { inProcess } from '../helpers/target.js';
 
 /** The text of every page and the number of images drawn, read back with mupdf. */
 async function readPdf(pdf: Buffer) {
@@ -288,7 +289,7 @@ describe('delivery report PDF', () => {
 describe.each(databaseKinds)('the report of a completion on %s', (kind) => {
   const api = useTestServer(kind, { COMPANY_NAME: 'Frischdienst Süd GmbH' });
 
-  it('is stored after the completion with what happened on the delivery', async () => {
+  inProcess.it('is stored after the completion with what happened on the delivery', async () => {
     const accountId = 63_000 + databaseKinds.indexOf(kind);
     const token = await api.token(accountId);
     const tour = await newTour(api.db, {
@@ -369,7 +370,7 @@ describe.each(databaseKinds)('the report of a completion on %s', (kind) => {
   });
 });
 
-describe.each(databaseKinds)('a report stored after the document store was down on %s', (kind) => {
+inProcess.describe.each(databaseKinds)('a report stored after the document store was down on %s', (kind) => {
   // A local store that refuses every upload while `down`, as a full disk or an unreachable HTTP store would.
   const local = createLocalDocumentStore(undefined);
   let down = false;

@@ -3,7 +3,7 @@ import { afterEach, expect } from 'vitest';
 import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/index.js';
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import { newTour } from '../helpers/factories.js';
-import { TEST_ADMIN_KEY, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
 import { SDK_BASE_URL, type FaultInjector } from './faults.js';
 
 /** What a test opened (servers, clients, folders), closed after it in reverse order. */
@@ -38,15 +38,8 @@ export function sdkOptions(
 ): TourlineClientOptions {
   return {
     baseUrl: SDK_BASE_URL,
-    // A fresh token from the development identity provider of whichever server runs now.
-    getToken: async () => {
-      const r = await fetch(`${server().url}/dev/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-admin-api-key': TEST_ADMIN_KEY },
-        body: JSON.stringify({ personalnummer: pnr }),
-      });
-      return (await r.json()).accessToken;
-    },
+    // A fresh token from the identity provider of whichever server runs now.
+    getToken: () => server().issueToken(pnr),
     fetch: faults.fetch,
     webSocket: null,
     backoff: { baseMs: 20, capMs: 200 },

@@ -13,6 +13,7 @@ import { databaseKinds, type DatabaseKind } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { FaultInjector, on } from './faults.js';
 import { cleanups, driverWithTour, expectViewEqualsServer, openClient, sdkOptions, syncUntilSettled } from './service.js';
+import { inProcess } from '../helpers/target.js';
 
 const signature = await sharp({ create: { width: 40, height: 20, channels: 4, background: { r: 0, g: 0, b: 0, alpha: 1 } } })
   .png()
@@ -232,7 +233,7 @@ describe.each(databaseKinds)('client SDK against the real service on %s', { time
     expect(Math.max(...seen)).toBe(0);
   });
 
-  it('loses nothing when the server restarts, and nothing when the app restarts with a file store', async () => {
+  inProcess.it('loses nothing when the server restarts, and nothing when the app restarts with a file store', async () => {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), 'tourline-sdk-server-'));
     const appDir = await mkdtemp(path.join(os.tmpdir(), 'tourline-sdk-app-'));
     cleanups.push(
