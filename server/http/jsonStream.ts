@@ -1,10 +1,9 @@
 import type { Response } from 'express';
 
 /**
- * Pieces of the answer are written at about this size: a page of entries joined into one string
- * of hundreds of kilobytes lands in V8's large-object space, which only a full collection frees,
- * and a year's list of them grew the heap by tens of megabytes (docs/benchmarks.md); pieces this
- * small die young.
+ * Pieces of the answer are written at about this size, not a page joined whole: a string of
+ * hundreds of kilobytes goes to V8's large-object space, which only a full collection frees
+ * (the measured effect on the service's memory is in docs/benchmarks.md).
  */
 const PIECE_CHARS = 16 * 1024;
 
