@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +12,7 @@ import { attachments } from '../../server/db/schema.js';
 import { DomainError } from '../../server/errors.js';
 import { createS3DocumentStore, type S3DocumentStoreOptions } from '../../server/integrations/documents/s3.js';
 import { createDocumentStore, type DocumentStore } from '../../server/integrations/documents/store.js';
+import { withRequestId } from '../../server/observability/requestContext.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { documentStoreContract } from '../helpers/documentStoreContract.js';
 import { newTour } from '../helpers/factories.js';
@@ -25,9 +27,14 @@ const credentials = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
 const directory = mkdtempSync(path.join(os.tmpdir(), 'tourline-s3-'));
 const s3rver = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: BUCKET, configs: [] }] });
 let endpoint = '';
+/** The X-Request-Id of every request s3rver received, in order. */
+const requestIds: (string | undefined)[] = [];
 beforeAll(async () => {
   const { port } = (await s3rver.run()) as AddressInfo;
   endpoint = `http://127.0.0.1:${port}`;
+  (s3rver as unknown as { httpServer: http.Server }).httpServer.on('request', (req: http.IncomingMessage) => {
+    requestIds.push(req.headers['x-request-id'] as string | undefined);
+  });
 });
 afterAll(async () => {
   await s3rver.close();
@@ -64,6 +71,15 @@ describe('S3 document store', () => {
   it('addresses content by its sha256, as the local store does', async () => {
     const bytes = Buffer.from('Lieferschein 4711');
     expect(await store.put(bytes, 'text/plain')).toBe(`~sha256/${createHash('sha256').update(bytes).digest('hex')}`);
+  });
+
+  it('sends the request id with its calls, and none outside a request', async () => {
+    const reference = await withRequestId('upload-s3', () => store.put(Buffer.from(`with id ${Math.random()}`), 'text/plain'));
+    expect(requestIds.at(-1)).toBe('upload-s3');
+    await withRequestId('read-s3', () => store.get(reference));
+    expect(requestIds.at(-1)).toBe('read-s3');
+    await store.get(reference);
+    expect(requestIds.at(-1)).toBeUndefined();
   });
 
   it.each([

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { notFound, upstream } from '../../errors.js';
+import { requestIdHeader } from '../../observability/requestContext.js';
 import type { DocumentStore } from './store.js';
 
 export interface S3DocumentStoreOptions {
@@ -26,16 +27,25 @@ export function createS3DocumentStore(options: S3DocumentStoreOptions): Document
   // Loaded when first used: the SDK takes a while to load, and most instances never need it.
   let loaded: Promise<{ sdk: typeof import('@aws-sdk/client-s3'); client: import('@aws-sdk/client-s3').S3Client }> | undefined;
   const s3 = () =>
-    (loaded ??= import('@aws-sdk/client-s3').then((sdk) => ({
-      sdk,
-      client: new sdk.S3Client({
+    (loaded ??= import('@aws-sdk/client-s3').then((sdk) => {
+      const client = new sdk.S3Client({
         region: options.region,
         endpoint: options.endpoint,
         forcePathStyle: options.forcePathStyle,
         credentials: options.credentials,
         requestHandler: { requestTimeout: options.timeoutMs ?? 30_000, connectionTimeout: 5_000 },
-      }),
-    })));
+      });
+      // X-Request-Id on every call, as the ERP and the HTTP store get it; added before signing, so it is signed too.
+      client.middlewareStack.add(
+        (next) => (args) => {
+          const request = args.request as { headers?: Record<string, string> };
+          if (request.headers) Object.assign(request.headers, requestIdHeader());
+          return next(args);
+        },
+        { step: 'build', name: 'requestIdHeader' },
+      );
+      return { sdk, client };
+    }));
 
   const failed = (error: unknown, what: string) => {
     const service = error as { name?: string; $metadata?: { httpStatusCode?: number } };
