@@ -9,6 +9,7 @@ import { PREVIEW_MAX_SIDE } from '../../server/integrations/previews/render.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer, type TestServer } from '../helpers/server.js';
+import { inProcess } from '../helpers/target.js';
 import { blob, completionForm, rawPng } from '../helpers/uploads.js';
 
 let nextAccount = 7800;
@@ -94,7 +95,8 @@ describe.each(databaseKinds)('previews of every shape on %s', (kind) => {
     }
   });
 
-  it('previews the largest accepted image (4096 x 4096) in under 2 s, off the main thread', async () => {
+  // The event loop watched is this process's: the service's only when it runs here.
+  inProcess.it('previews the largest accepted image (4096 x 4096) in under 2 s, off the main thread', async () => {
     const { token: owner, delivery } = await activeDelivery(api);
     const bytes = await solid(4096, 4096, 'png');
     const uploadStarted = performance.now();
@@ -131,11 +133,10 @@ describe.each(databaseKinds)('image limits on %s', (kind) => {
     ['1 x 16777216 pixels', rawPng(1, 4096 * 4096, { rows: 1 })],
   ])('refuses a note image of %s with 400 from its header, and keeps no note', async (_name, bytes) => {
     const { token, delivery } = await activeDelivery(api);
-    const started = performance.now();
     const response = await api.post(`/deliveries/${delivery.id}/notes/image`, imageForm(bytes), { token });
+    // Each image holds one row of pixels only: a refusal naming the pixels came from the header, not a decode.
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ code: 'validation', errors: [{ path: 'file', message: expect.stringContaining('pixels') }] });
-    expect(performance.now() - started).toBeLessThan(2000);
     expect(await api.db.select().from(notes).where(eq(notes.deliveryId, delivery.id))).toEqual([]);
   });
 
