@@ -88,15 +88,17 @@ const isoMs = (instant: AnyColumn) => sql`to_char(${instant} AT TIME ZONE 'UTC',
 /**
  * The list's entries as the JSON text `JSON.stringify(toItem(row))` gives, written by the
  * database (row_to_json writes no blanks, its keys in the select's order): a page is joined, not
- * parsed into rows, built into objects and serialised again, which cost more than the database's
- * work for a day's 2,500 entries (docs/benchmarks.md).
+ * parsed into rows, built into objects and serialised again. The tour and the customer are
+ * looked up per entry by key: joined, they were hashed whole for every read, every tour ever
+ * for a day's 2,500 entries (docs/benchmarks.md).
  */
 const completedJsonList = (range: DayRange) => sql`SELECT (SELECT row_to_json(e) FROM (SELECT ${deliveries.belegnummer} AS belegnummer,
       ${deliveryModifiedSql} AS positions_modified, ${deliveries.id} AS delivery_id, ${deliveries.belegartId} AS belegart_id,
       ${isoMs(deliveries.completedAt)} AS completed_at, to_char(${completedDay}, 'YYYY-MM-DD') AS completed_day,
       ${tours.tourDate}::text AS tour_date, ${tours.accountId} AS driver_personalnummer, ${customers.name} AS customer_name,
-      ${isoMs(deliveries.mailSentAt)} AS mail_sent_at) AS e)::text AS json
-  FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId} JOIN ${customers} ON ${customers.id} = ${deliveries.customerId}
+      ${isoMs(deliveries.mailSentAt)} AS mail_sent_at
+    FROM ${tours}, ${customers} WHERE ${tours.id} = ${deliveries.tourId} AND ${customers.id} = ${deliveries.customerId}) AS e)::text AS json
+  FROM ${deliveries}
   WHERE ${and(...completedWithin(range))}
   ORDER BY ${deliveries.completedAt}, ${deliveries.belegnummer}, ${deliveries.belegartId}`;
 
@@ -110,8 +112,8 @@ export interface CompletedDeliveriesSink {
 /**
  * The completed deliveries of a range, oldest completion first, read in pages from a cursor in
  * one read-only snapshot (the count and the entries agree): the list without bounds is every
- * completion ever, 625,000 at a year of a mid-size company, and is never held whole. Small pages:
- * a page's rows live until the socket took them, long enough to outlive young collections.
+ * completion ever, 625,000 at a year of a mid-size company, and is never held whole. Pages are small:
+ * a page's rows live until the socket has taken them.
  */
 export async function streamCompletedDeliveries(db: Db, range: DayRange, sink: CompletedDeliveriesSink, pageSize = 200): Promise<void> {
   await db.transaction(
