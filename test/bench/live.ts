@@ -14,7 +14,7 @@ import { createDevIdentityProvider } from '../../server/auth/devIdentityProvider
 import { loadConfig } from '../../server/config.js';
 import type { Db } from '../../server/db/client.js';
 import { freePort } from '../helpers/embeddedPostgres.js';
-import { loadMasterData, loadToday } from './historyLoad.js';
+import { sampleAddress } from '../helpers/factories.js';
 import { request, requestJson } from './http.js';
 import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js';
 import type { ServiceUsage } from './liveService.js';
@@ -63,6 +63,7 @@ export const tinyLiveSizes: LiveSizes = {
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 export const thisCheckout = fileURLToPath(new URL('../..', import.meta.url));
 const TODAY = '2026-06-01';
+const FIRST_DRIVER = 100_001;
 
 export async function live(ctx: BenchContext, size: LiveSizes, options: LiveOptions = {}): Promise<Metrics> {
   if (ctx.kind !== 'postgres') throw new Error('live runs on PostgreSQL only (the service runs in its own process)');
@@ -163,12 +164,29 @@ async function seed(target: Target, url: string, count: number, secondDevices: n
   const pool = new pg.Pool({ connectionString: target.databaseUrl, max: 1 });
   try {
     const db = drizzle({ client: pool }) as unknown as Db;
-    const company = { drivers: count, deliveries: 1, positions: 2 };
-    await loadMasterData(db, company);
-    await loadToday(db, company, TODAY);
-    // Lines that take scans for as long as the run lasts.
-    await db.execute(sql`UPDATE articles SET scannable = true`);
-    await db.execute(sql`UPDATE delivery_items SET required_quantity = 1000000`);
+    // Only the columns every version of the schema has had (a before/after pair shares this seed).
+    const first = FIRST_DRIVER;
+    const last = FIRST_DRIVER + count - 1;
+    await db.transaction(async (tx) => {
+      await tx.execute(
+        sql`INSERT INTO accounts (personalnummer, name) SELECT n, 'Fahrer ' || n FROM generate_series(${first}::bigint, ${last}::bigint) AS n`,
+      );
+      await tx.execute(
+        sql`INSERT INTO customers (erp_customer_id, name, address) VALUES (900001, 'Gasthaus Krone', ${JSON.stringify(sampleAddress())}::jsonb)`,
+      );
+      await tx.execute(
+        sql`INSERT INTO articles (article_number, name, scannable) VALUES ('LIVE-1', 'Kiste Wasser', true), ('LIVE-2', 'Kiste Saft', true)`,
+      );
+      await tx.execute(
+        sql`INSERT INTO tours (account_id, tour_date, name) SELECT n, ${TODAY}::date, 'Tour Nord' FROM generate_series(${first}::bigint, ${last}::bigint) AS n`,
+      );
+      await tx.execute(sql`INSERT INTO deliveries (tour_id, belegart_id, belegnummer, customer_id, delivery_address, sort_order)
+        SELECT t.id, 1, 'LIVE-' || t.account_id, c.id, c.address, 1 FROM tours t CROSS JOIN customers c WHERE c.erp_customer_id = 900001`);
+      // Lines that take scans for as long as the run lasts.
+      await tx.execute(sql`INSERT INTO delivery_items (delivery_id, line_number, article_id, required_quantity, scanned_quantity, state, unit, unit_price_cents)
+        SELECT d.id, a.line, a.id, 1000000, 0, 'InProgress', 'Stk', 1000 FROM deliveries d
+        CROSS JOIN (SELECT id, 10 * row_number() OVER (ORDER BY article_number) AS line FROM articles WHERE article_number LIKE 'LIVE-%') AS a`);
+    });
     await db.execute(sql`ANALYZE`);
     const rows = await db.execute<{ account_id: string; delivery_id: string; items: string[] }>(sql`
       SELECT t.account_id::text, d.id AS delivery_id, array_agg(i.id ORDER BY i.line_number) AS items
