@@ -245,13 +245,7 @@ async function startService(target: Target, options: LiveOptions): Promise<Servi
   return {
     url,
     usage: (gc) => {
-      const answer = asking.then(
-        () =>
-          new Promise<ServiceUsage>((resolve) => {
-            child.once('message', (message: ServiceUsage) => resolve(message));
-            child.send({ usage: true, gc });
-          }),
-      );
+      const answer = asking.then(() => ask<ServiceUsage>(child, { usage: true, gc }));
       asking = answer;
       return answer;
     },
@@ -272,15 +266,19 @@ function startLoad(init: LiveCommand): LoadProcess {
   child.send(init);
   return {
     child,
-    ask: (command) =>
-      new Promise((resolve, reject) => {
-        const gone = (code: number | null) => reject(new Error(`a load process exited with ${code}`));
-        child.once('exit', gone);
-        child.once('message', (message: LiveReply) => {
-          child.off('exit', gone);
-          resolve(message);
-        });
-        child.send(command);
-      }),
+    ask: (command) => ask<LiveReply>(child, command),
   };
+}
+
+/** Sends a message to a child process and answers its reply; fails if the child exits first. */
+function ask<T>(child: ChildProcess, message: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const gone = (code: number | null) => reject(new Error(`a bench process exited with ${code} before answering`));
+    child.once('exit', gone);
+    child.once('message', (reply: T) => {
+      child.off('exit', gone);
+      resolve(reply);
+    });
+    child.send(message as object);
+  });
 }
