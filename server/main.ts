@@ -1,8 +1,11 @@
 import { ConfigError, loadConfig } from './config.js';
+import { tracingSettings } from './observability/tracingSettings.js';
 
 let config;
+let tracing;
 try {
   config = loadConfig();
+  tracing = tracingSettings();
 } catch (error) {
   if (error instanceof ConfigError) {
     console.error(error.message);
@@ -11,6 +14,8 @@ try {
   throw error;
 }
 
+// Tracing patches express, pg and http as they load, so it starts first; without an exporter no OpenTelemetry module loads.
+const tracer = tracing && (await import('./observability/tracing.js')).startTracing(tracing);
 // Loaded after the configuration is known to be good, so a bad value fails at once.
 const { startServer } = await import('./server.js');
 const running = await startServer(config).catch((error: Error) => {
@@ -27,12 +32,15 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     logger.info(`${signal} received: not ready, draining for ${config.shutdown.drainMs} ms, then finishing running requests`);
     const force = setTimeout(() => process.exit(1), config.shutdown.drainMs + 15_000);
     force.unref();
-    running.close().then(
-      () => process.exit(0),
-      (error) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    running
+      .close()
+      .then(() => tracer?.shutdown())
+      .then(
+        () => process.exit(0),
+        (error) => {
+          logger.error({ err: error }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   });
 }
