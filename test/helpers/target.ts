@@ -11,4 +11,10 @@ export const againstBuild = process.env.TOURLINE_TEST_TARGET === 'build';
  * query counts or the context, injects a fault, or uses the development identity provider that
  * production refuses. It runs in process only.
  */
-export const inProcess = { it: it.skipIf(againstBuild), describe: describe.skipIf(againstBuild) };
+export const inProcess = againstBuild
+  ? { it: leftOut as unknown as typeof it, describe: leftOut as unknown as typeof describe }
+  : { it, describe };
+
+/** Such a test is not part of the `build` project at all, so that project shows no skipped tests. */
+function leftOut() {}
+leftOut.each = () => leftOut;
