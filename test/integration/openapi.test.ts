@@ -137,7 +137,7 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
     expect(feed.security).toEqual([{ bearer_auth: [] }]);
     expect(feed.responses['101'].content!['application/json'].schema).toEqual({ $ref: '#/components/schemas/WsServerMessage' });
     expect(feed.responses['101']['x-client-messages']).toEqual({ $ref: '#/components/schemas/WsClientMessage' });
-    expect(Object.keys(feed.responses).sort()).toEqual(['101', '400', '401', '503']);
+    expect(Object.keys(feed.responses).sort()).toEqual(['101', '400', '401', '403', '503']);
     expect(JSON.stringify(components.schemas.WsServerMessage)).toContain('pong');
     expect(JSON.stringify(components.schemas.WsClientMessage)).toContain('resume');
   });

@@ -63,13 +63,13 @@ export const syncRoutes = [
     path: SYNC_WS_PATH,
     auth: 'bearer',
     tags: ['Sync'],
-    errors: [400],
+    errors: [400, 403],
     summary: 'Live change feed over a WebSocket: send `resume` with a cursor, receive `changes` as they commit',
     description:
       'Upgrade with `Authorization: Bearer <token>` or the subprotocol pair `bearer, <token>`. The client sends ' +
       '`WsClientMessage`s, the server answers with `WsServerMessage`s. Close codes: 1012 server restarting (reconnect, to another instance), 1011 internal ' +
       'error, 4401 token expired, 4403 account deactivated, 4408 slow consumer; after any of them reconnect and resume from the last applied cursor. ' +
-      'A request without the handshake answers 400. The protocol in full: docs/sync-protocol.md in the repository.',
+      "A request without the handshake answers 400; a page of a foreign `Origin` (neither the service's own nor in CORS_ORIGINS) 403. The protocol in full: docs/sync-protocol.md in the repository.",
     webSocket: { clientMessages: WsClientMessage, serverMessages: WsServerMessage },
     handler: async () => {
       throw validation(`${SYNC_WS_PATH} takes a WebSocket handshake (Upgrade: websocket)`);
