@@ -18,6 +18,8 @@ import { sampleAddress } from '../helpers/factories.js';
 import { request, requestJson } from './http.js';
 import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js';
 import type { ServiceUsage } from './liveService.js';
+import { sampleWaits } from './pgWaits.js';
+import { SLOW_PUSH_MS, describeStalls, overlapping } from './stalls.js';
 import type { BenchContext, Metrics } from './scenarios.js';
 import { percentile, round, monotonicMs, sleep } from './stats.js';
 import type { Target } from './target.js';
@@ -88,7 +90,7 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
     }
     ctx.log(`  ${count} drivers: seeded with tokens in ${Math.round(monotonicMs() - t0)} ms; ${processes} load processes`);
 
-    const idle = await measure(ctx, size, service, loads, `${count} drivers, no sockets`);
+    const idle = await measure(ctx, size, target.databaseUrl!, service, loads, `${count} drivers, no sockets`);
     const heapBefore = await service.usage(true);
     const c0 = monotonicMs();
     const connected = await Promise.all(loads.map((l) => l.ask({ type: 'connect' })));
@@ -96,7 +98,7 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
     const heapAfter = await service.usage(true);
     const connectErrors = countErrors(ctx, connected as Extract<LiveReply, { type: 'connected' }>[]);
     ctx.log(`  ${sockets} sockets in ${Math.round(monotonicMs() - c0)} ms, ${connectErrors} refused`);
-    const busy = await measure(ctx, size, service, loads, `${count} drivers, ${sockets} sockets`);
+    const busy = await measure(ctx, size, target.databaseUrl!, service, loads, `${count} drivers, ${sockets} sockets`);
     await Promise.all(loads.map((l) => l.ask({ type: 'disconnect' })));
     return {
       [`pushes_per_s_${count}`]: busy.pushesPerSecond,
@@ -117,18 +119,21 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
   }
 }
 
-/** One run of pushes on every load process; the service's CPU is read at the measured window's edges. */
-async function measure(ctx: BenchContext, size: LiveSizes, service: Service, loads: LoadProcess[], label: string) {
+/** One run of pushes on every load process; the service's CPU and stalls are read at the measured window's edges, PostgreSQL's waits sampled in it. */
+async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, service: Service, loads: LoadProcess[], label: string) {
   const { warmupMs, durationMs, intervalMs } = size;
   const startAt = monotonicMs() + 200;
   const window = (async () => {
     await sleep(startAt + warmupMs - monotonicMs());
     const from = await service.usage(false);
+    const waits = await sampleWaits(databaseUrl);
     await sleep(startAt + warmupMs + durationMs - monotonicMs());
-    return (await service.usage(false)).cpuMs - from.cpuMs;
+    const to = await service.usage(false);
+    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, waits: await waits.stop() };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
-  const cpuPct = round(((await window) / durationMs) * 100);
+  const inWindow = await window;
+  const cpuPct = round((inWindow.cpuMs / durationMs) * 100);
   const pushes = runs.flatMap((r) => r.pushLatencies);
   const fanout = runs.flatMap((r) => r.fanoutLatencies);
   const errors = countErrors(ctx, runs);
@@ -145,6 +150,14 @@ async function measure(ctx: BenchContext, size: LiveSizes, service: Service, loa
   ctx.log(
     `  ${label}: ${figures.pushesPerSecond} pushes/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms, ` +
       `fan-out p99 ${figures.fanoutP99} ms (${fanout.length} receipts), service CPU ${cpuPct} %, load CPU ${loadCpu} %, ${errors} errors`,
+  );
+  const loadStalls = { stalls: runs.flatMap((r) => r.stalls.stalls), collections: runs.flatMap((r) => r.stalls.collections) };
+  const slow = runs.flatMap((r) => r.slowPushes);
+  ctx.log(`    service: ${describeStalls(inWindow.stalls)}; load processes: ${describeStalls(loadStalls)}`);
+  ctx.log(`    PostgreSQL backends on average: ${inWindow.waits.map(([what, n]) => `${n} ${what}`).join(', ')}`);
+  ctx.log(
+    `    ${slow.length} pushes over ${SLOW_PUSH_MS} ms, ${overlapping(slow, inWindow.stalls)} of them during a stall of the service, ` +
+      `${overlapping(slow, loadStalls)} during a stall of a load process`,
   );
   return figures;
 }

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
 import { request } from './http.js';
 import type { ScanEvent } from './jobs.js';
+import { SLOW_PUSH_MS, watchStalls, type Stalls } from './stalls.js';
 import { monotonicMs, sleep } from './stats.js';
 
 export interface LiveDriver {
@@ -28,7 +29,11 @@ export type LiveCommand =
 
 export interface LiveRun {
   pushLatencies: number[];
+  /** [when it was sent, how long it took, ms] for each measured push slower than SLOW_PUSH_MS. */
+  slowPushes: [number, number][];
   fanoutLatencies: number[];
+  /** This load process's own stalls over the measured window: they delay what it measures. */
+  stalls: Stalls;
   /** Load-process CPU over the measured window, ms. */
   cpuMs: number;
   errors: Record<string, number>;
@@ -38,6 +43,7 @@ export interface LiveRun {
 export type LiveReply =
   { type: 'connected'; errors: Record<string, number>; examples: string[] } | ({ type: 'ran' } & LiveRun) | { type: 'done' };
 
+const stalls = watchStalls();
 let init: Extract<LiveCommand, { type: 'init' }>;
 const sockets: WebSocket[] = [];
 let closing = false;
@@ -112,7 +118,12 @@ async function connect() {
   );
 }
 
-async function drive(driver: LiveDriver, run: Extract<LiveCommand, { type: 'run' }>, pushLatencies: number[]) {
+async function drive(
+  driver: LiveDriver,
+  run: Extract<LiveCommand, { type: 'run' }>,
+  pushLatencies: number[],
+  slowPushes: [number, number][],
+) {
   const measureFrom = run.startAt + run.warmupMs;
   const end = measureFrom + run.durationMs;
   const gap = () => -Math.log(1 - Math.random()) * run.intervalMs;
@@ -143,6 +154,7 @@ async function drive(driver: LiveDriver, run: Extract<LiveCommand, { type: 'run'
         fanout.delete(event.eventId);
       } else {
         if (measured) pushLatencies.push(answeredAt - started);
+        if (measured && answeredAt - started > SLOW_PUSH_MS) slowPushes.push([started, answeredAt - started]);
         const entry = fanout.get(event.eventId);
         if (entry) {
           entry.answeredAt = answeredAt;
@@ -162,25 +174,34 @@ async function run(command: Extract<LiveCommand, { type: 'run' }>): Promise<Live
   examples = [];
   fanoutLatencies = [];
   const pushLatencies: number[] = [];
+  const slowPushes: [number, number][] = [];
+  let window: Stalls = { stalls: [], collections: [] };
   let cpuFrom: NodeJS.CpuUsage | undefined;
   let cpuMs = 0;
   const marks = [
-    setTimeout(() => (cpuFrom = process.cpuUsage()), command.startAt + command.warmupMs - monotonicMs()),
+    setTimeout(
+      () => {
+        cpuFrom = process.cpuUsage();
+        stalls.take();
+      },
+      command.startAt + command.warmupMs - monotonicMs(),
+    ),
     setTimeout(
       () => {
         const used = process.cpuUsage(cpuFrom);
         cpuMs = (used.user + used.system) / 1000;
+        window = stalls.take();
       },
       command.startAt + command.warmupMs + command.durationMs - monotonicMs(),
     ),
   ];
-  await Promise.all(init.drivers.map((driver) => drive(driver, command, pushLatencies)));
+  await Promise.all(init.drivers.map((driver) => drive(driver, command, pushLatencies, slowPushes)));
   marks.forEach(clearTimeout);
   // Late receipts count with their real latency for up to two seconds; then they are missing.
   for (let waited = 0; waited < 2000 && [...fanout.values()].some((f) => f.answeredAt !== undefined); waited += 50) await sleep(50);
   for (const entry of fanout.values()) if (entry.answeredAt !== undefined && entry.measured) error('fanout_missing', 'no receipt in 2 s');
   fanout.clear();
-  return { pushLatencies, fanoutLatencies, cpuMs, errors, examples };
+  return { pushLatencies, slowPushes, fanoutLatencies, cpuMs, stalls: window, errors, examples };
 }
 
 const reply = (message: LiveReply) => process.send!(message);

@@ -1,0 +1,68 @@
+/**
+ * Where a process's event loop stood still, and which garbage collections paused it: a timer that
+ * should fire every few ms notes each time it came late, and a performance observer notes each
+ * collection. The times are monotonic ms, comparable between the processes of one host.
+ */
+import { PerformanceObserver, constants, performance } from 'node:perf_hooks';
+import { monotonicMs } from './stats.js';
+
+/** A push slower than this is looked up among the stalls. */
+export const SLOW_PUSH_MS = 100;
+
+export interface Stalls {
+  /** [when it began, how long, ms] for each stall longer than the threshold. */
+  stalls: [number, number][];
+  /** [when it began, how long, ms, kind] for each collection longer than the threshold. */
+  collections: [number, number, string][];
+}
+
+const kinds: Record<number, string> = {
+  [constants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [constants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [constants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [constants.NODE_PERFORMANCE_GC_WEAKCB]: 'weak callbacks',
+};
+
+export function watchStalls(thresholdMs = 50, tickMs = 5): { take(): Stalls } {
+  let seen: Stalls = { stalls: [], collections: [] };
+  // performance.now() counts from this process's origin; the offset makes it monotonic host time.
+  const offset = monotonicMs() - performance.now();
+  let last = monotonicMs();
+  setInterval(() => {
+    const now = monotonicMs();
+    const late = now - last - tickMs;
+    if (late > thresholdMs) seen.stalls.push([last + tickMs, late]);
+    last = now;
+  }, tickMs).unref();
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      if (entry.duration <= thresholdMs) continue;
+      const kind = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+      seen.collections.push([entry.startTime + offset, entry.duration, kinds[kind ?? -1] ?? String(kind)]);
+    }
+  }).observe({ entryTypes: ['gc'] });
+  return {
+    take() {
+      const taken = seen;
+      seen = { stalls: [], collections: [] };
+      return taken;
+    },
+  };
+}
+
+/** One line: how many stalls, the longest, the time they took in all, and the collections among them. */
+export function describeStalls({ stalls, collections }: Stalls): string {
+  const total = stalls.reduce((n, [, ms]) => n + ms, 0);
+  const longest = Math.max(0, ...stalls.map(([, ms]) => ms));
+  const gcTotal = collections.reduce((n, [, ms]) => n + ms, 0);
+  const gcKinds = [...new Set(collections.map(([, , kind]) => kind))].join(', ');
+  return (
+    `${stalls.length} stalls (longest ${longest.toFixed(0)} ms, ${total.toFixed(0)} ms in all), ` +
+    `${collections.length} long collections (${gcTotal.toFixed(0)} ms${gcKinds ? `; ${gcKinds}` : ''})`
+  );
+}
+
+/** How many of `spans` ([start, ms]) overlap one of the stalls. */
+export function overlapping(spans: [number, number][], { stalls }: Stalls): number {
+  return spans.filter(([at, ms]) => stalls.some(([from, long]) => from < at + ms && from + long > at)).length;
+}
