@@ -2,7 +2,7 @@ import { and, asc, eq, isNotNull, isNull, sql, type AnyColumn, type SQL } from '
 import type { CompletedDeliveryItem } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
 import { customers, deliveries, tours } from '../db/schema.js';
-import { berlinDay, deliveryModifiedSql } from './adminShapes.js';
+import { berlinDay, deliveryModifiedSql, isoMs } from '../db/deliverySql.js';
 import { cutPage, type Page, type PageRequest } from './page.js';
 
 /** Inclusive bounds on the Berlin calendar day of the completion; null is open. */
@@ -82,23 +82,15 @@ const toItem = (r: CompletedRow): CompletedDeliveryItem => ({
   mail_sent_at: r.mail_sent_ms === null ? null : new Date(Number(r.mail_sent_ms)).toISOString(),
 });
 
-/** An instant as JSON.stringify writes a JavaScript Date of it (milliseconds, cut as `epochMs` cuts them). */
-const isoMs = (instant: AnyColumn) => sql`to_char(${instant} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
 /**
- * The list's entries as the JSON text `JSON.stringify(toItem(row))` gives, written by the
- * database (row_to_json writes no blanks, its keys in the select's order): a page is joined, not
- * parsed into rows, built into objects and serialised again. The tour and the customer are
- * looked up per entry by key: joined, they were hashed whole for every read, every tour ever
- * for a day's 2,500 entries (docs/benchmarks.md).
+ * The list's entries as the JSON text `JSON.stringify(toItem(row))` gives: the start kept on each
+ * delivery at its completion (engine/completedEntries.ts), then the customer's name and the mail's
+ * time as they are now. A page is joined, not built per entry from the tour and the lines and
+ * parsed (docs/benchmarks.md); the customers are master data, hashed whole or looked up.
  */
-const completedJsonList = (range: DayRange) => sql`SELECT (SELECT row_to_json(e) FROM (SELECT ${deliveries.belegnummer} AS belegnummer,
-      ${deliveryModifiedSql} AS positions_modified, ${deliveries.id} AS delivery_id, ${deliveries.belegartId} AS belegart_id,
-      ${isoMs(deliveries.completedAt)} AS completed_at, to_char(${completedDay}, 'YYYY-MM-DD') AS completed_day,
-      ${tours.tourDate}::text AS tour_date, ${tours.accountId} AS driver_personalnummer, ${customers.name} AS customer_name,
-      ${isoMs(deliveries.mailSentAt)} AS mail_sent_at
-    FROM ${tours}, ${customers} WHERE ${tours.id} = ${deliveries.tourId} AND ${customers.id} = ${deliveries.customerId}) AS e)::text AS json
-  FROM ${deliveries}
+const completedJsonList = (range: DayRange) => sql`SELECT ${deliveries.completedEntryHead} || to_json(${customers.name})::text
+    || ',"mail_sent_at":' || COALESCE(to_json(${isoMs(deliveries.mailSentAt)})::text, 'null') || '}' AS json
+  FROM ${deliveries} JOIN ${customers} ON ${customers.id} = ${deliveries.customerId}
   WHERE ${and(...completedWithin(range))}
   ORDER BY ${deliveries.completedAt}, ${deliveries.belegnummer}, ${deliveries.belegartId}`;
 
@@ -109,13 +101,29 @@ export interface CompletedDeliveriesSink {
   page(entries: string[]): Promise<void>;
 }
 
+/** A list up to this long (a day of a mid-size company is 2,500) is read by one statement; 5,000 entries are about 1.6 MB. */
+const ONE_READ = 5000;
+
 /**
- * The completed deliveries of a range, oldest completion first, read in pages from a cursor in
- * one read-only snapshot (the count and the entries agree): the list without bounds is every
- * completion ever, 625,000 at a year of a mid-size company, and is never held whole. Pages are small:
- * a page's rows live until the socket has taken them.
+ * The completed deliveries of a range, oldest completion first. A list of up to `ONE_READ`
+ * entries, a day's, is read by one statement: a transaction with a count and a cursor's pages
+ * costs a round trip each, most of a day's answer (docs/benchmarks.md). A longer one (without
+ * bounds it is every completion ever, 625,000 at a year of a mid-size company) is never held
+ * whole: it is read again in pages from a cursor in one read-only snapshot (the count and the
+ * entries agree). Pages are small: a page's rows live until the socket has taken them.
  */
-export async function streamCompletedDeliveries(db: Db, range: DayRange, sink: CompletedDeliveriesSink, pageSize = 200): Promise<void> {
+export async function streamCompletedDeliveries(
+  db: Db,
+  range: DayRange,
+  sink: CompletedDeliveriesSink,
+  { pageSize = 200, oneRead = ONE_READ } = {},
+): Promise<void> {
+  const { rows: first } = await db.execute<{ json: string }>(completedJsonList(range).append(sql` LIMIT ${oneRead + 1}`));
+  if (first.length <= oneRead) {
+    await sink.count(first.length);
+    if (first.length > 0) await sink.page(first.map((row) => row.json));
+    return;
+  }
   await db.transaction(
     async (tx) => {
       const [{ total }] = (

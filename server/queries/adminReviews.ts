@@ -15,7 +15,8 @@ import {
   scanAudit,
   tours,
 } from '../db/schema.js';
-import { deliveryModifiedSql, iso, isoOrNull, micros, outerDeliveryId } from './adminShapes.js';
+import { deliveryModifiedSql, outerDeliveryId } from '../db/deliverySql.js';
+import { iso, isoOrNull, micros } from './adminShapes.js';
 import { cutPage, type Page, type PageRequest } from './page.js';
 
 // The latest deviation-relevant change and confirmation, kept on the delivery by the engine (engine/reviewMarker.ts).

@@ -1,6 +1,5 @@
-import { getTableName, sql, type AnyColumn, type SQL } from 'drizzle-orm';
+import { sql, type AnyColumn, type SQL } from 'drizzle-orm';
 import type { Address } from '../../shared/schemas/common.js';
-import { deliveries, deliveryItems } from '../db/schema.js';
 
 /**
  * The back office speaks snake_case. Rather than a second set of row mappers, admin answers
@@ -39,21 +38,3 @@ export const isoOrNull = (date: Date | null) => (date ? date.toISOString() : nul
  * JavaScript Date would round a change and a confirmation in the same millisecond together).
  */
 export const micros = (instant: AnyColumn | SQL) => sql<number>`(extract(epoch from ${instant}) * 1000000)::bigint`.mapWith(Number);
-
-/** The Berlin calendar day of a timestamp, as SQL date. */
-export const berlinDay = (instant: AnyColumn | SQL) => sql`(${instant} AT TIME ZONE 'Europe/Berlin')::date`;
-
-/**
- * The delivery row of the outer query, named with its table, for subqueries about it: in a select
- * from one table drizzle leaves columns unqualified, and a bare "id" inside a subquery is the
- * subquery's own.
- */
-export const outerDeliveryId = sql`${sql.identifier(getTableName(deliveries))}.${sql.identifier(deliveries.id.name)}`;
-
-/**
- * `isModified` of shared/rules/review.ts in SQL, for lists flagged or filtered in the database:
- * a line removed or reduced by credited pieces, or an active money credit.
- */
-export const deliveryModifiedSql = sql<boolean>`(COALESCE(${deliveries.creditAmountCents}, 0) > 0 OR EXISTS (
-  SELECT 1 FROM ${deliveryItems} WHERE ${deliveryItems.deliveryId} = ${outerDeliveryId}
-    AND (${deliveryItems.state} = 'Removed' OR ${deliveryItems.creditedQuantity} > 0)))`.mapWith(Boolean);

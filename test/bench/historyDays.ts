@@ -1,5 +1,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../server/db/client.js';
+import { deliveries } from '../../server/db/schema.js';
+import { keepCompletedEntryHead } from '../../server/engine/completedEntries.js';
 
 /** A company's shape: drivers, deliveries per tour, lines per delivery. */
 export interface CompanySize {
@@ -176,6 +178,8 @@ async function generateWork(tx: Db, lastDay: string, changeLogFrom: string) {
 export async function insertCompletedDays(tx: Db, size: CompanySize, dates: string[], lastDay: string, changeLogFrom: string) {
   await generateTours(tx, size, dates, true, lastDay);
   await generateWork(tx, lastDay, changeLogFrom);
+  // The list entry's start, as the completion keeps it (the lines' removals are in by now).
+  await keepCompletedEntryHead(tx, sql`${deliveries.id} IN (SELECT id FROM h_d)`);
 }
 
 /** A day's tours as a morning leaves them: nothing scanned yet. */

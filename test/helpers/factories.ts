@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import type { Db } from '../../server/db/client.js';
+import { keepCompletedEntryHead } from '../../server/engine/completedEntries.js';
 import {
   accounts,
   articles,
@@ -170,6 +171,7 @@ export async function completeAt(db: Db, deliveryId: string, completedAt: Date) 
     })
     .returning();
   await db.update(deliveries).set({ state: 'completed', completedAt }).where(eq(deliveries.id, deliveryId));
+  await keepCompletedEntryHead(db, eq(deliveries.id, deliveryId));
   return completion;
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { deliveries } from '../../server/db/schema.js';
+import { customers, deliveries } from '../../server/db/schema.js';
 import { streamCompletedDeliveries } from '../../server/queries/adminDeliveries.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { addContact, completeAt, newTour, sampleAddress } from '../helpers/factories.js';
@@ -287,7 +287,14 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
   });
 
   describe('GET /admin/completed-deliveries', () => {
-    type Listed = { delivery_id: string; belegnummer: string; completed_at: string; completed_day: string; positions_modified: boolean };
+    type Listed = {
+      delivery_id: string;
+      belegnummer: string;
+      completed_at: string;
+      completed_day: string;
+      positions_modified: boolean;
+      mail_sent_at?: string | null;
+    };
     const list = async (query: string) => {
       const response = await api.get(`/admin/completed-deliveries${query}`, admin);
       expect(response.status).toBe(200);
@@ -377,13 +384,13 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(flags[untouched.delivery.id]).toBe(false);
     });
 
-    it('streams the list from a cursor in pages: the same entries whatever the page size, the same bytes as the answer sent whole', async () => {
+    it('streams the list in one read or from a cursor in pages: the same entries whatever the page size, the same bytes as the answer sent whole', async () => {
       await completed(7305, [
         berlin('2027-03-01T08:00:00', '+01:00'),
         berlin('2027-03-01T09:00:00', '+01:00'),
         berlin('2027-03-01T10:00:00', '+01:00'),
       ]);
-      const read = async (pageSize: number) => {
+      const read = async (pageSize: number, oneRead = 0) => {
         const pages: unknown[][] = [];
         let total = -1;
         await streamCompletedDeliveries(
@@ -397,13 +404,15 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
               pages.push(entries);
             },
           },
-          pageSize,
+          { pageSize, oneRead },
         );
         return { total, pages };
       };
       const whole = await read(1000);
       const paged = await read(2);
+      const oneRead = await read(2, 1000);
       expect(whole.pages).toHaveLength(1);
+      expect(oneRead).toEqual(whole);
       expect(paged.pages.length).toBe(Math.ceil(whole.total / 2));
       expect(paged.pages.flat()).toEqual(whole.pages[0]);
       expect(whole.total).toBe(whole.pages[0].length);
@@ -414,6 +423,42 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       expect(response.text).toBe(JSON.stringify({ count: 3, deliveries: response.body.deliveries, from: '2027-03-01', to: '2027-03-01' }));
       const empty = await api.get('/admin/completed-deliveries?day=01-03-1999', admin);
       expect(empty.text).toBe('{"count":0,"deliveries":[],"from":"1999-03-01","to":"1999-03-01"}');
+    });
+
+    it('answers each entry as the delivery is now: completed through the endpoint, after its mail is marked and its customer renamed', async () => {
+      const token = await api.token(7306);
+      const {
+        customer,
+        deliveries: [{ delivery }],
+      } = await newTour(api.db, { accountId: 7306, customerName: 'Bäckerei "Süß" \\ Nord\t' });
+      const completed = await api.post(`/deliveries/${delivery.id}/complete`, await completionForm(), { token });
+      expect(completed.status).toBe(200);
+      const day = berlinDayOf(new Date(completed.body.delivery.completedAt));
+      // The paged answer builds each entry from the rows as they are; the whole list joins what the completion kept.
+      const both = async () => {
+        const whole = await list(`?day=${day}`);
+        const paged = (await api.get(`/admin/completed-deliveries?day=${day}&limit=1000`, admin)).body;
+        expect(whole.deliveries).toEqual(paged.deliveries);
+        return whole.deliveries.find((d) => d.delivery_id === delivery.id);
+      };
+      expect(await both()).toEqual({
+        belegnummer: delivery.belegnummer,
+        positions_modified: false,
+        delivery_id: delivery.id,
+        belegart_id: delivery.belegartId,
+        completed_at: completed.body.delivery.completedAt,
+        completed_day: day.split('-').reverse().join('-'),
+        tour_date: expect.any(String),
+        driver_personalnummer: 7306,
+        customer_name: 'Bäckerei "Süß" \\ Nord\t',
+        mail_sent_at: null,
+      });
+
+      await api.post('/admin/mark-mail-sent', { belegnummern: [delivery.belegnummer] }, admin);
+      const marked = await both();
+      expect(Date.parse(marked!.mail_sent_at!)).toBeGreaterThan(Date.now() - 60_000);
+      await api.db.update(customers).set({ name: 'Bäckerei Süd' }).where(eq(customers.id, customer.id));
+      expect(await both()).toMatchObject({ customer_name: 'Bäckerei Süd', mail_sent_at: marked!.mail_sent_at });
     });
 
     it.each([

@@ -62,6 +62,11 @@ export const deliveries = pgTable(
      */
     reviewChangedAt: ts('review_changed_at'),
     reviewResolvedAt: ts('review_resolved_at'),
+    /**
+     * Once completed, the start of its entry in the back office's completed list as JSON text (all
+     * but the customer's name and the mail's time), written at completion (engine/completedEntries.ts).
+     */
+    completedEntryHead: text('completed_entry_head'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

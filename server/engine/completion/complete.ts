@@ -10,6 +10,7 @@ import { databaseReference } from '../../integrations/documents/database.js';
 import { toCompletion } from '../../shapes/completion.js';
 import { toAttachment, toDelivery, type AttachmentRow } from '../../shapes/rows.js';
 import { recordChanges, type ChangeRecord } from '../changeLog.js';
+import { keepCompletedEntryHead } from '../completedEntries.js';
 import { afterCompletion, type FollowUpDeps } from './followUp.js';
 import { COMPLETE_EVENT_TYPE, evaluate, reusedClientEventId } from './gates.js';
 import { readReportSource } from './reportSource.js';
@@ -92,6 +93,7 @@ async function commit(db: Db, actor: DriverActor, request: CompletionRequest): P
         .set({ state: 'completed', completedAt, updatedAt: now, ...method })
         .where(eq(deliveries.id, request.deliveryId))
         .returning();
+      await keepCompletedEntryHead(tx, eq(deliveries.id, request.deliveryId));
       // The report is rendered after the commit, maybe much later: it shows the delivery as signed now.
       const reportSource = await readReportSource(tx, request.deliveryId);
       await tx.update(completions).set({ reportSource }).where(eq(completions.deliveryId, request.deliveryId));
