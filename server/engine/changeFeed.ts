@@ -4,7 +4,7 @@ import type { Change } from '../../shared/schemas/sync.js';
 import type { Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
 import { stableHead } from './changeLog.js';
-import { validation } from '../errors.js';
+import { DomainError, validation } from '../errors.js';
 
 /** `meta` key of the highest pruned seq: every change up to it may be gone. */
 export const HORIZON_KEY = 'change_log_horizon';
@@ -60,6 +60,12 @@ type FeedRow = {
   }>;
 };
 
+/** One reader of a batch: an account and the seq it has seen (none: from the start of what is retained). */
+export interface ChangeRead {
+  personalnummer: number;
+  sinceSeq: number | undefined;
+}
+
 /**
  * Changes an account may see after `sinceSeq` (from the start of what is retained without it),
  * in seq order, up to the stable head (see stableHead): every seq up to it is either in the
@@ -74,7 +80,22 @@ export async function readChanges(
   limit: number,
   field = 'query.since',
 ): Promise<ChangePage> {
-  const since = sinceSeq ?? -1;
+  const [page] = await readChangePages(db, [{ personalnummer, sinceSeq }], limit, field);
+  if (page instanceof DomainError) throw page;
+  return page;
+}
+
+/**
+ * The pages of several readers at once (the live connections woken by the same commits): one
+ * probe of the stable head and one statement for all of them. A reader whose cursor is too old
+ * or ahead of the log gets its refusal in its place; the others their page.
+ */
+export async function readChangePages(
+  db: Db,
+  reads: ChangeRead[],
+  limit: number,
+  field = 'query.since',
+): Promise<(ChangePage | DomainError)[]> {
   const stable = await stableHead(db);
   const result = await db.execute<FeedRow>(sql`
     WITH h AS (SELECT coalesce((SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}), 0) AS horizon)
@@ -83,24 +104,29 @@ export async function readChanges(
       (SELECT coalesce(json_agg(json_build_object(
           'seq', p.seq, 'entity', p.entity, 'op', p.op, 'id', p.entity_id, 'tourId', p.tour_id, 'data', p.data, 'eventIds', p.event_ids) ORDER BY p.seq), '[]'::json)
         FROM (SELECT * FROM change_log
-              WHERE seq > greatest(${since}::bigint, h.horizon) AND seq <= ${stable}::bigint
-                AND (account_id = ${personalnummer} OR account_id IS NULL)
+              WHERE seq > greatest(r.since, h.horizon) AND seq <= ${stable}::bigint
+                AND (account_id = r.account OR account_id IS NULL)
               ORDER BY seq LIMIT ${limit + 1}) p) AS changes
-    FROM h`);
-  const row = result.rows[0];
+    FROM h, unnest(${`{${reads.map((r) => r.personalnummer).join(',')}}`}::bigint[], ${`{${reads.map((r) => r.sinceSeq ?? -1).join(',')}}`}::bigint[])
+      WITH ORDINALITY AS r(account, since, n)
+    ORDER BY r.n`);
+  return result.rows.map((row, i) => toPage(row, reads[i].sinceSeq, limit, field));
+}
+
+function toPage(row: FeedRow, sinceSeq: number | undefined, limit: number, field: string): ChangePage | DomainError {
   const horizon = Number(row.horizon);
   if (sinceSeq !== undefined && sinceSeq < horizon) {
-    throw validation(`The cursor is older than the retained change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'cursor expired' }]);
+    return validation(`The cursor is older than the retained change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'cursor expired' }]);
   }
   // No cursor this database issued is ahead of its stable head; a cursor that is would skip
   // every change until the log caught up with it (a database restored from an older backup).
   if (sinceSeq !== undefined && sinceSeq > Number(row.head ?? 0)) {
-    throw validation(`The cursor is ahead of this database's change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'not a cursor' }]);
+    return validation(`The cursor is ahead of this database's change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'not a cursor' }]);
   }
   const rows = typeof row.changes === 'string' ? (JSON.parse(row.changes) as FeedRow['changes']) : row.changes;
   const hasMore = rows.length > limit;
   const changes = rows.slice(0, limit).map(toChange);
-  const start = Math.max(since, horizon, 0);
+  const start = Math.max(sinceSeq ?? -1, horizon, 0);
   const seq = hasMore ? changes[changes.length - 1].seq : Math.max(start, Number(row.head ?? 0));
   return { changes, seq, hasMore };
 }

@@ -110,14 +110,16 @@ const probes = new WeakMap<Db, Promise<number>>();
 export function stableHead(db: Db): Promise<number> {
   const running = probes.get(db);
   if (running) return running;
+  // One statement in a transaction of its own (the lock goes with its commit): writers queue
+  // behind the exclusive lock only while the writers ahead of it commit, not for further round
+  // trips of the probe. The sequence is read in a subquery that depends on the lock's row, so
+  // after the lock is granted. Called outside a transaction (inside one the lock would stay).
   const probe = db
-    .transaction(async (tx) => {
-      await tx.execute(sql`SELECT pg_advisory_xact_lock(${CHANGE_LOG_LOCK})`);
-      const result = await tx.execute<{ head: string }>(
-        sql`SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS head FROM change_log_seq_seq`,
-      );
-      return Number(result.rows[0].head);
-    })
+    .execute<{ head: string }>(
+      sql`SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM change_log_seq_seq WHERE l.locked)::text AS head
+        FROM (SELECT true AS locked FROM pg_advisory_xact_lock(${CHANGE_LOG_LOCK}) OFFSET 0) l`,
+    )
+    .then((result) => Number(result.rows[0].head))
     .finally(() => probes.delete(db));
   probes.set(db, probe);
   return probe;

@@ -2,7 +2,7 @@
 import { WebSocket, type RawData } from 'ws';
 import { WsClientMessage, type WsServerMessage } from '../../shared/schemas/sync.js';
 import type { AppContext, DriverActor } from '../context.js';
-import { decodeCursor, encodeCursor, readChanges, type ChangePage } from '../engine/changeFeed.js';
+import { decodeCursor, encodeCursor, readChangePages, type ChangePage, type ChangeRead } from '../engine/changeFeed.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError } from '../errors.js';
 
@@ -27,28 +27,55 @@ type SharedPage = ChangePage & { text: string };
 export type ReadPage = (personalnummer: number, after: number | undefined) => Promise<SharedPage>;
 
 /**
- * The connections of one account that read from the same seq in the same turn (woken by the same
- * notification) share one read and one serialised message. A read is shared only within its turn:
- * a connection asking later must see commits made since.
+ * Reads of the live connections, gathered for a turn of the event loop and made together: one
+ * statement for every connection woken by the same commits, and one read and one serialised
+ * message for the connections of an account that start from the same seq. A read joins a batch
+ * only before it starts: a connection asking later must see commits made since.
  */
 export function sharedReader(ctx: AppContext): ReadPage {
-  const inTurn = new Map<string, Promise<SharedPage>>();
-  return (personalnummer, after) => {
-    const key = `${personalnummer}:${after ?? ''}`;
-    let read = inTurn.get(key);
-    if (!read) {
-      read = readChanges(ctx.database.db, personalnummer, after, PAGE_SIZE, 'cursor').then((page) => ({
-        ...page,
-        text: JSON.stringify({
+  type Waiting = { read: ChangeRead; page: Promise<SharedPage>; resolve(page: SharedPage): void; reject(error: unknown): void };
+  let waiting: Map<string, Waiting> | undefined;
+  const run = async (batch: NonNullable<typeof waiting>) => {
+    const entries = [...batch.values()];
+    try {
+      const pages = await readChangePages(
+        ctx.database.db,
+        entries.map((e) => e.read),
+        PAGE_SIZE,
+        'cursor',
+      );
+      pages.forEach((page, i) => {
+        if (page instanceof DomainError) return entries[i].reject(page);
+        const text = JSON.stringify({
           type: 'changes',
           changes: page.changes,
           cursor: encodeCursor(ctx.database.epoch, page.seq),
-        } satisfies WsServerMessage),
-      }));
-      inTurn.set(key, read);
-      queueMicrotask(() => inTurn.delete(key));
+        } satisfies WsServerMessage);
+        entries[i].resolve({ ...page, text });
+      });
+    } catch (error) {
+      for (const entry of entries) entry.reject(error);
     }
-    return read;
+  };
+  return (personalnummer, after) => {
+    if (!waiting) {
+      const batch = new Map<string, Waiting>();
+      waiting = batch;
+      setImmediate(() => {
+        waiting = undefined;
+        void run(batch);
+      });
+    }
+    const key = `${personalnummer}:${after ?? ''}`;
+    let entry = waiting.get(key);
+    if (!entry) {
+      const read = { personalnummer, sinceSeq: after };
+      let settle!: Pick<Waiting, 'resolve' | 'reject'>;
+      const page = new Promise<SharedPage>((resolve, reject) => (settle = { resolve, reject }));
+      entry = { read, page, ...settle };
+      waiting.set(key, entry);
+    }
+    return entry.page;
   };
 }
 

@@ -16,10 +16,12 @@ class Connection {
   private waiting?: { resolve: (reply: Reply) => void; reject: (error: Error) => void };
   /** Set when the socket closed or the service asked to close it: it takes no more requests. */
   done = false;
+  /** Bytes read for the request in flight: none means the service never answered it. */
+  received = 0;
 
   constructor(private readonly socket: net.Socket) {
     socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.received(chunk));
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', (error) => this.fail(error));
     socket.on('close', () => this.fail(new Error('the connection closed before the answer')));
   }
@@ -38,11 +40,13 @@ class Connection {
   send(head: string, payload: string | undefined): Promise<Reply> {
     return new Promise((resolve, reject) => {
       this.waiting = { resolve, reject };
+      this.received = 0;
       this.socket.write(payload === undefined ? head : head + payload);
     });
   }
 
-  private received(chunk: Buffer) {
+  private onData(chunk: Buffer) {
+    this.received += chunk.length;
     this.buffered = this.buffered.length === 0 ? chunk : Buffer.concat([this.buffered, chunk]);
     const headerEnd = this.buffered.indexOf(HEADER_END);
     if (headerEnd < 0) return;
@@ -101,8 +105,18 @@ export async function request(
   idle.set(key, pool);
   let connection = pool.pop();
   while (connection?.done) connection = pool.pop();
+  const reused = connection !== undefined;
   connection ??= await Connection.open(hostname, Number(port));
-  const reply = await connection.send(head, payload);
+  let reply: Reply;
+  try {
+    reply = await connection.send(head, payload);
+  } catch (error) {
+    // The service closes a connection idle for its keep-alive time; a request written as it did
+    // so is reset unread. A phone's client sends it again on a new connection, and so does this.
+    if (!reused || connection.received > 0) throw error;
+    connection = await Connection.open(hostname, Number(port));
+    reply = await connection.send(head, payload);
+  }
   if (!connection.done) pool.push(connection);
   return reply;
 }

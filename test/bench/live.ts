@@ -19,7 +19,7 @@ import { request, requestJson } from './http.js';
 import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js';
 import type { ServiceUsage } from './liveService.js';
 import { sampleWaits } from './pgWaits.js';
-import { SLOW_PUSH_MS, describeStalls, overlapping } from './stalls.js';
+import { SLOW_PUSH_MS, describeHostCpu, describeStalls, hostCpu, overlapping } from './stalls.js';
 import type { BenchContext, Metrics } from './scenarios.js';
 import { percentile, round, monotonicMs, sleep } from './stats.js';
 import type { Target } from './target.js';
@@ -126,10 +126,11 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
   const window = (async () => {
     await sleep(startAt + warmupMs - monotonicMs());
     const from = await service.usage(false);
+    const host = hostCpu();
     const waits = await sampleWaits(databaseUrl);
     await sleep(startAt + warmupMs + durationMs - monotonicMs());
     const to = await service.usage(false);
-    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, waits: await waits.stop() };
+    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, host: describeHostCpu(host, hostCpu()), waits: await waits.stop() };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
   const inWindow = await window;
@@ -153,7 +154,7 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
   );
   const loadStalls = { stalls: runs.flatMap((r) => r.stalls.stalls), collections: runs.flatMap((r) => r.stalls.collections) };
   const slow = runs.flatMap((r) => r.slowPushes);
-  ctx.log(`    service: ${describeStalls(inWindow.stalls)}; load processes: ${describeStalls(loadStalls)}`);
+  ctx.log(`    ${inWindow.host}; service: ${describeStalls(inWindow.stalls)}; load processes: ${describeStalls(loadStalls)}`);
   ctx.log(`    PostgreSQL backends on average: ${inWindow.waits.map(([what, n]) => `${n} ${what}`).join(', ')}`);
   ctx.log(
     `    ${slow.length} pushes over ${SLOW_PUSH_MS} ms, ${overlapping(slow, inWindow.stalls)} of them during a stall of the service, ` +

@@ -3,6 +3,7 @@
  * should fire every few ms notes each time it came late, and a performance observer notes each
  * collection. The times are monotonic ms, comparable between the processes of one host.
  */
+import { readFileSync } from 'node:fs';
 import { PerformanceObserver, constants, performance } from 'node:perf_hooks';
 import { monotonicMs } from './stats.js';
 
@@ -65,4 +66,28 @@ export function describeStalls({ stalls, collections }: Stalls): string {
 /** How many of `spans` ([start, ms]) overlap one of the stalls. */
 export function overlapping(spans: [number, number][], { stalls }: Stalls): number {
   return spans.filter(([at, ms]) => stalls.some(([from, long]) => from < at + ms && from + long > at)).length;
+}
+
+/** The host's CPU counters (jiffies since boot: busy, of which system and softirq, and steal), from /proc/stat; undefined elsewhere. */
+export function hostCpu(): { busy: number; system: number; steal: number; total: number } | undefined {
+  try {
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'latin1')
+      .split('\n')[0]
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    const total = user + nice + system + idle + iowait + irq + softirq + steal;
+    return { busy: total - idle - iowait, system: system + irq + softirq, steal, total };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Between two readings of hostCpu: how busy the host was, in % of all its cores. */
+export function describeHostCpu(from: ReturnType<typeof hostCpu>, to: ReturnType<typeof hostCpu>): string {
+  if (!from || !to) return 'host CPU unknown';
+  const total = to.total - from.total;
+  const pct = (n: number) => `${Math.round((n / total) * 100)} %`;
+  return `host ${pct(to.busy - from.busy)} busy (system ${pct(to.system - from.system)}, steal ${pct(to.steal - from.steal)})`;
 }

@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { decodeCursor, readChangePages } from '../../server/engine/changeFeed.js';
 import { recordChanges } from '../../server/engine/changeLog.js';
 import { pruneChangeLog } from '../../server/jobs/changeRetention.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
+import { inProcess } from '../helpers/target.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
 let nextAccount = 6100;
@@ -191,6 +193,53 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       } finally {
         await socket.close();
       }
+    });
+
+    inProcess.it('reads for every socket woken by one commit in one statement, each account its own page', async () => {
+      const drivers = await Promise.all(Array.from({ length: 6 }, () => driver()));
+      const sockets = await Promise.all(drivers.map((d) => resumed(d.token, d.cursor)));
+      try {
+        const before = api.ctx.database.queries.count;
+        await recordChanges(
+          api.db,
+          drivers.map((d) => ({
+            entity: 'car' as const,
+            op: 'upsert' as const,
+            id: `batch-${d.personalnummer}`,
+            accountId: d.personalnummer,
+            data: { id: `batch-${d.personalnummer}`, accountId: d.personalnummer, plate: `B-${d.personalnummer}`, active: true },
+          })),
+        );
+        const written = api.ctx.database.queries.count;
+        await Promise.all(sockets.map((s) => s.next((m) => m.type === 'changes', 1)));
+        sockets.forEach((s, i) => expect(s.changes().map((c) => c.id)).toEqual([`batch-${drivers[i].personalnummer}`]));
+        // The stable head's probe and one read, not a read per socket (a background job's
+        // statement may fall in between).
+        expect(api.ctx.database.queries.count - written).toBeGreaterThanOrEqual(2);
+        expect(api.ctx.database.queries.count - written).toBeLessThanOrEqual(3);
+        expect(written - before).toBeGreaterThan(0);
+      } finally {
+        await Promise.all(sockets.map((s) => s.close()));
+      }
+    });
+
+    it('answers each reader of a batch its own page, and a refusal only to the reader whose cursor expired', async () => {
+      const old = await driver();
+      const fresh = await driver();
+      await addCar(old.token, `O-${old.personalnummer}`);
+      await pruneChangeLog(api.db, new Date(Date.now() + 60_000));
+      const car = await addCar(fresh.token, `F-${fresh.personalnummer}`);
+      const [expired, page] = await readChangePages(
+        api.db,
+        [
+          { personalnummer: old.personalnummer, sinceSeq: decodeCursor(api.ctx.database.epoch, old.cursor) },
+          { personalnummer: fresh.personalnummer, sinceSeq: undefined },
+        ],
+        10,
+        'cursor',
+      );
+      expect(expired).toMatchObject({ code: 'validation', errors: [{ path: 'cursor', message: 'cursor expired' }] });
+      expect(page).toMatchObject({ changes: [{ entity: 'car', id: car.id }], hasMore: false });
     });
 
     it('starts over from a new cursor when the client resumes again on the same socket', async () => {
