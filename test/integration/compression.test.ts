@@ -133,16 +133,16 @@ describe.each(databaseKinds)('WebSocket permessage-deflate on %s', (kind) => {
     return { message, read, extensions };
   }
 
-  it('sends a large page compressed to a client that offers it, and the same page plainly to one that does not', async () => {
-    const token = await api.token(8203);
+  /** `count` notes of the account in the change log: about 300 bytes of JSON each. */
+  const recordNotes = (accountId: number, count: number) => {
     const now = new Date().toISOString();
-    await recordChanges(
+    return recordChanges(
       api.db,
-      Array.from({ length: 40 }, (_, i) => ({
+      Array.from({ length: count }, (_, i) => ({
         entity: 'note' as const,
         op: 'upsert' as const,
         id: `n-${i}`,
-        accountId: 8203,
+        accountId,
         data: {
           id: `n-${i}`,
           deliveryId: 'd-1',
@@ -157,6 +157,11 @@ describe.each(databaseKinds)('WebSocket permessage-deflate on %s', (kind) => {
         },
       })),
     );
+  };
+
+  it('sends a large page compressed to a client that offers it, and the same page plainly to one that does not', async () => {
+    const token = await api.token(8203);
+    await recordNotes(8203, 40);
     const packed = await firstPage(token, true);
     const plain = await firstPage(token, false);
     expect(packed.extensions).toContain('permessage-deflate');
@@ -164,5 +169,17 @@ describe.each(databaseKinds)('WebSocket permessage-deflate on %s', (kind) => {
     expect(packed.message).toEqual(plain.message);
     expect(plain.message.changes).toHaveLength(40);
     expect(packed.read).toBeLessThan(plain.read / 2);
+  });
+
+  it('sends a message of a few KB plainly, even to a client that offers compression', async () => {
+    const token = await api.token(8204);
+    await recordNotes(8204, 10);
+    const small = await firstPage(token, true);
+    expect(small.extensions).toContain('permessage-deflate');
+    expect(small.message.changes).toHaveLength(10);
+    const length = JSON.stringify(small.message).length;
+    expect(length).toBeGreaterThan(2048);
+    expect(length).toBeLessThan(8192);
+    expect(small.read).toBeGreaterThanOrEqual(length);
   });
 });
