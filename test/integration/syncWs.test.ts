@@ -223,7 +223,7 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       }
     });
 
-    it('answers each reader of a batch its own page, and a refusal only to the reader whose cursor expired', async () => {
+    inProcess.it('answers each reader of a batch its own page, and a refusal only to the reader whose cursor expired', async () => {
       const old = await driver();
       const fresh = await driver();
       await addCar(old.token, `O-${old.personalnummer}`);
