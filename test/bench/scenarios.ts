@@ -72,7 +72,7 @@ export const tinySizes: Sizes = {
   },
   floor: { durationMs: 500, warmupMs: 0, connections: 2 },
   tourRead: { deliveries: 3, positions: 3, iterations: 5, warmup: 1 },
-  wire: { deliveries: 2, positions: 3, iterations: 3, warmup: 1 },
+  wire: { deliveries: 4, positions: 6, iterations: 3, warmup: 1 },
   fanout: { accounts: 3, clientsPerAccount: 2, commitsPerSecond: 10, durationMs: 1000 },
   import: { tours: 3, deliveries: 3, positions: 3 },
   history: {
