@@ -12,7 +12,7 @@ const PIECE_CHARS = 16 * 1024;
  * `open` sends the object's text up to the array, `items` its elements, `close` the rest. The
  * bytes are those `JSON.stringify` gives for the whole object when the caller's head and tail
  * are. Each call waits while the socket's buffer is full, and fails when the client has gone,
- * so a slow or vanished reader holds no more than a buffer.
+ * so a slow or vanished reader holds no more than a buffer and a call's text.
  */
 export function jsonArrayStream(res: Response) {
   let first = true;
@@ -42,29 +42,23 @@ export function jsonArrayStream(res: Response) {
       return write(`${head}[`);
     },
     /**
-     * The next elements, each already as its JSON text, in pieces each waited for while the
-     * socket's buffer is full; `together` writes the pieces back to back and waits once, after
-     * them, for a list held whole anyway (a bounded one): a wait per piece costs a trip through
-     * the compression's thread (a day's list of 0.75 MB took twice as long in 16 KB pieces each
-     * waited for as written whole, docs/benchmarks.md).
+     * The next elements, each already as its JSON text: written back to back in pieces, with one
+     * wait after them while the socket's buffer is full. The caller bounds a call (a page): a wait
+     * per piece costs a trip through the compression's thread (a day's list of 0.75 MB took twice
+     * as long in 16 KB pieces each waited for as written whole, docs/benchmarks.md).
      */
-    async items(texts: string[], together = false) {
+    async items(texts: string[]) {
       let piece = '';
       let room = true;
-      const flush = async () => {
-        room = send(piece) && room;
-        piece = '';
-        if (!together && !room) {
-          await drained();
-          room = true;
-        }
-      };
       for (const text of texts) {
         piece += first ? text : `,${text}`;
         first = false;
-        if (piece.length >= PIECE_CHARS) await flush();
+        if (piece.length >= PIECE_CHARS) {
+          room = send(piece) && room;
+          piece = '';
+        }
       }
-      if (piece) await flush();
+      if (piece) room = send(piece) && room;
       if (!room) await drained();
     },
     /** `tail` is the object's text after the array, e.g. `,"from":null,"to":null}`. */

@@ -97,11 +97,8 @@ const completedJsonList = (range: DayRange) => sql`SELECT ${deliveries.completed
 export interface CompletedDeliveriesSink {
   /** Called once, before the first page: how many entries follow. */
   count(total: number): Promise<void>;
-  /**
-   * The next entries in order, each as its JSON text; the next page is read once this settles (the
-   * socket's backpressure). `whole`: these are all the entries, read by one statement.
-   */
-  page(entries: string[], whole: boolean): Promise<void>;
+  /** The next entries in order, each as its JSON text; the next page is read once this settles (the socket's backpressure). */
+  page(entries: string[]): Promise<void>;
 }
 
 /** A list up to this long (a day of a mid-size company is 2,500) is read by one statement; 5,000 entries are about 1.6 MB. */
@@ -124,11 +121,7 @@ export async function streamCompletedDeliveries(
   const { rows: first } = await db.execute<{ json: string }>(completedJsonList(range).append(sql` LIMIT ${oneRead + 1}`));
   if (first.length <= oneRead) {
     await sink.count(first.length);
-    if (first.length > 0)
-      await sink.page(
-        first.map((row) => row.json),
-        true,
-      );
+    if (first.length > 0) await sink.page(first.map((row) => row.json));
     return;
   }
   await db.transaction(
@@ -141,11 +134,7 @@ export async function streamCompletedDeliveries(
       await tx.execute(sql`DECLARE completed_list NO SCROLL CURSOR FOR `.append(completedJsonList(range)));
       for (;;) {
         const { rows } = await tx.execute<{ json: string }>(sql`FETCH ${sql.raw(String(pageSize))} FROM completed_list`);
-        if (rows.length > 0)
-          await sink.page(
-            rows.map((row) => row.json),
-            false,
-          );
+        if (rows.length > 0) await sink.page(rows.map((row) => row.json));
         if (rows.length < pageSize) return;
       }
     },

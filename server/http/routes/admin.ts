@@ -88,7 +88,7 @@ export const adminRoutes = [
       const out = jsonArrayStream(res);
       await streamCompletedDeliveries(ctx.database.db, range, {
         count: (total) => out.open(`${JSON.stringify({ count: total }).slice(0, -1)},"deliveries":`),
-        page: (entries, whole) => out.items(entries, whole),
+        page: (entries) => out.items(entries),
       });
       await out.close(`,${JSON.stringify(range).slice(1)}`);
     },
