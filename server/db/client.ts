@@ -47,6 +47,15 @@ export async function executePrepared<T>(db: Db, name: string, build: () => SQL,
   return result.rows;
 }
 
+/**
+ * The name suffix of a statement variant that differs from the others only by which of its
+ * optional parts are present: `_items_notes` for `{ items: true, notes: true, services: false }`.
+ */
+export const variantName = (parts: Record<string, unknown>) =>
+  Object.entries(parts)
+    .map(([key, present]) => (present ? `_${key}` : ''))
+    .join('');
+
 export { migrationsFolder };
 
 export interface Database {

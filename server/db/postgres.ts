@@ -45,33 +45,83 @@ export function connectionConfig(url: string, timeouts: DatabaseTimeouts): pg.Cl
   };
 }
 
+type QueryCall = (...args: unknown[]) => unknown;
+type Callback = (error: unknown, result?: unknown) => void;
+
+/** What drizzle's `begin` is answered with while it waits to go out with the next statement. */
+const begun = { command: 'BEGIN', rowCount: null, oid: null, rows: [], fields: [] };
+
 /**
- * A client whose connection is dropped when a query times out on our side: the server may still
- * run it, and a later user of the connection must never find itself inside that transaction.
+ * A pooled client. Its connection is dropped when a query times out on our side: the server may
+ * still run it, and a later user of the connection must never find itself inside that transaction.
+ *
+ * Queries are pipelined: those issued before the first one's answer go out at once and are
+ * answered in order. A transaction's `begin` (drizzle's, sent on its own) is held back and written
+ * together with the transaction's first statement, so opening a transaction costs no round trip
+ * of its own; one that runs no statement sends nothing at all. Under many small transactions each
+ * round trip is a write and a wake-up on both sides.
  */
 class GuardedClient extends pg.Client {
+  private beginHeld = false;
+
+  constructor(config: pg.ClientConfig) {
+    super({ ...config, pipeline: true });
+  }
+
   query(...args: unknown[]): never {
+    const callback = typeof args.at(-1) === 'function' ? (args.at(-1) as Callback) : undefined;
+    const config = args[0] as string | { text?: string; submit?: unknown } | undefined;
+    const text = typeof config === 'string' ? config : config?.text;
+    const plain = !callback && typeof (config as { submit?: unknown } | undefined)?.submit !== 'function';
+    if (plain && text === 'begin') {
+      this.beginHeld = true;
+      return Promise.resolve(begun) as never;
+    }
+    if (!this.beginHeld) return this.send(args) as never;
+    this.beginHeld = false;
+    if (plain && (text === 'commit' || text === 'rollback')) return Promise.resolve({ ...begun, command: text.toUpperCase() }) as never;
+    // Both in one write; the statement fails if the begin did (it would have run outside a transaction).
+    const stream = (this as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection.stream;
+    let beginError: unknown;
+    stream.cork();
+    try {
+      this.send(['BEGIN', (error: unknown) => (beginError = error)]);
+      if (callback) {
+        const answer = callback;
+        args[args.length - 1] = (error: unknown, result: unknown) => answer(beginError ?? error, result);
+        return this.send(args) as never;
+      }
+      return (this.send(args) as Promise<unknown>).then((result) => {
+        if (beginError) throw beginError;
+        return result;
+      }) as never;
+    } finally {
+      stream.uncork();
+    }
+  }
+
+  private send(args: unknown[]): unknown {
+    const query = pg.Client.prototype.query as QueryCall;
     const drop = (error: unknown) => {
       if ((error as Error | undefined)?.message === 'Query read timeout')
         (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
     };
     const last = args.at(-1);
     if (typeof last === 'function') {
-      args[args.length - 1] = (error: unknown, result: unknown) => {
+      const withDrop = [...args];
+      withDrop[withDrop.length - 1] = (error: unknown, result: unknown) => {
         drop(error);
-        last(error, result);
+        (last as Callback)(error, result);
       };
-      return (pg.Client.prototype.query as (...a: unknown[]) => never).apply(this, args);
+      return query.apply(this, withDrop);
     }
-    const result = (pg.Client.prototype.query as (...a: unknown[]) => unknown).apply(this, args) as Promise<unknown> | undefined;
-    return (
-      result && typeof result.catch === 'function'
-        ? result.catch((error: unknown) => {
-            drop(error);
-            throw error;
-          })
-        : result
-    ) as never;
+    const result = query.apply(this, args) as Promise<unknown> | undefined;
+    return result && typeof result.catch === 'function'
+      ? result.catch((error: unknown) => {
+          drop(error);
+          throw error;
+        })
+      : result;
   }
 }
 

@@ -1,7 +1,7 @@
 import { inArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
 import { serviceValueChangeId } from '../../shared/rules/services.js';
-import { executePrepared, type Db } from '../db/client.js';
+import { executePrepared, variantName, type Db } from '../db/client.js';
 import { arrayLiteral, fromJsonRows, inList, inPlaceholder } from '../db/jsonRows.js';
 import {
   articles,
@@ -75,9 +75,10 @@ export interface Targets {
  * need of them, and which of `eventIds` are already recorded: read under the locks, so a copy of
  * an event that committed meanwhile is seen. Every locked delivery gets a working set, whoever's
  * tour it is on; the caller matches them with the events' accounts.
- * The lock is a statement of its own: a read in the same statement would use a snapshot taken
- * before waiting for the lock. Lines and notes never move to another delivery, so finding their
- * deliveries in that snapshot is safe.
+ * The read is a statement of its own, as one statement's snapshot is taken before it waits for a
+ * lock. Both go out together (the connection pipelines them) and the server runs the read once
+ * the locks are held, so the read finds the deliveries by what the events name, as the lock does:
+ * lines and notes never move to another delivery.
  */
 export async function loadWorkingSets(
   tx: Db,
@@ -86,22 +87,43 @@ export async function loadWorkingSets(
   eventIds: string[],
 ): Promise<{ sets: Map<string, WorkingSet>; processed: RecordedEvent[] }> {
   const has = { items: targets.itemIds.length > 0, notes: targets.noteIds.length > 0 };
-  const lockedRows = await executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(
+  const named = () => {
+    const parts = [sql`SELECT unnest(${sql.placeholder('deliveryIds')}::uuid[])`];
+    if (has.items)
+      parts.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inPlaceholder(deliveryItems.id, 'itemIds')}`);
+    if (has.notes) parts.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inPlaceholder(notes.id, 'noteIds')}`);
+    return sql.join(parts, sql` UNION ALL `);
+  };
+  const targetValues = Object.fromEntries(Object.entries(targets).map(([key, ids]) => [key, arrayLiteral(ids)]));
+  const lock = executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(
     tx,
-    `engine_lock${shape(has)}`,
-    () => {
-      const named = [sql`SELECT unnest(${sql.placeholder('deliveryIds')}::uuid[])`];
-      if (has.items)
-        named.push(sql`SELECT ${deliveryItems.deliveryId} FROM ${deliveryItems} WHERE ${inPlaceholder(deliveryItems.id, 'itemIds')}`);
-      if (has.notes) named.push(sql`SELECT ${notes.deliveryId} FROM ${notes} WHERE ${inPlaceholder(notes.id, 'noteIds')}`);
-      return sql`
+    `engine_lock${variantName(has)}`,
+    () => sql`
       SELECT to_json(${deliveries}) AS delivery, ${tours.accountId} AS account_id
       FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId}
-      WHERE ${deliveries.id} IN (${sql.join(named, sql` UNION ALL `)})
-      ORDER BY ${deliveries.id} FOR UPDATE OF ${deliveries}`;
-    },
-    { deliveryIds: arrayLiteral(targets.deliveryIds), itemIds: arrayLiteral(targets.itemIds), noteIds: arrayLiteral(targets.noteIds) },
+      WHERE ${deliveries.id} IN (${named()})
+      ORDER BY ${deliveries.id} FOR UPDATE OF ${deliveries}`,
+    targetValues,
   );
+  const ofSets = (column: PgColumn) => sql`${column} IN (SELECT id FROM named)`;
+  const reading = executePrepared<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(
+    tx,
+    `engine_read${variantName(has)}${variantName({ noteRows: needs.notes, services: needs.services })}`,
+    () => sql`WITH named (id) AS (${named()}) SELECT
+    (SELECT json_agg(json_build_object('item', ${deliveryItems}, 'scannable', ${articles.scannable}))
+      FROM ${deliveryItems} JOIN ${articles} ON ${articles.id} = ${deliveryItems.articleId} WHERE ${ofSets(deliveryItems.deliveryId)}) AS items,
+    ${needs.notes ? sql`(SELECT json_agg(${notes}) FROM ${notes} WHERE ${ofSets(notes.deliveryId)})` : sql`NULL`} AS notes,
+    ${needs.notes ? sql`(SELECT json_agg(${attachments}) FROM ${attachments} WHERE ${ofSets(attachments.deliveryId)} AND ${attachments.kind} = 'note_image')` : sql`NULL`} AS images,
+    ${needs.services ? sql`(SELECT json_agg(${deliveryServiceValues}) FROM ${deliveryServiceValues} WHERE ${ofSets(deliveryServiceValues.deliveryId)})` : sql`NULL`} AS service_values,
+    (SELECT json_agg(json_build_object('event', ${processedEvents}, 'line',
+        (SELECT scan_audit.delivery_item_id FROM ${scanAudit} WHERE scan_audit.client_scan_id = processed_events.event_id)))
+      FROM ${processedEvents} WHERE ${inPlaceholder(processedEvents.eventId, 'eventIds')}) AS processed`,
+    { ...targetValues, eventIds: arrayLiteral(eventIds) },
+  );
+  // The read fails whenever the lock does; the lock's error is the one that says why.
+  reading.catch(() => undefined);
+  const lockedRows = await lock;
+  const [read] = await reading;
   const locked = fromJsonRows(
     deliveries,
     lockedRows.map((r) => r.delivery),
@@ -122,33 +144,17 @@ export async function loadWorkingSets(
       },
     ]),
   );
-  const ofSets = (column: PgColumn) => inPlaceholder(column, 'deliveryIds');
-  const [read] = await executePrepared<Record<'items' | 'notes' | 'images' | 'service_values' | 'processed', JsonRows>>(
-    tx,
-    `engine_read${shape(needs)}`,
-    () => sql`SELECT
-    (SELECT json_agg(json_build_object('item', ${deliveryItems}, 'scannable', ${articles.scannable}))
-      FROM ${deliveryItems} JOIN ${articles} ON ${articles.id} = ${deliveryItems.articleId} WHERE ${ofSets(deliveryItems.deliveryId)}) AS items,
-    ${needs.notes ? sql`(SELECT json_agg(${notes}) FROM ${notes} WHERE ${ofSets(notes.deliveryId)})` : sql`NULL`} AS notes,
-    ${needs.notes ? sql`(SELECT json_agg(${attachments}) FROM ${attachments} WHERE ${ofSets(attachments.deliveryId)} AND ${attachments.kind} = 'note_image')` : sql`NULL`} AS images,
-    ${needs.services ? sql`(SELECT json_agg(${deliveryServiceValues}) FROM ${deliveryServiceValues} WHERE ${ofSets(deliveryServiceValues.deliveryId)})` : sql`NULL`} AS service_values,
-    (SELECT json_agg(json_build_object('event', ${processedEvents}, 'line',
-        (SELECT scan_audit.delivery_item_id FROM ${scanAudit} WHERE scan_audit.client_scan_id = processed_events.event_id)))
-      FROM ${processedEvents} WHERE ${inPlaceholder(processedEvents.eventId, 'eventIds')}) AS processed`,
-    { deliveryIds: arrayLiteral([...sets.keys()]), eventIds: arrayLiteral(eventIds) },
-  );
   const lines = (read.items ?? []) as { item: Record<string, unknown>; scannable: boolean }[];
+  // A delivery created after the lock's snapshot (its rows are in the read's) has no working set: it was not locked.
   fromJsonRows(
     deliveryItems,
     lines.map((l) => l.item),
-  ).forEach((row, i) => {
-    sets.get(row.deliveryId)!.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false });
-  });
-  for (const row of fromJsonRows(notes, read.notes)) sets.get(row.deliveryId)!.notes!.set(row.id, { row, state: 'clean' });
+  ).forEach((row, i) => sets.get(row.deliveryId)?.items.set(row.id, { row, scannable: lines[i].scannable, dirty: false }));
+  for (const row of fromJsonRows(notes, read.notes)) sets.get(row.deliveryId)?.notes!.set(row.id, { row, state: 'clean' });
   for (const image of fromJsonRows(attachments, read.images))
-    if (image.noteId) sets.get(image.deliveryId)!.noteImages.set(image.noteId, image);
+    if (image.noteId) sets.get(image.deliveryId)?.noteImages.set(image.noteId, image);
   for (const row of fromJsonRows(deliveryServiceValues, read.service_values))
-    sets.get(row.deliveryId)!.serviceValues!.set(row.serviceId, { row, state: 'clean' });
+    sets.get(row.deliveryId)?.serviceValues!.set(row.serviceId, { row, state: 'clean' });
   const recorded = (read.processed ?? []) as { event: Record<string, unknown>; line: string | null }[];
   return {
     sets,
@@ -169,15 +175,6 @@ export const currentDelivery = (ws: WorkingSet) =>
 export const currentNote = (ws: WorkingSet, row: NoteRow) => toNote(row, ws.noteImages.get(row.id)?.id ?? null);
 
 export class ConcurrentDuplicate extends Error {}
-
-/**
- * The engine's statements differ only by which of their optional parts are present; each
- * variant is a prepared statement of its own, named by the parts it has (see `executePrepared`).
- */
-const shape = (parts: Record<string, unknown>) =>
-  Object.entries(parts)
-    .map(([key, present]) => (present ? `_${key}` : ''))
-    .join('');
 
 const json = (rows: unknown[]) => JSON.stringify(rows);
 
@@ -233,7 +230,7 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
   };
   const [written] = await executePrepared<{ inserted: number; account_seqs?: Record<string, number> | null }>(
     tx,
-    `engine_write${shape(has)}`,
+    `engine_write${variantName(has)}`,
     () => {
       const parts = [
         sql`p AS (

@@ -18,6 +18,8 @@ class Connection {
   done = false;
   /** Bytes read for the request in flight: none means the service never answered it. */
   received = 0;
+  /** When its last answer was read (monotonic ms), or it was opened. */
+  idleSince = performance.now();
 
   constructor(private readonly socket: net.Socket) {
     socket.setNoDelay(true);
@@ -64,6 +66,7 @@ class Connection {
     if (/\r\nconnection: *close/.test(head)) this.close();
     const waiting = this.waiting;
     this.waiting = undefined;
+    this.idleSince = performance.now();
     waiting?.resolve({ status, text });
   }
 
@@ -105,7 +108,7 @@ export async function request(
   idle.set(key, pool);
   let connection = pool.pop();
   while (connection?.done) connection = pool.pop();
-  const reused = connection !== undefined;
+  const idleMs = connection && Math.round(performance.now() - connection.idleSince);
   connection ??= await Connection.open(hostname, Number(port));
   let reply: Reply;
   try {
@@ -113,13 +116,19 @@ export async function request(
   } catch (error) {
     // The service closes a connection idle for its keep-alive time; a request written as it did
     // so is reset unread. A phone's client sends it again on a new connection, and so does this.
-    if (!reused || connection.received > 0) throw error;
+    if (idleMs === undefined || connection.received > 0)
+      throw failedOn(error, idleMs === undefined ? 'a new connection' : 'an answer begun');
     connection = await Connection.open(hostname, Number(port));
-    reply = await connection.send(head, payload);
+    reply = await connection.send(head, payload).catch((again: unknown) => {
+      throw failedOn(again, `a new connection, after a reset of one idle for ${idleMs} ms`);
+    });
   }
   if (!connection.done) pool.push(connection);
   return reply;
 }
+
+/** The error, saying on what it happened: which resets a retry cannot mend tells where they come from. */
+const failedOn = (error: unknown, where: string) => new Error(`${(error as Error).message} (on ${where})`, { cause: error });
 
 export async function requestJson<T = any>(method: string, url: string, options: Parameters<typeof request>[2] = {}): Promise<T> {
   const reply = await request(method, url, options);
