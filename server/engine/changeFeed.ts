@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Change } from '../../shared/schemas/sync.js';
-import type { Db } from '../db/client.js';
+import { executePrepared, type Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
 import { stableHead } from './changeLog.js';
 import { DomainError, validation } from '../errors.js';
@@ -97,20 +97,30 @@ export async function readChangePages(
   field = 'query.since',
 ): Promise<(ChangePage | DomainError)[]> {
   const stable = await stableHead(db);
-  const result = await db.execute<FeedRow>(sql`
-    WITH h AS (SELECT coalesce((SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}), 0) AS horizon)
+  const rows = await executePrepared<FeedRow>(
+    db,
+    'change_pages',
+    () => sql`
+    WITH h AS (SELECT coalesce((SELECT value::bigint FROM ${meta} WHERE key = '${sql.raw(HORIZON_KEY)}'), 0) AS horizon)
     SELECT h.horizon::text AS horizon,
-      ${stable}::text AS head,
+      ${sql.placeholder('head')}::bigint::text AS head,
       (SELECT coalesce(json_agg(json_build_object(
           'seq', p.seq, 'entity', p.entity, 'op', p.op, 'id', p.entity_id, 'tourId', p.tour_id, 'data', p.data, 'eventIds', p.event_ids) ORDER BY p.seq), '[]'::json)
         FROM (SELECT * FROM change_log
-              WHERE seq > greatest(r.since, h.horizon) AND seq <= ${stable}::bigint
+              WHERE seq > greatest(r.since, h.horizon) AND seq <= ${sql.placeholder('head')}::bigint
                 AND (account_id = r.account OR account_id IS NULL)
-              ORDER BY seq LIMIT ${limit + 1}) p) AS changes
-    FROM h, unnest(${`{${reads.map((r) => r.personalnummer).join(',')}}`}::bigint[], ${`{${reads.map((r) => r.sinceSeq ?? -1).join(',')}}`}::bigint[])
-      WITH ORDINALITY AS r(account, since, n)
-    ORDER BY r.n`);
-  return result.rows.map((row, i) => toPage(row, reads[i].sinceSeq, limit, field));
+              ORDER BY seq LIMIT ${sql.placeholder('limit')}::int) p) AS changes
+    FROM h, unnest(${sql.placeholder('accounts')}::bigint[], ${sql.placeholder('since')}::bigint[]) WITH ORDINALITY AS r(account, since, n)
+    ORDER BY r.n`,
+    {
+      head: stable,
+      limit: limit + 1,
+      // Paired by position, repeats kept (arrayLiteral drops them); numbers need no quoting.
+      accounts: `{${reads.map((r) => r.personalnummer).join(',')}}`,
+      since: `{${reads.map((r) => r.sinceSeq ?? -1).join(',')}}`,
+    },
+  );
+  return rows.map((row, i) => toPage(row, reads[i].sinceSeq, limit, field));
 }
 
 function toPage(row: FeedRow, sinceSeq: number | undefined, limit: number, field: string): ChangePage | DomainError {

@@ -114,12 +114,14 @@ export function stableHead(db: Db): Promise<number> {
   // behind the exclusive lock only while the writers ahead of it commit, not for further round
   // trips of the probe. The sequence is read in a subquery that depends on the lock's row, so
   // after the lock is granted. Called outside a transaction (inside one the lock would stay).
-  const probe = db
-    .execute<{ head: string }>(
+  const probe = executePrepared<{ head: string }>(
+    db,
+    'stable_head',
+    () =>
       sql`SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM change_log_seq_seq WHERE l.locked)::text AS head
-        FROM (SELECT true AS locked FROM pg_advisory_xact_lock(${CHANGE_LOG_LOCK}) OFFSET 0) l`,
-    )
-    .then((result) => Number(result.rows[0].head))
+        FROM (SELECT true AS locked FROM pg_advisory_xact_lock(${sql.raw(String(CHANGE_LOG_LOCK))}) OFFSET 0) l`,
+  )
+    .then((rows) => Number(rows[0].head))
     .finally(() => probes.delete(db));
   probes.set(db, probe);
   return probe;
