@@ -19,6 +19,7 @@ import { request, requestJson } from './http.js';
 import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js';
 import type { ServiceUsage } from './liveService.js';
 import { sampleWaits } from './pgWaits.js';
+import { describeTcp, tcpCounters } from './tcpCounters.js';
 import { SLOW_PUSH_MS, describeHostCpu, describeStalls, hostCpu, overlapping } from './stalls.js';
 import type { BenchContext, Metrics } from './scenarios.js';
 import { percentile, round, monotonicMs, sleep } from './stats.js';
@@ -93,11 +94,12 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
     const idle = await measure(ctx, size, target.databaseUrl!, service, loads, `${count} drivers, no sockets`);
     const heapBefore = await service.usage(true);
     const c0 = monotonicMs();
+    const tcp = tcpCounters();
     const connected = await Promise.all(loads.map((l) => l.ask({ type: 'connect' })));
     const sockets = count + size.secondDevices;
     const heapAfter = await service.usage(true);
     const connectErrors = countErrors(ctx, connected as Extract<LiveReply, { type: 'connected' }>[]);
-    ctx.log(`  ${sockets} sockets in ${Math.round(monotonicMs() - c0)} ms, ${connectErrors} refused`);
+    ctx.log(`  ${sockets} sockets in ${Math.round(monotonicMs() - c0)} ms, ${connectErrors} refused; ${describeTcp(tcp, tcpCounters())}`);
     const busy = await measure(ctx, size, target.databaseUrl!, service, loads, `${count} drivers, ${sockets} sockets`);
     await Promise.all(loads.map((l) => l.ask({ type: 'disconnect' })));
     return {
@@ -127,10 +129,12 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     await sleep(startAt + warmupMs - monotonicMs());
     const from = await service.usage(false);
     const host = hostCpu();
+    const tcp = tcpCounters();
     const waits = await sampleWaits(databaseUrl);
     await sleep(startAt + warmupMs + durationMs - monotonicMs());
     const to = await service.usage(false);
-    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, host: describeHostCpu(host, hostCpu()), waits: await waits.stop() };
+    const hostLine = `${describeHostCpu(host, hostCpu())}; ${describeTcp(tcp, tcpCounters())}`;
+    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, host: hostLine, waits: await waits.stop() };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
   const inWindow = await window;
