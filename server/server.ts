@@ -28,6 +28,14 @@ import { createMetrics } from './observability/metrics.js';
 import { loggerOptions } from './observability/requestContext.js';
 import { startMetricsServer } from './http/routes/metrics.js';
 
+/**
+ * Connections the kernel has accepted for us but the event loop has not yet taken. Node's 511
+ * overflowed when thousands of drivers opened connections while the loop was busy, and a
+ * connection the kernel then completed by SYN cookie was reset at its first request. The kernel
+ * caps it at `net.core.somaxconn`.
+ */
+const LISTEN_BACKLOG = 4096;
+
 export interface RunningServer {
   url: string;
   ctx: AppContext;
@@ -151,7 +159,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
+    server.listen({ port: config.port, host: config.host, backlog: LISTEN_BACKLOG }, () => resolve());
   });
   const { port, address } = server.address() as AddressInfo;
   // The development issuer discovers itself through this address, so it must be one we listen on.

@@ -6,7 +6,16 @@
  */
 import { readFileSync } from 'node:fs';
 
-const WATCHED = ['ListenOverflows', 'TCPAbortOnData', 'TCPAbortOnClose', 'TCPSYNChallenge', 'TCPReqQFullDoCookies', 'TCPTimeWaitOverflow'];
+const WATCHED = [
+  'ListenOverflows',
+  'TCPSynRetrans',
+  'TCPAbortOnData',
+  'TCPAbortOnClose',
+  'TCPSYNChallenge',
+  'TCPReqQFullDrop',
+  'TCPReqQFullDoCookies',
+  'TCPTimeWaitOverflow',
+];
 
 export type TcpCounters = Record<string, number> | undefined;
 
