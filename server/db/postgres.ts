@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { databaseFault, type DatabaseHealth } from './availability.js';
@@ -72,7 +73,7 @@ class GuardedClient extends pg.Client {
     const callback = typeof args.at(-1) === 'function' ? (args.at(-1) as Callback) : undefined;
     const config = args[0] as string | { text?: string; submit?: unknown } | undefined;
     const text = typeof config === 'string' ? config : config?.text;
-    const plain = !callback && typeof (config as { submit?: unknown } | undefined)?.submit !== 'function';
+    const plain = !callback && (typeof config === 'string' || typeof config?.submit !== 'function');
     if (plain && text === 'begin') {
       this.beginHeld = true;
       return Promise.resolve(begun) as never;
@@ -81,7 +82,7 @@ class GuardedClient extends pg.Client {
     this.beginHeld = false;
     if (plain && (text === 'commit' || text === 'rollback')) return Promise.resolve({ ...begun, command: text.toUpperCase() }) as never;
     // Both in one write; the statement fails if the begin did (it would have run outside a transaction).
-    const stream = (this as unknown as { connection: { stream: { cork(): void; uncork(): void } } }).connection.stream;
+    const stream = this.stream;
     let beginError: unknown;
     stream.cork();
     try {
@@ -100,11 +101,15 @@ class GuardedClient extends pg.Client {
     }
   }
 
+  /** The connection's socket (`pg` keeps it on an untyped field). */
+  private get stream(): Socket {
+    return (this as unknown as { connection: { stream: Socket } }).connection.stream;
+  }
+
   private send(args: unknown[]): unknown {
     const query = pg.Client.prototype.query as QueryCall;
     const drop = (error: unknown) => {
-      if ((error as Error | undefined)?.message === 'Query read timeout')
-        (this as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+      if ((error as Error | undefined)?.message === 'Query read timeout') this.stream.destroy();
     };
     const last = args.at(-1);
     if (typeof last === 'function') {

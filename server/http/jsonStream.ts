@@ -50,15 +50,16 @@ export function jsonArrayStream(res: Response) {
     async items(texts: string[]) {
       let piece = '';
       let room = true;
+      const flush = () => {
+        room = send(piece) && room;
+        piece = '';
+      };
       for (const text of texts) {
         piece += first ? text : `,${text}`;
         first = false;
-        if (piece.length >= PIECE_CHARS) {
-          room = send(piece) && room;
-          piece = '';
-        }
+        if (piece.length >= PIECE_CHARS) flush();
       }
-      if (piece) room = send(piece) && room;
+      if (piece) flush();
       if (!room) await drained();
     },
     /** `tail` is the object's text after the array, e.g. `,"from":null,"to":null}`. */
