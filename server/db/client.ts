@@ -8,7 +8,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { DatabaseHealth, DatabaseUnavailable } from './availability.js';
 import { listenPostgres } from './listener.js';
-import { connectionConfig, defaultTimeouts, PatientPool, type DatabaseTimeouts } from './postgres.js';
+import { connectionConfig, defaultTimeouts, GuardedClient, PatientPool, type DatabaseTimeouts } from './postgres.js';
 import { buildLateIndexes } from './lateIndexes.js';
 import { migratePostgres, migrationsFolder } from './migrate.js';
 import * as schema from './schema.js';
@@ -45,6 +45,17 @@ export async function executePrepared<T>(db: Db, name: string, build: () => SQL,
   const prepared = db._.session.prepareQuery(query, undefined, name, false);
   const result = (await prepared.execute(values)) as Rows<T>;
   return result.rows;
+}
+
+/**
+ * Runs a transaction's last statement. On PostgreSQL the transaction's COMMIT goes out with it:
+ * one round trip fewer, and the transaction's locks go sooner. Nothing may run or fail in the
+ * transaction after it. In a nested transaction (a savepoint) or on PGlite it is a statement as any.
+ */
+export function lastStatement<T>(tx: Db, issue: () => PromiseLike<T>): Promise<T> {
+  const client = (tx._.session as unknown as { client?: unknown }).client;
+  const outermost = (tx as unknown as { nestedIndex?: number }).nestedIndex === 0;
+  return client instanceof GuardedClient && outermost ? client.commitWith(issue) : Promise.resolve(issue());
 }
 
 /**

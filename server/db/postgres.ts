@@ -49,8 +49,9 @@ export function connectionConfig(url: string, timeouts: DatabaseTimeouts): pg.Cl
 type QueryCall = (...args: unknown[]) => unknown;
 type Callback = (error: unknown, result?: unknown) => void;
 
-/** What drizzle's `begin` is answered with while it waits to go out with the next statement. */
-const begun = { command: 'BEGIN', rowCount: null, oid: null, rows: [], fields: [] };
+/** What drizzle's `begin`, `commit` and `rollback` are answered with when they send nothing themselves. */
+const answered = (command: string) => ({ command, rowCount: null, oid: null, rows: [], fields: [] });
+const isEnd = (text: string | undefined) => text === 'commit' || text === 'rollback';
 
 /**
  * A pooled client. Its connection is dropped when a query times out on our side: the server may
@@ -59,14 +60,35 @@ const begun = { command: 'BEGIN', rowCount: null, oid: null, rows: [], fields: [
  * Queries are pipelined: those issued before the first one's answer go out at once and are
  * answered in order. A transaction's `begin` (drizzle's, sent on its own) is held back and written
  * together with the transaction's first statement, so opening a transaction costs no round trip
- * of its own; one that runs no statement sends nothing at all. Under many small transactions each
- * round trip is a write and a wake-up on both sides.
+ * of its own; one that runs no statement sends nothing at all. A transaction's last statement
+ * may take its COMMIT along (`commitWith`); drizzle's own `commit` is then answered here. Under
+ * many small transactions each round trip is a write and a wake-up on both sides, and a row lock
+ * is held until the COMMIT arrives.
  */
-class GuardedClient extends pg.Client {
+export class GuardedClient extends pg.Client {
   private beginHeld = false;
+  /** The next statement is the transaction's last: its COMMIT goes with it. */
+  private commitNext = false;
+  /** The COMMIT has gone out; the transaction takes no further statement. */
+  private ended = false;
 
   constructor(config: pg.ClientConfig) {
     super({ ...config, pipeline: true });
+  }
+
+  /**
+   * Issues a transaction's last statement together with its COMMIT, in one write: the answer is
+   * the statement's, or the commit's error. If the statement fails, the COMMIT ends the
+   * transaction as a rollback. drizzle runs a query when it is awaited, so it is started here; a
+   * statement that reaches this client only later goes alone, and drizzle's `commit` after it.
+   */
+  commitWith<T>(issue: () => PromiseLike<T>): Promise<T> {
+    this.commitNext = true;
+    try {
+      return Promise.resolve(issue().then((result) => result));
+    } finally {
+      this.commitNext = false;
+    }
   }
 
   query(...args: unknown[]): never {
@@ -76,24 +98,42 @@ class GuardedClient extends pg.Client {
     const plain = !callback && (typeof config === 'string' || typeof config?.submit !== 'function');
     if (plain && text === 'begin') {
       this.beginHeld = true;
-      return Promise.resolve(begun) as never;
+      this.ended = false;
+      return Promise.resolve(answered('BEGIN')) as never;
     }
-    if (!this.beginHeld) return this.send(args) as never;
+    if (this.ended) {
+      if (!plain || !isEnd(text)) throw new Error('A statement after the COMMIT that went with the last one');
+      this.ended = false;
+      return Promise.resolve(answered(text!.toUpperCase())) as never;
+    }
+    const withBegin = this.beginHeld;
+    const withCommit = this.commitNext;
     this.beginHeld = false;
-    if (plain && (text === 'commit' || text === 'rollback')) return Promise.resolve({ ...begun, command: text.toUpperCase() }) as never;
-    // Both in one write; the statement fails if the begin did (it would have run outside a transaction).
+    this.commitNext = false;
+    if (withBegin && plain && isEnd(text)) return Promise.resolve(answered(text!.toUpperCase())) as never;
+    if (!withBegin && !withCommit) return this.send(args) as never;
+    if (withCommit && callback) throw new Error('commitWith takes a statement that answers with a promise');
+    // All in one write; the statement fails if the begin did (it would have run outside a transaction).
     const stream = this.stream;
     let beginError: unknown;
     stream.cork();
     try {
-      this.send(['BEGIN', (error: unknown) => (beginError = error)]);
+      if (withBegin) this.send(['BEGIN', (error: unknown) => (beginError = error)]);
       if (callback) {
-        const answer = callback;
-        args[args.length - 1] = (error: unknown, result: unknown) => answer(beginError ?? error, result);
+        args[args.length - 1] = (error: unknown, result: unknown) => callback(beginError ?? error, result);
         return this.send(args) as never;
       }
-      return (this.send(args) as Promise<unknown>).then((result) => {
+      const statement = (this.send(args) as Promise<unknown>).then((result) => {
         if (beginError) throw beginError;
+        return result;
+      });
+      if (!withCommit) return statement as never;
+      this.ended = true;
+      const commit = this.send(['COMMIT']) as Promise<unknown>;
+      // A failed statement's error is the one that says why; the COMMIT then only rolled back.
+      commit.catch(() => undefined);
+      return statement.then(async (result) => {
+        await commit;
         return result;
       }) as never;
     } finally {

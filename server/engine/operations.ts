@@ -10,7 +10,8 @@ import type { EventEntity, SyncEvent, SyncEventOf } from '../../shared/schemas/s
 import type { cars, paymentMethods, services, RecordedRejection } from '../db/schema.js';
 import type { FieldProblem } from '../errors.js';
 import { toCredit, toItem, toPayment, toServiceValue, type DeliveryRow, type PaymentRow } from '../shapes/rows.js';
-import { currentDelivery, currentNote, type WorkingSet } from './workingSet.js';
+import type { WorkingSet } from './workingSet.js';
+import { currentDelivery, currentNote } from './workingSetShapes.js';
 
 /** `errors` names the fields of the event (the same as the REST request's) that broke the rule. */
 export interface Rejection extends RecordedRejection {

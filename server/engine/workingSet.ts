@@ -1,7 +1,7 @@
 import { inArray, sql } from 'drizzle-orm';
 import type { PgColumn } from 'drizzle-orm/pg-core';
-import { serviceValueChangeId } from '../../shared/rules/services.js';
-import { executePrepared, variantName, type Db } from '../db/client.js';
+import { executePrepared, lastStatement, variantName, type Db } from '../db/client.js';
+import { constraintViolation } from '../db/errors.js';
 import { arrayLiteral, fromJsonRows, inList, inPlaceholder } from '../db/jsonRows.js';
 import {
   articles,
@@ -16,21 +16,10 @@ import {
   scanAudit,
   tours,
 } from '../db/schema.js';
-import {
-  toAttachment,
-  toDelivery,
-  toItem,
-  toNote,
-  toPayment,
-  toServiceValue,
-  type AttachmentRow,
-  type DeliveryRow,
-  type ItemRow,
-  type NoteRow,
-  type ServiceValueRow,
-} from '../shapes/rows.js';
-import { changeLogAppend, changeLogValues, type ChangeRecord } from './changeLog.js';
+import { type AttachmentRow, type DeliveryRow, type ItemRow, type NoteRow, type ServiceValueRow } from '../shapes/rows.js';
+import { changeLogAppend, changeLogValues } from './changeLog.js';
 import { keepReviewChange } from './reviewMarker.js';
+import { changesOf } from './workingSetShapes.js';
 
 /** An event recorded before; for a scan, with the line it scanned (its audit entry bears the event's id). */
 export type RecordedEvent = typeof processedEvents.$inferSelect & { lineId: string | null };
@@ -165,23 +154,17 @@ export async function loadWorkingSets(
   };
 }
 
-export const currentDelivery = (ws: WorkingSet) =>
-  toDelivery(
-    ws.delivery,
-    [...ws.items.values()].map((i) => i.row),
-  );
-
-/** A note of the working set in its public shape, with the image it shows now. */
-export const currentNote = (ws: WorkingSet, row: NoteRow) => toNote(row, ws.noteImages.get(row.id)?.id ?? null);
-
+/** Another transaction recorded one of the batch's ids (a scan's also in its audit) for another delivery since we looked. */
 export class ConcurrentDuplicate extends Error {}
+const EVENT_ID_KEYS = new Set(['processed_events_pkey', 'scan_audit_client_scan_uq']);
 
 const json = (rows: unknown[]) => JSON.stringify(rows);
 
 /**
  * Writes everything the events of a batch changed, one statement per kind of change whatever the
  * number of deliveries and events, then their change records. Answers the highest change seq
- * taken per account.
+ * taken per account. When the first statement is the only one (scans, the most frequent events),
+ * the transaction's COMMIT goes with it: nothing may run in the transaction after this.
  */
 export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<number, number>> {
   const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
@@ -195,6 +178,21 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
   const processed = all((ws) => ws.inserts.processed);
   const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
   const audit = all((ws) => ws.inserts.audit);
+  const credits = all((ws) => ws.inserts.credits);
+  const payments = all((ws) => ws.inserts.payments);
+  const reviewed = audit.filter((a) => a.action === 'remove' || a.action === 'unremove');
+  const noteEntries = all((ws) => [...(ws.notes?.values() ?? [])]);
+  const created = noteEntries.filter((n) => n.state === 'new').map((n) => n.row);
+  const updated = noteEntries.filter((n) => n.state === 'dirty').map((n) => n.row);
+  const deleted = noteEntries.filter((n) => n.state === 'deleted').map((n) => n.row.id);
+  const released = all((ws) => ws.releasedImages).map((image) => image.id);
+  const newAttachments = all((ws) => ws.inserts.attachments);
+  const valueEntries = all((ws) => [...(ws.serviceValues?.values() ?? [])]);
+  const upserts = valueEntries.filter((v) => v.state === 'dirty').map((v) => v.row);
+  const removed = valueEntries.filter((v) => v.state === 'deleted').map((v) => v.row);
+  const alone = [credits, payments, reviewed, created, updated, deleted, released, newAttachments, upserts, removed, dirtyDeliveries].every(
+    (rows) => rows.length === 0,
+  );
   const has = { items: dirtyItems.length > 0, audit: audit.length > 0, changes: changes.length > 0 };
   const values = {
     processed: json(
@@ -228,59 +226,53 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
     ),
     ...changeLogValues(changes),
   };
-  const [written] = await executePrepared<{ inserted: number; account_seqs?: Record<string, number> | null }>(
-    tx,
-    `engine_write${variantName(has)}`,
-    () => {
-      const parts = [
-        sql`p AS (
+  const write = () =>
+    executePrepared<{ account_seqs?: Record<string, number> | null }>(
+      tx,
+      `engine_write${variantName(has)}`,
+      () => {
+        const parts = [
+          sql`p AS (
       INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, rejection)
       SELECT * FROM jsonb_to_recordset(${sql.placeholder('processed')}::jsonb)
-        AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, occurred_at timestamptz, rejection jsonb)
-      ON CONFLICT DO NOTHING RETURNING event_id)`,
-      ];
-      // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
-      // planner takes any record set for 100 rows, and for a table of some thousand rows it then
-      // scans the whole table to join them; with the array it looks the few rows up by key.
-      if (has.items) {
-        parts.push(sql`i AS (
+        AS r(event_id uuid, type text, client_id text, account_id bigint, delivery_id uuid, occurred_at timestamptz, rejection jsonb))`,
+        ];
+        // Each UPDATE and DELETE joined to a JSON record set also names its keys as an array: the
+        // planner takes any record set for 100 rows, and for a table of some thousand rows it then
+        // scans the whole table to join them; with the array it looks the few rows up by key.
+        if (has.items) {
+          parts.push(sql`i AS (
         UPDATE ${deliveryItems} SET scanned_quantity = v.s, credited_quantity = v.c, state = v.st, updated_at = now()
         FROM jsonb_to_recordset(${sql.placeholder('items')}::jsonb) AS v(id uuid, s int, c int, st text)
         WHERE ${deliveryItems.id} = v.id AND ${inPlaceholder(deliveryItems.id, 'itemIds')} RETURNING 1)`);
-      }
-      if (has.audit) {
-        parts.push(sql`a AS (
+        }
+        if (has.audit) {
+          parts.push(sql`a AS (
         INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason, scanned_quantity_after,
           credited_quantity_after, state_after, account_id, author_car_id, occurred_at)
         SELECT * FROM jsonb_to_recordset(${sql.placeholder('audit')}::jsonb)
           AS r(client_scan_id uuid, delivery_id uuid, delivery_item_id uuid, action text, quantity int, reason text, scanned_after int,
-            credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz)
-        ON CONFLICT DO NOTHING RETURNING 1)`);
-      }
-      if (has.changes) parts.push(...changeLogAppend.parts);
-      // Every part of a WITH that writes runs to completion, read or not.
-      return sql`WITH ${sql.join(parts, sql`, `)}
-      SELECT (SELECT count(*) FROM p)::int + ${has.audit ? sql`(SELECT count(*) FROM a)::int` : sql`0`} AS inserted${has.changes ? sql`, ${changeLogAppend.accountSeqs} AS account_seqs, ${changeLogAppend.notify}` : sql``}`;
-    },
-    values,
-  );
-  // Another transaction recorded one of these ids (a scan's also in its audit) for another delivery since we looked.
-  if (Number(written.inserted) !== processed.length + audit.length) throw new ConcurrentDuplicate();
+            credited_after int, state_after text, account_id bigint, author_car_id uuid, occurred_at timestamptz))`);
+        }
+        if (has.changes) parts.push(...changeLogAppend.parts);
+        // Every part of a WITH that writes runs to completion, read or not.
+        return sql`WITH ${sql.join(parts, sql`, `)}
+      SELECT ${has.changes ? sql`${changeLogAppend.accountSeqs} AS account_seqs, ${changeLogAppend.notify}` : sql`NULL AS account_seqs`}`;
+      },
+      values,
+    );
+  // A copy of one of the ids, recorded meanwhile for another delivery, fails the statement (and the transaction).
+  const [written] = await (alone ? lastStatement(tx, write) : write()).catch((error: unknown) => {
+    throw EVENT_ID_KEYS.has(constraintViolation(error)?.constraint ?? '') ? new ConcurrentDuplicate() : error;
+  });
 
-  const credits = all((ws) => ws.inserts.credits);
-  const payments = all((ws) => ws.inserts.payments);
   if (credits.length) await tx.insert(creditEvents).values(credits);
-  const reviewed = audit.filter((a) => a.action === 'remove' || a.action === 'unremove');
   await keepReviewChange(
     tx,
     [...reviewed, ...credits].map((row) => row.deliveryId),
   );
   if (payments.length) await tx.insert(paymentProtocol).values(payments);
 
-  const noteEntries = all((ws) => [...(ws.notes?.values() ?? [])]);
-  const created = noteEntries.filter((n) => n.state === 'new').map((n) => n.row);
-  const updated = noteEntries.filter((n) => n.state === 'dirty').map((n) => n.row);
-  const deleted = noteEntries.filter((n) => n.state === 'deleted').map((n) => n.row.id);
   if (created.length) await tx.insert(notes).values(created);
   if (updated.length) {
     // The time set in memory is the one published in the change record, so it is the one stored.
@@ -293,15 +285,10 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
         updated.map((n) => n.id),
       )}`);
   }
-  const released = all((ws) => ws.releasedImages).map((image) => image.id);
   if (released.length) await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.id, released));
   if (deleted.length) await tx.delete(notes).where(inArray(notes.id, deleted));
-  const newAttachments = all((ws) => ws.inserts.attachments);
   if (newAttachments.length) await tx.insert(attachments).values(newAttachments);
 
-  const valueEntries = all((ws) => [...(ws.serviceValues?.values() ?? [])]);
-  const upserts = valueEntries.filter((v) => v.state === 'dirty').map((v) => v.row);
-  const removed = valueEntries.filter((v) => v.state === 'deleted').map((v) => v.row);
   if (upserts.length) {
     await tx
       .insert(deliveryServiceValues)
@@ -352,46 +339,4 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
       )}`);
   }
   return new Map(Object.entries(written.account_seqs ?? {}).map(([account, seq]) => [Number(account), Number(seq)]));
-}
-
-/** The change records of one delivery: every entity it touched, with the delivery first. */
-function changesOf(ws: WorkingSet): ChangeRecord[] {
-  const owner = { tourId: ws.delivery.tourId, accountId: ws.accountId };
-  const changes: ChangeRecord[] = [];
-  for (const item of ws.items.values()) {
-    if (item.dirty) changes.push({ entity: 'position', op: 'upsert', id: item.row.id, ...owner, data: toItem(item.row, item.scannable) });
-  }
-  for (const note of ws.notes?.values() ?? []) {
-    if (note.state === 'new' || note.state === 'dirty') {
-      changes.push({ entity: 'note', op: 'upsert', id: note.row.id, ...owner, data: currentNote(ws, note.row) });
-    } else if (note.state === 'deleted') {
-      changes.push({ entity: 'note', op: 'delete', id: note.row.id, ...owner });
-    }
-  }
-  for (const image of ws.releasedImages)
-    changes.push({ entity: 'attachment', op: 'upsert', id: image.id, ...owner, data: toAttachment({ ...image, noteId: null }) });
-  for (const row of ws.inserts.attachments)
-    changes.push({ entity: 'attachment', op: 'upsert', id: row.id, ...owner, data: toAttachment(row) });
-  for (const value of ws.serviceValues?.values() ?? []) {
-    const id = serviceValueChangeId(value.row);
-    if (value.state === 'dirty') changes.push({ entity: 'serviceValue', op: 'upsert', id, ...owner, data: toServiceValue(value.row) });
-    else if (value.state === 'deleted') changes.push({ entity: 'serviceValue', op: 'delete', id, ...owner });
-  }
-  for (const payment of ws.inserts.payments) {
-    changes.push({
-      entity: 'payment',
-      op: 'upsert',
-      id: payment.id!,
-      ...owner,
-      data: toPayment(payment as Parameters<typeof toPayment>[0]),
-    });
-  }
-  const applied = ws.inserts.processed.filter((p) => !p.rejection).map((p) => p.eventId);
-  // Scans and credits change the open amount, so the delivery is republished whenever anything
-  // changed, and whenever an event was applied: the feed names every applied event.
-  if (ws.deliveryDirty || changes.length > 0 || applied.length > 0) {
-    changes.unshift({ entity: 'delivery', op: 'upsert', id: ws.delivery.id, ...owner, data: currentDelivery(ws) });
-  }
-  if (applied.length > 0) changes[changes.length - 1].eventIds = applied;
-  return changes;
 }

@@ -2,17 +2,28 @@ import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../../server/db/client.js';
+import type { SyncEvent } from '../../shared/schemas/sync.js';
+import type { DriverActor } from '../../server/context.js';
+import { lastStatement, openDatabase, type Database } from '../../server/db/client.js';
+import { applyEvents } from '../../server/engine/apply.js';
 import * as schema from '../../server/db/schema.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
+import { newTour } from '../helpers/factories.js';
 
-/** Counts what the process writes to the database's port: each write is a message batch of one round trip. */
+/** Counts what the process writes to the database's port (each write a message batch of one round trip), and keeps its bytes. */
 function countWrites(port: number) {
   const original = { write: net.Socket.prototype._write, writev: net.Socket.prototype._writev! };
-  const counter = { writes: 0 };
+  const counter = { writes: 0, texts: [] as string[] };
+  const text = (data: unknown): string =>
+    Array.isArray(data)
+      ? data.map((piece: { chunk: Buffer }) => text(piece.chunk)).join('')
+      : Buffer.from(data as Buffer).toString('latin1');
   const counted = <F extends (...args: never[]) => unknown>(write: F) =>
     function (this: net.Socket, ...args: Parameters<F>) {
-      if (this.remotePort === port) counter.writes += 1;
+      if (this.remotePort === port) {
+        counter.writes += 1;
+        counter.texts.push(text(args[0]));
+      }
       return write.apply(this, args);
     };
   net.Socket.prototype._write = counted(original.write);
@@ -22,6 +33,13 @@ function countWrites(port: number) {
 
 /** SQLSTATE of `SELECT 1 / 0`. */
 const DIVISION_BY_ZERO = '22012';
+const UNIQUE_VIOLATION = '23505';
+
+const warehouse = (db: Database['db'], code: string) =>
+  db
+    .select()
+    .from(schema.warehouses)
+    .where(sql`${schema.warehouses.code} = ${code}`);
 
 const txid = async (tx: Database['db']) => (await tx.execute<{ id: string }>(sql`SELECT txid_current()::text AS id`)).rows[0].id;
 
@@ -93,5 +111,121 @@ describe('pipelined statements on PostgreSQL', () => {
     });
     await expect(failing).rejects.toMatchObject({ cause: { code: DIVISION_BY_ZERO } });
     expect((await database.db.execute<{ n: number }>(sql`SELECT 3 AS n`)).rows).toEqual([{ n: 3 }]);
+  });
+  it('sends the last statement with the COMMIT: a transaction of two statements is two writes, and it is committed', async () => {
+    await database.db.execute(sql`SELECT 1`);
+    const code = randomUUID();
+    const writes = countWrites(port);
+    restore = writes.restore;
+    const id = await database.db.transaction(async (tx) => {
+      const first = await txid(tx);
+      await lastStatement(tx, () => tx.insert(schema.warehouses).values({ code, name: 'Committed with its COMMIT' }));
+      return first;
+    });
+    restore();
+    expect(writes.counter.writes).toBe(2);
+    expect(await warehouse(database.db, code)).toHaveLength(1);
+    // The transaction ended: the next statements are transactions of their own, and none is the one above.
+    const [next, after] = [await txid(database.db), await txid(database.db)];
+    expect(next).not.toBe(after);
+    expect([next, after]).not.toContain(id);
+  });
+
+  it('rolls the whole transaction back when the last statement fails, with its error for the caller', async () => {
+    const code = randomUUID();
+    await expect(
+      database.db.transaction(async (tx) => {
+        await tx.insert(schema.warehouses).values({ code, name: 'Rolled back' });
+        await lastStatement(tx, () => tx.execute(sql`SELECT 1 / 0`));
+      }),
+    ).rejects.toMatchObject({ cause: { code: DIVISION_BY_ZERO } });
+    expect(await warehouse(database.db, code)).toEqual([]);
+    expect(await txid(database.db)).not.toBe(await txid(database.db));
+  });
+
+  it("answers the COMMIT's own failure to the caller of the last statement", async () => {
+    // Checked at commit: the statement itself succeeds.
+    await database.db.execute(sql`CREATE TEMP TABLE deferred_codes (code text UNIQUE DEFERRABLE INITIALLY DEFERRED)`);
+    await expect(
+      database.db.transaction((tx) => lastStatement(tx, () => tx.execute(sql`INSERT INTO deferred_codes VALUES ('a'), ('a')`))),
+    ).rejects.toMatchObject({ cause: { code: UNIQUE_VIOLATION } });
+    expect((await database.db.execute(sql`SELECT * FROM deferred_codes`)).rows).toEqual([]);
+  });
+
+  it('refuses a statement after the last one, which would run outside the transaction', async () => {
+    const code = randomUUID();
+    await expect(
+      database.db.transaction(async (tx) => {
+        await lastStatement(tx, () => tx.insert(schema.warehouses).values({ code, name: 'Committed' }));
+        await tx.execute(sql`SELECT 1`);
+      }),
+    ).rejects.toMatchObject({ cause: { message: expect.stringContaining('after the COMMIT') } });
+    expect(await warehouse(database.db, code)).toHaveLength(1);
+    expect((await database.db.execute<{ n: number }>(sql`SELECT 3 AS n`)).rows).toEqual([{ n: 3 }]);
+  });
+
+  it('runs a last statement in a savepoint as any other, the outer transaction going on', async () => {
+    const code = randomUUID();
+    await database.db.transaction(async (tx) => {
+      await tx.transaction((inner) => lastStatement(inner, () => inner.insert(schema.warehouses).values({ code, name: 'Nested' })));
+      expect(await warehouse(tx, code)).toHaveLength(1);
+    });
+    expect(await warehouse(database.db, code)).toHaveLength(1);
+  });
+  it('applies a scan in three writes and two round trips: the begin, the lock and the read together, then the write with the COMMIT', async () => {
+    const accountId = 4701;
+    const tour = await newTour(database.db, {
+      accountId,
+      positions: [{ scannable: true, quantity: 5, scannedQuantity: 0, state: 'InProgress' }],
+    });
+    const actor: DriverActor = {
+      kind: 'driver',
+      personalnummer: accountId,
+      name: 'x',
+      tokenExpiresAt: Date.now() + 3600_000,
+      syncRole: false,
+    };
+    const scan = (): SyncEvent => ({
+      type: 'scan',
+      eventId: randomUUID(),
+      occurredAt: new Date().toISOString(),
+      deliveryItemId: tour.deliveries[0].items[0].id,
+      action: 'scan',
+    });
+    // The first scan prepares the statements on the connection.
+    await applyEvents(database.db, actor, [scan()]);
+    const writes = countWrites(port);
+    restore = writes.restore;
+    const [result] = await applyEvents(database.db, actor, [scan()]);
+    restore();
+    expect(result.status).toBe('applied');
+    expect(writes.counter.writes).toBe(3);
+    expect(writes.counter.texts[0]).toContain('BEGIN');
+    expect(writes.counter.texts[0]).toContain('engine_lock');
+    expect(writes.counter.texts[1]).toContain('engine_read');
+    expect(writes.counter.texts[2]).toContain('engine_write');
+    expect(writes.counter.texts[2]).toContain('COMMIT');
+    const [item] = await database.db
+      .select()
+      .from(schema.deliveryItems)
+      .where(sql`${schema.deliveryItems.id} = ${tour.deliveries[0].items[0].id}`);
+    expect(item.scannedQuantity).toBe(2);
+  });
+});
+
+describe('a last statement on PGlite', () => {
+  it('runs as any other, the transaction committing after it', async () => {
+    const database = await openDatabase({});
+    try {
+      const code = randomUUID();
+      const rows = await database.db.transaction(async (tx) => {
+        await tx.insert(schema.warehouses).values({ code, name: 'First' });
+        return lastStatement(tx, () => warehouse(tx, code));
+      });
+      expect(rows).toHaveLength(1);
+      expect(await warehouse(database.db, code)).toHaveLength(1);
+    } finally {
+      await database.close();
+    }
   });
 });
