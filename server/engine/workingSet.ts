@@ -16,7 +16,7 @@ import {
   scanAudit,
   tours,
 } from '../db/schema.js';
-import { type AttachmentRow, type DeliveryRow, type ItemRow, type NoteRow, type ServiceValueRow } from '../shapes/rows.js';
+import type { AttachmentRow, DeliveryRow, ItemRow, NoteRow, ServiceValueRow } from '../shapes/rows.js';
 import { changeLogAppend, changeLogValues } from './changeLog.js';
 import { keepReviewChange } from './reviewMarker.js';
 import { changesOf } from './workingSetShapes.js';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { eq } from 'drizzle-orm';
+import type { DriverActor } from '../../server/context.js';
 import type { Db } from '../../server/db/client.js';
 import { keepCompletedEntryHead } from '../../server/engine/completedEntries.js';
 import {
@@ -58,6 +59,15 @@ const defaultPositions: NewPosition[] = [
 
 let counter = 0;
 const unique = () => `${Date.now().toString(36)}${(counter++).toString(36)}${randomUUID().slice(0, 6)}`;
+
+/** A driver as the engine gets it from a request, its token valid for an hour. */
+export const driverActor = (personalnummer: number): DriverActor => ({
+  kind: 'driver',
+  personalnummer,
+  name: `Fahrer ${personalnummer}`,
+  tokenExpiresAt: Date.now() + 3600_000,
+  syncRole: false,
+});
 
 export type NewTour = Awaited<ReturnType<typeof newTour>>;
 

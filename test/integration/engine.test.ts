@@ -6,7 +6,7 @@ import type { DriverActor } from '../../server/context.js';
 import { attachments, deliveries, deliveryItems, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
 import { applyEvents } from '../../server/engine/apply.js';
 import { databaseKinds } from '../helpers/databases.js';
-import { newTour } from '../helpers/factories.js';
+import { driverActor, newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
 import { inProcess } from '../helpers/target.js';
 
@@ -26,13 +26,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
         { scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' },
       ],
     });
-    const actor: DriverActor = {
-      kind: 'driver',
-      personalnummer: accountId,
-      name: 'x',
-      tokenExpiresAt: Date.now() + 3600_000,
-      syncRole: false,
-    };
+    const actor = driverActor(accountId);
     return { token, actor, tour, line: tour.deliveries[0].items[0], other: tour.deliveries[1].items[0] };
   }
 

@@ -3,12 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
-import type { DriverActor } from '../../server/context.js';
 import { lastStatement, openDatabase, type Database } from '../../server/db/client.js';
 import { applyEvents } from '../../server/engine/apply.js';
 import * as schema from '../../server/db/schema.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
-import { newTour } from '../helpers/factories.js';
+import { driverActor, newTour } from '../helpers/factories.js';
 
 /** Counts what the process writes to the database's port (each write a message batch of one round trip), and keeps its bytes. */
 function countWrites(port: number) {
@@ -172,19 +171,14 @@ describe('pipelined statements on PostgreSQL', () => {
     });
     expect(await warehouse(database.db, code)).toHaveLength(1);
   });
+
   it('applies a scan in three writes and two round trips: the begin, the lock and the read together, then the write with the COMMIT', async () => {
     const accountId = 4701;
     const tour = await newTour(database.db, {
       accountId,
       positions: [{ scannable: true, quantity: 5, scannedQuantity: 0, state: 'InProgress' }],
     });
-    const actor: DriverActor = {
-      kind: 'driver',
-      personalnummer: accountId,
-      name: 'x',
-      tokenExpiresAt: Date.now() + 3600_000,
-      syncRole: false,
-    };
+    const actor = driverActor(accountId);
     const scan = (): SyncEvent => ({
       type: 'scan',
       eventId: randomUUID(),
