@@ -168,7 +168,6 @@ const json = (rows: unknown[]) => JSON.stringify(rows);
  */
 export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<number, number>> {
   const all = <T>(pick: (ws: WorkingSet) => T[]) => sets.flatMap(pick);
-  const dirtyDeliveries = sets.filter((ws) => ws.deliveryDirty).map((ws) => ws.delivery);
   const changes = sets.flatMap(changesOf);
 
   // What every scan writes (its id, its line, its audit entry) goes in one statement, each table's
@@ -178,21 +177,6 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
   const processed = all((ws) => ws.inserts.processed);
   const dirtyItems = all((ws) => [...ws.items.values()].filter((i) => i.dirty));
   const audit = all((ws) => ws.inserts.audit);
-  const credits = all((ws) => ws.inserts.credits);
-  const payments = all((ws) => ws.inserts.payments);
-  const reviewed = audit.filter((a) => a.action === 'remove' || a.action === 'unremove');
-  const noteEntries = all((ws) => [...(ws.notes?.values() ?? [])]);
-  const created = noteEntries.filter((n) => n.state === 'new').map((n) => n.row);
-  const updated = noteEntries.filter((n) => n.state === 'dirty').map((n) => n.row);
-  const deleted = noteEntries.filter((n) => n.state === 'deleted').map((n) => n.row.id);
-  const released = all((ws) => ws.releasedImages).map((image) => image.id);
-  const newAttachments = all((ws) => ws.inserts.attachments);
-  const valueEntries = all((ws) => [...(ws.serviceValues?.values() ?? [])]);
-  const upserts = valueEntries.filter((v) => v.state === 'dirty').map((v) => v.row);
-  const removed = valueEntries.filter((v) => v.state === 'deleted').map((v) => v.row);
-  const alone = [credits, payments, reviewed, created, updated, deleted, released, newAttachments, upserts, removed, dirtyDeliveries].every(
-    (rows) => rows.length === 0,
-  );
   const has = { items: dirtyItems.length > 0, audit: audit.length > 0, changes: changes.length > 0 };
   const values = {
     processed: json(
@@ -261,60 +245,86 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
       },
       values,
     );
+  const later = laterStatements(tx, sets, audit);
   // A copy of one of the ids, recorded meanwhile for another delivery, fails the statement (and the transaction).
-  const [written] = await (alone ? lastStatement(tx, write) : write()).catch((error: unknown) => {
+  const [written] = await (later.length === 0 ? lastStatement(tx, write) : write()).catch((error: unknown) => {
     throw EVENT_ID_KEYS.has(constraintViolation(error)?.constraint ?? '') ? new ConcurrentDuplicate() : error;
   });
+  for (const statement of later) await statement();
+  return new Map(Object.entries(written.account_seqs ?? {}).map(([account, seq]) => [Number(account), Number(seq)]));
+}
 
-  if (credits.length) await tx.insert(creditEvents).values(credits);
-  await keepReviewChange(
-    tx,
-    [...reviewed, ...credits].map((row) => row.deliveryId),
-  );
-  if (payments.length) await tx.insert(paymentProtocol).values(payments);
+/**
+ * The statements after the first, in order, for what only some events change (credits,
+ * payments, notes, service values, the delivery itself): none for scans.
+ */
+function laterStatements(tx: Db, sets: WorkingSet[], audit: WorkingSet['inserts']['audit']): (() => PromiseLike<unknown>)[] {
+  const statements: (() => PromiseLike<unknown>)[] = [];
+  const credits = sets.flatMap((ws) => ws.inserts.credits);
+  if (credits.length) statements.push(() => tx.insert(creditEvents).values(credits));
+  const reviewed = [...audit.filter((a) => a.action === 'remove' || a.action === 'unremove'), ...credits].map((row) => row.deliveryId);
+  if (reviewed.length) statements.push(() => keepReviewChange(tx, reviewed));
+  const payments = sets.flatMap((ws) => ws.inserts.payments);
+  if (payments.length) statements.push(() => tx.insert(paymentProtocol).values(payments));
 
-  if (created.length) await tx.insert(notes).values(created);
+  const noteEntries = sets.flatMap((ws) => [...(ws.notes?.values() ?? [])]);
+  const created = noteEntries.filter((n) => n.state === 'new').map((n) => n.row);
+  const updated = noteEntries.filter((n) => n.state === 'dirty').map((n) => n.row);
+  const deleted = noteEntries.filter((n) => n.state === 'deleted').map((n) => n.row.id);
+  if (created.length) statements.push(() => tx.insert(notes).values(created));
   if (updated.length) {
     // The time set in memory is the one published in the change record, so it is the one stored.
     const values = json(updated.map((n) => ({ id: n.id, text: n.text, image: n.imageAttachment, at: n.updatedAt.toISOString() })));
-    await tx.execute(sql`
+    statements.push(() =>
+      tx.execute(sql`
       UPDATE ${notes} SET text = v.text, image_attachment = v.image, updated_at = v.at
       FROM jsonb_to_recordset(${values}::jsonb) AS v(id uuid, text text, image text, at timestamptz)
       WHERE ${notes.id} = v.id AND ${inList(
         notes.id,
         updated.map((n) => n.id),
-      )}`);
+      )}`),
+    );
   }
-  if (released.length) await tx.update(attachments).set({ noteId: null }).where(inArray(attachments.id, released));
-  if (deleted.length) await tx.delete(notes).where(inArray(notes.id, deleted));
-  if (newAttachments.length) await tx.insert(attachments).values(newAttachments);
+  const released = sets.flatMap((ws) => ws.releasedImages).map((image) => image.id);
+  if (released.length) statements.push(() => tx.update(attachments).set({ noteId: null }).where(inArray(attachments.id, released)));
+  if (deleted.length) statements.push(() => tx.delete(notes).where(inArray(notes.id, deleted)));
+  const newAttachments = sets.flatMap((ws) => ws.inserts.attachments);
+  if (newAttachments.length) statements.push(() => tx.insert(attachments).values(newAttachments));
 
+  const valueEntries = sets.flatMap((ws) => [...(ws.serviceValues?.values() ?? [])]);
+  const upserts = valueEntries.filter((v) => v.state === 'dirty').map((v) => v.row);
+  const removed = valueEntries.filter((v) => v.state === 'deleted').map((v) => v.row);
   if (upserts.length) {
-    await tx
-      .insert(deliveryServiceValues)
-      .values(upserts)
-      .onConflictDoUpdate({
-        target: [deliveryServiceValues.deliveryId, deliveryServiceValues.serviceId],
-        set: {
-          boolValue: sql`excluded.bool_value`,
-          numericValue: sql`excluded.numeric_value`,
-          authorCarId: sql`excluded.author_car_id`,
-          updatedAt: sql`excluded.updated_at`,
-        },
-      });
+    statements.push(() =>
+      tx
+        .insert(deliveryServiceValues)
+        .values(upserts)
+        .onConflictDoUpdate({
+          target: [deliveryServiceValues.deliveryId, deliveryServiceValues.serviceId],
+          set: {
+            boolValue: sql`excluded.bool_value`,
+            numericValue: sql`excluded.numeric_value`,
+            authorCarId: sql`excluded.author_car_id`,
+            updatedAt: sql`excluded.updated_at`,
+          },
+        }),
+    );
   }
   if (removed.length) {
     const keys = json(removed.map((v) => ({ d: v.deliveryId, s: v.serviceId })));
-    await tx.execute(sql`
+    statements.push(() =>
+      tx.execute(sql`
       DELETE FROM ${deliveryServiceValues} USING jsonb_to_recordset(${keys}::jsonb) AS k(d uuid, s uuid)
       WHERE ${deliveryServiceValues.deliveryId} = k.d AND ${deliveryServiceValues.serviceId} = k.s
         AND ${inList(
           deliveryServiceValues.deliveryId,
           removed.map((v) => v.deliveryId),
-        )}`);
+        )}`),
+    );
   }
 
   // Only the engine's own fields change; one statement for every delivery of the batch.
+  const dirtyDeliveries = sets.filter((ws) => ws.deliveryDirty).map((ws) => ws.delivery);
   if (dirtyDeliveries.length) {
     const values = json(
       dirtyDeliveries.map((d) => ({
@@ -328,7 +338,8 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
         at: d.updatedAt.toISOString(),
       })),
     );
-    await tx.execute(sql`
+    statements.push(() =>
+      tx.execute(sql`
       UPDATE ${deliveries} SET state = v.state, state_reason = v.reason, assigned_car_id = v.car, credit_amount_cents = v.credit,
         credit_reason = v.credit_reason, credit_updated_at = v.credit_at, updated_at = v.at
       FROM jsonb_to_recordset(${values}::jsonb)
@@ -336,7 +347,8 @@ export async function flushWorkingSets(tx: Db, sets: WorkingSet[]): Promise<Map<
       WHERE ${deliveries.id} = v.id AND ${inList(
         deliveries.id,
         dirtyDeliveries.map((d) => d.id),
-      )}`);
+      )}`),
+    );
   }
-  return new Map(Object.entries(written.account_seqs ?? {}).map(([account, seq]) => [Number(account), Number(seq)]));
+  return statements;
 }
