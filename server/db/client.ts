@@ -48,6 +48,29 @@ export async function executePrepared<T>(db: Db, name: string, build: () => SQL,
 }
 
 /**
+ * Settings for the rest of a transaction (`SET LOCAL`), sent ahead of its next statement rather
+ * than in a round trip of their own. A setting that fails aborts the transaction, so the next
+ * statement fails too; the promise is there for a caller that wants to wait for it.
+ */
+export function setLocal(tx: Db, settings: Record<string, string>): Promise<void> {
+  const calls = Object.entries(settings).map(([name, value]) => sql`set_config(${name}, ${value}, true)`);
+  // drizzle sends a query when it is awaited: `then` sends this one now, ahead of what follows.
+  const done = tx.execute(sql`SELECT ${sql.join(calls, sql`, `)}`).then(() => undefined);
+  done.catch(() => undefined);
+  return done;
+}
+
+/**
+ * PostgreSQL plans a prepared statement with array parameters afresh on every call, as a plan for
+ * the values at hand looks cheaper; for the engine's small statements the planning costs more
+ * than running them. These settings keep the connection's one plan of each. That plan cannot
+ * know how many ids an array holds (it assumes ten), and at the default cost of a random page
+ * it would scan a table of a few thousand rows to join them; a page cost fit for data in memory
+ * or on SSD keeps it looking the rows up by key.
+ */
+export const GENERIC_PLANS = { plan_cache_mode: 'force_generic_plan', random_page_cost: '1.1' };
+
+/**
  * Runs a transaction's last statement. On PostgreSQL the transaction's COMMIT goes out with it:
  * one round trip fewer, and the transaction's locks go sooner. Nothing may run or fail in the
  * transaction after it. In a nested transaction (a savepoint) or on PGlite it is a statement as any.

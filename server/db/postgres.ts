@@ -59,8 +59,8 @@ const isEnd = (text: string | undefined) => text === 'commit' || text === 'rollb
  *
  * Queries are pipelined: those issued before the first one's answer go out at once and are
  * answered in order. A transaction's `begin` (drizzle's, sent on its own) is held back and written
- * together with the transaction's first statement, so opening a transaction costs no round trip
- * of its own; one that runs no statement sends nothing at all. A transaction's last statement
+ * together with the transaction's first statement and those issued in the same turn, so opening a
+ * transaction costs no round trip of its own; one that runs no statement sends nothing at all. A transaction's last statement
  * may take its COMMIT along (`commitWith`); drizzle's own `commit` is then answered here. Under
  * many small transactions each round trip is a write and a wake-up on both sides, and a row lock
  * is held until the COMMIT arrives.
@@ -137,7 +137,9 @@ export class GuardedClient extends pg.Client {
         return result;
       }) as never;
     } finally {
-      stream.uncork();
+      // Statements the transaction issues in the same turn (settings, a lock and a read) join this write.
+      if (withBegin) process.nextTick(() => stream.uncork());
+      else stream.uncork();
     }
   }
 

@@ -1,7 +1,7 @@
-import { inArray, sql } from 'drizzle-orm';
+import { inArray } from 'drizzle-orm';
 import { isRefusal } from '../../shared/rules/eventResults.js';
 import type { SyncEvent, SyncEventOf, EventResult } from '../../shared/schemas/sync.js';
-import type { Db } from '../db/client.js';
+import { GENERIC_PLANS, setLocal, type Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { constraintViolation, isLockTimeout } from '../db/errors.js';
@@ -280,7 +280,7 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
     noteIds: events.flatMap((e) => (e.type === 'note.update' || e.type === 'note.delete' ? [e.noteId] : [])),
   };
   const staged = await db.transaction(async (tx) => {
-    if (lockWaitMs !== undefined) await tx.execute(sql.raw(`SET LOCAL lock_timeout = ${lockWaitMs}`));
+    void setLocal(tx, lockWaitMs === undefined ? GENERIC_PLANS : { ...GENERIC_PLANS, lock_timeout: `${lockWaitMs}ms` });
     const { sets, processed } = await loadWorkingSets(
       tx,
       targets,

@@ -42,6 +42,19 @@ const warehouse = (db: Database['db'], code: string) =>
 
 const txid = async (tx: Database['db']) => (await tx.execute<{ id: string }>(sql`SELECT txid_current()::text AS id`)).rows[0].id;
 
+/** A driver's tour of one line that takes scans, and a scan event for it. */
+async function scannerOn(db: Database['db'], accountId: number) {
+  const tour = await newTour(db, { accountId, positions: [{ scannable: true, quantity: 50, scannedQuantity: 0, state: 'InProgress' }] });
+  const scan = (): SyncEvent => ({
+    type: 'scan',
+    eventId: randomUUID(),
+    occurredAt: new Date().toISOString(),
+    deliveryItemId: tour.deliveries[0].items[0].id,
+    action: 'scan',
+  });
+  return { tour, actor: driverActor(accountId), scan };
+}
+
 describe('pipelined statements on PostgreSQL', () => {
   let database: Database;
   let port: number;
@@ -55,6 +68,7 @@ describe('pipelined statements on PostgreSQL', () => {
   });
   afterEach(() => restore());
   afterAll(() => database?.close());
+  const scanner = (accountId: number) => scannerOn(database.db, accountId);
 
   it("sends a transaction's begin with its first statement, and both statements run in that transaction", async () => {
     await database.db.execute(sql`SELECT 1`);
@@ -172,20 +186,8 @@ describe('pipelined statements on PostgreSQL', () => {
     expect(await warehouse(database.db, code)).toHaveLength(1);
   });
 
-  it('applies a scan in three writes and two round trips: the begin, the lock and the read together, then the write with the COMMIT', async () => {
-    const accountId = 4701;
-    const tour = await newTour(database.db, {
-      accountId,
-      positions: [{ scannable: true, quantity: 5, scannedQuantity: 0, state: 'InProgress' }],
-    });
-    const actor = driverActor(accountId);
-    const scan = (): SyncEvent => ({
-      type: 'scan',
-      eventId: randomUUID(),
-      occurredAt: new Date().toISOString(),
-      deliveryItemId: tour.deliveries[0].items[0].id,
-      action: 'scan',
-    });
+  it('applies a scan in two writes: the begin, the settings, the lock and the read together, then the write with the COMMIT', async () => {
+    const { tour, actor, scan } = await scanner(4701);
     // The first scan prepares the statements on the connection.
     await applyEvents(database.db, actor, [scan()]);
     const writes = countWrites(port);
@@ -193,17 +195,27 @@ describe('pipelined statements on PostgreSQL', () => {
     const [result] = await applyEvents(database.db, actor, [scan()]);
     restore();
     expect(result.status).toBe('applied');
-    expect(writes.counter.writes).toBe(3);
-    expect(writes.counter.texts[0]).toContain('BEGIN');
-    expect(writes.counter.texts[0]).toContain('engine_lock');
-    expect(writes.counter.texts[1]).toContain('engine_read');
-    expect(writes.counter.texts[2]).toContain('engine_write');
-    expect(writes.counter.texts[2]).toContain('COMMIT');
+    expect(writes.counter.writes).toBe(2);
+    for (const part of ['BEGIN', 'plan_cache_mode', 'engine_lock', 'engine_read']) expect(writes.counter.texts[0]).toContain(part);
+    expect(writes.counter.texts[1]).toContain('engine_write');
+    expect(writes.counter.texts[1]).toContain('COMMIT');
     const [item] = await database.db
       .select()
       .from(schema.deliveryItems)
       .where(sql`${schema.deliveryItems.id} = ${tour.deliveries[0].items[0].id}`);
     expect(item.scannedQuantity).toBe(2);
+  });
+
+  it("plans the engine's statements once per connection, not on every call", async () => {
+    const { actor, scan } = await scanner(4702);
+    for (let i = 0; i < 8; i++) expect((await applyEvents(database.db, actor, [scan()]))[0].status).toBe('applied');
+    const plans = await database.db.execute<{ name: string; generic_plans: string; custom_plans: string }>(
+      sql`SELECT name, generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE 'engine_%'`,
+    );
+    const names = plans.rows.map((p) => p.name);
+    for (const statement of ['engine_lock', 'engine_read', 'engine_write']) expect(names.some((n) => n.startsWith(statement))).toBe(true);
+    // Left to itself, PostgreSQL plans each of the first five calls for their values (and these on every call).
+    for (const plan of plans.rows) expect(plan).toMatchObject({ custom_plans: '0' });
   });
 });
 
