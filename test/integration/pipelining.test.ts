@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { lastStatement, openDatabase, type Database } from '../../server/db/client.js';
 import { applyEvents } from '../../server/engine/apply.js';
+import { readChangePages } from '../../server/engine/changeFeed.js';
 import * as schema from '../../server/db/schema.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
 import { driverActor, newTour } from '../helpers/factories.js';
@@ -206,14 +207,19 @@ describe('pipelined statements on PostgreSQL', () => {
     expect(item.scannedQuantity).toBe(2);
   });
 
-  it("plans the engine's statements once per connection, not on every call", async () => {
+  it("plans the engine's statements and the live feed's page read once per connection, not on every call", async () => {
     const { actor, scan } = await scanner(4702);
-    for (let i = 0; i < 8; i++) expect((await applyEvents(database.db, actor, [scan()]))[0].status).toBe('applied');
+    for (let i = 0; i < 8; i++) {
+      expect((await applyEvents(database.db, actor, [scan()]))[0].status).toBe('applied');
+      const [page] = await readChangePages(database.db, [{ personalnummer: 4702, sinceSeq: undefined }], 100);
+      expect(page).toMatchObject({ changes: expect.arrayContaining([expect.objectContaining({ entity: 'position' })]) });
+    }
     const plans = await database.db.execute<{ name: string; generic_plans: string; custom_plans: string }>(
-      sql`SELECT name, generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE 'engine_%'`,
+      sql`SELECT name, generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE 'engine_%' OR name = 'change_pages'`,
     );
     const names = plans.rows.map((p) => p.name);
-    for (const statement of ['engine_lock', 'engine_read', 'engine_write']) expect(names.some((n) => n.startsWith(statement))).toBe(true);
+    for (const statement of ['engine_lock', 'engine_read', 'engine_write', 'change_pages'])
+      expect(names.some((n) => n.startsWith(statement))).toBe(true);
     // Left to itself, PostgreSQL plans each of the first five calls for their values (and these on every call).
     for (const plan of plans.rows) expect(plan).toMatchObject({ custom_plans: '0' });
   });
