@@ -59,11 +59,11 @@ const isEnd = (text: string | undefined) => text === 'commit' || text === 'rollb
  *
  * Queries are pipelined: those issued before the first one's answer go out at once and are
  * answered in order. A transaction's `begin` (drizzle's, sent on its own) is held back and written
- * together with the transaction's first statement and those issued in the same turn, so opening a
- * transaction costs no round trip of its own; one that runs no statement sends nothing at all. A transaction's last statement
- * may take its COMMIT along (`commitWith`); drizzle's own `commit` is then answered here. Under
- * many small transactions each round trip is a write and a wake-up on both sides, and a row lock
- * is held until the COMMIT arrives.
+ * together with the transaction's first statement and those issued in the same turn, so opening
+ * a transaction costs no round trip of its own; one that runs no statement sends nothing at all.
+ * A transaction's last statement may take its COMMIT along (`commitWith`); drizzle's own `commit`
+ * is then answered here. Under many small transactions each round trip is a write and a wake-up
+ * on both sides, and a row lock is held until the COMMIT arrives.
  */
 export class GuardedClient extends pg.Client {
   private beginHeld = false;

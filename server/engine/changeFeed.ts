@@ -98,8 +98,8 @@ export async function readChangePages(
 ): Promise<(ChangePage | DomainError)[]> {
   const stable = await stableHead(db);
   // In a transaction of its own that costs no round trip (BEGIN, settings, the read and COMMIT in
-  // one write), for the one plan per connection of GENERIC_PLANS: planned per call, it cost
-  // PostgreSQL a third of a millisecond a read.
+  // one write), for the one plan per connection of GENERIC_PLANS: planned for the values at hand
+  // on every call, a read took PostgreSQL 2.5 ms instead of 0.2.
   const rows = await db.transaction((tx) => {
     void setLocal(tx, GENERIC_PLANS);
     return lastStatement(tx, () => readPages(tx, stable, reads, limit));
