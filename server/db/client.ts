@@ -53,9 +53,13 @@ export async function executePrepared<T>(db: Db, name: string, build: () => SQL,
  * statement fails too; the promise is there for a caller that wants to wait for it.
  */
 export function setLocal(tx: Db, settings: Record<string, string>): Promise<void> {
-  const calls = Object.entries(settings).map(([name, value]) => sql`set_config(${name}, ${value}, true)`);
-  // drizzle sends a query when it is awaited: `then` sends this one now, ahead of what follows.
-  const done = tx.execute(sql`SELECT ${sql.join(calls, sql`, `)}`).then(() => undefined);
+  // Names are the code's own; a prepared statement per set of names, as it runs in every transaction.
+  const names = Object.keys(settings);
+  const calls = () => names.map((name) => sql`set_config(${sql.raw(`'${name}'`)}, ${sql.placeholder(name)}, true)`);
+  // executePrepared sends the statement at once, ahead of what the caller issues next.
+  const done = executePrepared(tx, `set_local_${names.join('_')}`, () => sql`SELECT ${sql.join(calls(), sql`, `)}`, settings).then(
+    () => undefined,
+  );
   done.catch(() => undefined);
   return done;
 }
