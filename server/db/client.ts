@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { is, Placeholder, sql, type Query, type SQL } from 'drizzle-orm';
-import { PgDialect, type PgDatabase, type PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { PgDialect, type PgDatabase, type PgPreparedQuery, type PgQueryResultHKT, type PreparedQueryConfig } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type pg from 'pg';
 import type { Logger } from 'pino';
@@ -13,7 +13,6 @@ import { buildLateIndexes } from './lateIndexes.js';
 import { migratePostgres, migrationsFolder } from './migrate.js';
 import * as schema from './schema.js';
 
-export type Schema = typeof schema;
 /** Raw results of both drivers (pg and PGlite) carry their rows in `rows`. */
 interface Rows<T> {
   rows: T[];
@@ -21,11 +20,17 @@ interface Rows<T> {
 export interface RowsResultHKT extends PgQueryResultHKT {
   type: Rows<this['row']>;
 }
-/** A database handle or a transaction: both run queries the same way. */
-export type Db = PgDatabase<RowsResultHKT, Schema>;
+/**
+ * A database handle or a transaction: both run queries the same way. Built without drizzle's
+ * relational queries (`db.query`), which nothing uses: with them every transaction would build a
+ * query builder per table.
+ */
+export type Db = PgDatabase<RowsResultHKT>;
 
 const dialect = new PgDialect();
 const statementTexts = new Map<string, Query>();
+/** Per connection (a pool's client, the pool itself, PGlite): its statements by name. */
+const preparedByClient = new WeakMap<object, Map<string, PgPreparedQuery<PreparedQueryConfig>>>();
 
 /**
  * A named prepared statement: PostgreSQL parses and plans it once per connection rather than on
@@ -42,8 +47,14 @@ export async function executePrepared<T>(db: Db, name: string, build: () => SQL,
     if (query.params.some((param) => !is(param, Placeholder))) throw new Error(`Statement ${name} has a value that is not a placeholder`);
     statementTexts.set(name, query);
   }
-  const prepared = db._.session.prepareQuery(query, undefined, name, false);
-  const result = (await prepared.execute(values)) as Rows<T>;
+  // drizzle's object for a statement (its text, parameter slots and type parsers) is made once per
+  // connection, as PostgreSQL's plan is, instead of on every call.
+  const client = (db._.session as unknown as { client: object }).client;
+  let prepared = preparedByClient.get(client);
+  if (!prepared) preparedByClient.set(client, (prepared = new Map()));
+  let statement = prepared.get(name);
+  if (!statement) prepared.set(name, (statement = db._.session.prepareQuery(query, undefined, name, false)));
+  const result = (await statement.execute(values)) as Rows<T>;
   return result.rows;
 }
 
@@ -150,7 +161,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     pool.on('connect', (client) => {
       client.on('error', () => undefined);
     });
-    const db = drizzlePg({ client: pool as pg.Pool, schema, logger });
+    const db = drizzlePg({ client: pool as pg.Pool, logger });
     database = {
       kind: 'postgres',
       db: db as unknown as Db,
@@ -172,7 +183,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       import('drizzle-orm/pglite/migrator'),
     ]);
     const client = await PGlite.create(dataDir ? { dataDir } : {});
-    const db = drizzlePglite({ client, schema, logger });
+    const db = drizzlePglite({ client, logger });
     await migratePglite(db, { migrationsFolder });
     await buildLateIndexes((text, values) => client.query(text, values), false);
     database = {

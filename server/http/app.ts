@@ -27,6 +27,9 @@ const docsPage = `<!doctype html>
 export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   const app = express();
   app.disable('x-powered-by');
+  // Only routes marked `conditional` carry an ETag (registration sets it): hashing every other
+  // answer, a push's among them, would cost each request a digest no client asks for.
+  app.disable('etag');
   app.set('query parser', 'simple');
   // Behind a proxy the client's address comes from X-Forwarded-For, trusting this many hops.
   app.set('trust proxy', ctx.config.trustProxyHops);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -90,6 +91,22 @@ describe.each(databaseKinds)('compressed answers on %s', (kind) => {
       expect(again.bytes.length).toBe(0);
       expect(again.headers['content-encoding']).toBeUndefined();
     }
+  });
+
+  it('gives an ETag only to the conditional reads: not to the tour list, nor to a push', async () => {
+    const { token, url } = await bigTour();
+    expect((await api.get('/me/tours', { token })).headers.get('etag')).toBeNull();
+    const hold = {
+      eventId: randomUUID(),
+      occurredAt: new Date().toISOString(),
+      type: 'delivery.hold',
+      deliveryId: randomUUID(),
+      reason: 'Kunde nicht da',
+    };
+    const pushed = await api.post('/sync/push', { clientId: 'phone-1', events: [hold] }, { token });
+    expect(pushed.status).toBe(200);
+    expect(pushed.headers.get('etag')).toBeNull();
+    expect((await api.get(url.slice(api.url.length), { token })).headers.get('etag')).toMatch(/^"[^"]+"$/);
   });
 });
 
