@@ -196,6 +196,8 @@ async function run(command: Extract<LiveCommand, { type: 'run' }>): Promise<Live
     ),
   ];
   await Promise.all(init.drivers.map((driver) => drive(driver, command, pushLatencies, slowPushes)));
+  // Every driver may have sent its last push before the window's end: the end still takes its mark.
+  await sleep(command.startAt + command.warmupMs + command.durationMs + 5 - monotonicMs());
   marks.forEach(clearTimeout);
   // Late receipts count with their real latency for up to two seconds; then they are missing.
   for (let waited = 0; waited < 2000 && [...fanout.values()].some((f) => f.answeredAt !== undefined); waited += 50) await sleep(50);
