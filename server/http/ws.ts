@@ -6,7 +6,7 @@ import { bearerToken } from '../auth/authenticate.js';
 import type { AppContext, DriverActor } from '../context.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError, unavailable } from '../errors.js';
-import { activeAccounts } from '../queries/accounts.js';
+import { inactiveAccounts } from '../queries/accounts.js';
 import { problemBody } from './problem.js';
 import { HeartbeatWheel } from './heartbeatWheel.js';
 import { CloseCode, sharedReader, SyncConnection } from './wsConnection.js';
@@ -119,9 +119,7 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
   };
   const stopDeactivations = ctx.changes.onDeactivated(closeAccount);
   const recheckAccounts = async () => {
-    const numbers = [...byAccount.keys()];
-    const active = await activeAccounts(ctx.database.db, numbers);
-    for (const n of numbers) if (!active.has(n)) closeAccount(n);
+    for (const n of await inactiveAccounts(ctx.database.db, [...byAccount.keys()])) closeAccount(n);
   };
 
   const heartbeat = new HeartbeatWheel<SyncConnection>(

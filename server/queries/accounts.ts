@@ -1,6 +1,6 @@
 import { eq, sql } from 'drizzle-orm';
 import { executePrepared, type Db } from '../db/client.js';
-import { arrayLiteral, inPlaceholder } from '../db/jsonRows.js';
+import { arrayLiteral } from '../db/jsonRows.js';
 import { accounts } from '../db/schema.js';
 
 /** An account's public shape, or undefined when there is none with that number. */
@@ -13,18 +13,20 @@ export async function readAccount(db: Db, personalnummer: number) {
 }
 
 /**
- * Which of these accounts are active now (a missing account is not). The numbers go as one array
- * parameter of a prepared statement: an instance asks this for every connected account, and a
- * statement built with a parameter per number holds the event loop for tens of ms at 10,000.
+ * Which of these accounts may no longer connect: deactivated, or gone. An instance asks this for
+ * every connected account once per heartbeat round, so the numbers go as one array parameter of a
+ * prepared statement (a parameter per number held the event loop for tens of ms at 10,000), and
+ * the answer names only the few to close rather than every account still active.
  */
-export async function activeAccounts(db: Db, numbers: number[]): Promise<Set<number>> {
-  if (numbers.length === 0) return new Set();
+export async function inactiveAccounts(db: Db, numbers: number[]): Promise<number[]> {
+  if (numbers.length === 0) return [];
   const rows = await executePrepared<{ personalnummer: string }>(
     db,
-    'active_accounts',
+    'inactive_accounts',
     () =>
-      sql`SELECT ${accounts.personalnummer} AS personalnummer FROM ${accounts} WHERE ${inPlaceholder(accounts.personalnummer, 'numbers')} AND ${accounts.active}`,
+      sql`SELECT n AS personalnummer FROM unnest(${sql.placeholder('numbers')}::${sql.raw(accounts.personalnummer.getSQLType())}[]) AS n
+          WHERE NOT EXISTS (SELECT FROM ${accounts} WHERE ${accounts.personalnummer} = n AND ${accounts.active})`,
     { numbers: arrayLiteral(numbers) },
   );
-  return new Set(rows.map((r) => Number(r.personalnummer)));
+  return rows.map((r) => Number(r.personalnummer));
 }

@@ -31,15 +31,19 @@ describe.each(databaseKinds)("a deactivated account's WebSocket on %s", (kind) =
     await stayingSocket.close();
   });
 
-  it('is closed with 4403 by the periodic check when the account went inactive without an announcement', async () => {
+  it('is closed with 4403 by the periodic check when the account went inactive without an announcement; active accounts stay', async () => {
     const fast = await startTestServer(kind, { WS_HEARTBEAT_SECONDS: '1' });
     try {
       const personalnummer = nextAccount++;
       const socket = await resumed(fast, await fast.token(personalnummer));
+      const active = await resumed(fast, await fast.token(nextAccount++));
       await fast.seedAccount(personalnummer, `Fahrer ${personalnummer}`, false);
       const started = Date.now();
       expect((await socket.closed).code).toBe(4403);
       expect(Date.now() - started).toBeLessThan(4000);
+      // Two more rounds of the check: the active account's socket is still open.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect(active.ws.readyState).toBe(active.ws.OPEN);
     } finally {
       await fast.close();
     }
