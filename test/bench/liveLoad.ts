@@ -5,8 +5,8 @@
  * one per interval (a Poisson process per driver, so the service sees no synchronised waves).
  */
 import { randomUUID } from 'node:crypto';
-import { WebSocket } from 'ws';
 import { request } from './http.js';
+import { LiveSocket } from './liveSocket.js';
 import type { ScanEvent } from './jobs.js';
 import { SLOW_PUSH_MS, watchStalls, type Stalls } from './stalls.js';
 import { monotonicMs, sleep } from './stats.js';
@@ -45,7 +45,7 @@ export type LiveReply =
 
 const stalls = watchStalls();
 let init: Extract<LiveCommand, { type: 'init' }>;
-const sockets: WebSocket[] = [];
+const sockets: LiveSocket[] = [];
 let closing = false;
 let errors: Record<string, number> = {};
 let examples: string[] = [];
@@ -67,34 +67,44 @@ function settleFanout(eventId: string) {
 }
 
 /** A device: resumes from the cursor and is ready at the first `changes` message. */
-function openDevice(driver: LiveDriver, watchesFanout: boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${init.url.replace(/^http/, 'ws')}/sync/ws`, { headers: { authorization: `Bearer ${driver.token}` } });
-    let ready = false;
-    ws.on('open', () => ws.send(JSON.stringify({ type: 'resume', cursor: init.cursor })));
-    ws.on('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
-    ws.on('message', (data) => {
-      if (!ready) {
-        ready = true;
-        sockets.push(ws);
-        resolve();
-      }
-      if (!watchesFanout) return;
-      const now = monotonicMs();
-      const message = JSON.parse(data.toString()) as { type: string; changes?: { eventIds?: string[] }[] };
-      if (message.type !== 'changes') return error('unexpected_message', data.toString().slice(0, 200));
-      for (const id of (message.changes ?? []).flatMap((c) => c.eventIds ?? [])) {
-        const entry = fanout.get(id);
-        if (!entry) continue;
-        entry.receivedAt = now;
-        settleFanout(id);
-      }
-    });
-    ws.on('error', (e) => (ready ? error('socket_error', String(e)) : reject(e)));
-    ws.on('close', (code) => {
-      if (ready && !closing) error('socket_closed', `closed ${code}`);
-    });
+async function openDevice(driver: LiveDriver, watchesFanout: boolean): Promise<void> {
+  let ready: () => void;
+  let failed: (error: Error) => void;
+  const first = new Promise<void>((resolve, reject) => {
+    ready = resolve;
+    failed = reject;
   });
+  let isReady = false;
+  const ws = await LiveSocket.open(
+    `${init.url.replace(/^http/, 'ws')}/sync/ws`,
+    { Authorization: `Bearer ${driver.token}` },
+    {
+      message: (text) => {
+        if (!isReady) {
+          isReady = true;
+          ready();
+        }
+        if (!watchesFanout) return;
+        const now = monotonicMs();
+        const message = JSON.parse(text) as { type: string; changes?: { eventIds?: string[] }[] };
+        if (message.type !== 'changes') return error('unexpected_message', text.slice(0, 200));
+        for (const id of (message.changes ?? []).flatMap((c) => c.eventIds ?? [])) {
+          const entry = fanout.get(id);
+          if (!entry) continue;
+          entry.receivedAt = now;
+          settleFanout(id);
+        }
+      },
+      error: (e) => (isReady ? error('socket_error', String(e)) : failed(e)),
+      close: (code) => {
+        if (isReady && !closing) error('socket_closed', `closed ${code}`);
+        else if (!isReady) failed(new Error(`closed ${code} before the first message`));
+      },
+    },
+  );
+  sockets.push(ws);
+  ws.send(JSON.stringify({ type: 'resume', cursor: init.cursor }));
+  return first;
 }
 
 async function connect() {
