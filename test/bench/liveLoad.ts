@@ -5,6 +5,7 @@
  * one per interval (a Poisson process per driver, so the service sees no synchronised waves).
  */
 import { randomUUID } from 'node:crypto';
+import { deferred } from '../../server/db/combining.js';
 import { request } from './http.js';
 import { LiveSocket } from './liveSocket.js';
 import type { ScanEvent } from './jobs.js';
@@ -68,12 +69,7 @@ function settleFanout(eventId: string) {
 
 /** A device: resumes from the cursor and is ready at the first `changes` message. */
 async function openDevice(driver: LiveDriver, watchesFanout: boolean): Promise<void> {
-  let ready: () => void;
-  let failed: (error: Error) => void;
-  const first = new Promise<void>((resolve, reject) => {
-    ready = resolve;
-    failed = reject;
-  });
+  const first = deferred<void>();
   let isReady = false;
   const ws = await LiveSocket.open(
     `${init.url.replace(/^http/, 'ws')}/sync/ws`,
@@ -82,7 +78,7 @@ async function openDevice(driver: LiveDriver, watchesFanout: boolean): Promise<v
       message: (text) => {
         if (!isReady) {
           isReady = true;
-          ready();
+          first.resolve();
         }
         if (!watchesFanout) return;
         const now = monotonicMs();
@@ -95,16 +91,16 @@ async function openDevice(driver: LiveDriver, watchesFanout: boolean): Promise<v
           settleFanout(id);
         }
       },
-      error: (e) => (isReady ? error('socket_error', String(e)) : failed(e)),
+      error: (e) => (isReady ? error('socket_error', String(e)) : first.reject(e)),
       close: (code) => {
         if (isReady && !closing) error('socket_closed', `closed ${code}`);
-        else if (!isReady) failed(new Error(`closed ${code} before the first message`));
+        else if (!isReady) first.reject(new Error(`closed ${code} before the first message`));
       },
     },
   );
   sockets.push(ws);
   ws.send(JSON.stringify({ type: 'resume', cursor: init.cursor }));
-  return first;
+  return first.promise;
 }
 
 async function connect() {
@@ -188,27 +184,19 @@ async function run(command: Extract<LiveCommand, { type: 'run' }>): Promise<Live
   let window: Stalls = { stalls: [], collections: [] };
   let cpuFrom: NodeJS.CpuUsage | undefined;
   let cpuMs = 0;
-  const marks = [
-    setTimeout(
-      () => {
-        cpuFrom = process.cpuUsage();
-        stalls.take();
-      },
-      command.startAt + command.warmupMs - monotonicMs(),
-    ),
-    setTimeout(
-      () => {
-        const used = process.cpuUsage(cpuFrom);
-        cpuMs = (used.user + used.system) / 1000;
-        window = stalls.take();
-      },
-      command.startAt + command.warmupMs + command.durationMs - monotonicMs(),
-    ),
-  ];
+  const windowEnd = command.startAt + command.warmupMs + command.durationMs;
+  void sleep(command.startAt + command.warmupMs - monotonicMs()).then(() => {
+    cpuFrom = process.cpuUsage();
+    stalls.take();
+  });
+  const ended = sleep(windowEnd - monotonicMs()).then(() => {
+    const used = process.cpuUsage(cpuFrom);
+    cpuMs = (used.user + used.system) / 1000;
+    window = stalls.take();
+  });
   await Promise.all(init.drivers.map((driver) => drive(driver, command, pushLatencies, slowPushes)));
-  // Every driver may have sent its last push before the window's end: the end still takes its mark.
-  await sleep(command.startAt + command.warmupMs + command.durationMs + 5 - monotonicMs());
-  marks.forEach(clearTimeout);
+  // Every driver may have sent its last push before the window's end: its mark still comes.
+  await ended;
   // Late receipts count with their real latency for up to two seconds; then they are missing.
   for (let waited = 0; waited < 2000 && [...fanout.values()].some((f) => f.answeredAt !== undefined); waited += 50) await sleep(50);
   for (const entry of fanout.values()) if (entry.answeredAt !== undefined && entry.measured) error('fanout_missing', 'no receipt in 2 s');
