@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { ChangeData, ChangeEntity } from '../../shared/schemas/sync.js';
-import { executePrepared, type Db } from '../db/client.js';
+import { executePrepared, lastStatement, type Db } from '../db/client.js';
 
 export const CHANGES_CHANNEL = 'tourline_changes';
 // Writers hold it SHARED from numbering to commit, so they never wait for each other; a reader
@@ -29,7 +29,7 @@ export type ChangeRecord = {
  * The change-log append as parts of a WITH, so that it can share a statement with other writes
  * (select `notify` once in that statement); its values are the placeholders of `changeLogValues`.
  * Seqs are taken under the change-log lock held shared until commit: concurrent writers commit
- * in any order (and share WAL flushes), and readers never look past `stableHead`, below which
+ * in any order (and share WAL flushes), and readers never look past the stable head (`lockStableHead`), below which
  * nothing is in flight. The NOTIFY is delivered by PostgreSQL only when the transaction commits.
  */
 export const changeLogAppend = {
@@ -97,32 +97,34 @@ export async function recordChanges(tx: Db, changes: ChangeRecord[]): Promise<nu
   return Number(result.max_seq);
 }
 
-/** The probe running now, per database handle: readers arriving meanwhile share its answer. */
-const probes = new WeakMap<Db, Promise<number>>();
+/** The highest seq drawn so far; under the change-log lock taken exclusively, the stable head. */
+export const sequenceHead = sql`(SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM change_log_seq_seq)`;
+
+/**
+ * Takes the change-log lock exclusively for the rest of the transaction, sent ahead of its next
+ * statement: that waits until every writer holding a number has committed or aborted, and no
+ * writer draws one until the transaction ends. A statement after it may read the stable head
+ * from the sequence (`sequenceHead`), and its snapshot sees every change up to it. Failing, it
+ * aborts the transaction, so the next statement fails too.
+ */
+export function lockStableHead(tx: Db): Promise<unknown> {
+  const locked = executePrepared(tx, 'stable_head_lock', () => sql`SELECT pg_advisory_xact_lock(${sql.raw(String(CHANGE_LOG_LOCK))})`);
+  locked.catch(() => undefined);
+  return locked;
+}
 
 /**
  * The highest seq below which every change is committed (and visible to any later statement) or
- * will never be: taking the lock exclusively waits for the writers that hold numbers, and any
- * number taken after that is larger than the sequence's value read under it. Concurrent callers
- * share one probe; joining a running one is safe, since a writer that committed before the call
- * numbered either before the probe got the lock (so below its answer) or not at all.
+ * will never be, on its own: for a job or a cursor that reads the log afterwards. A transaction
+ * of its own, sent in one write, so that new writers wait for the lock only while the writers
+ * ahead of it commit. A read of the log takes the lock in its own transaction instead.
  */
 export function stableHead(db: Db): Promise<number> {
-  const running = probes.get(db);
-  if (running) return running;
-  // One statement in a transaction of its own (the lock goes with its commit): writers queue
-  // behind the exclusive lock only while the writers ahead of it commit, not for further round
-  // trips of the probe. The sequence is read in a subquery that depends on the lock's row, so
-  // after the lock is granted. Called outside a transaction (inside one the lock would stay).
-  const probe = executePrepared<{ head: string }>(
-    db,
-    'stable_head',
-    () =>
-      sql`SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM change_log_seq_seq WHERE l.locked)::text AS head
-        FROM (SELECT true AS locked FROM pg_advisory_xact_lock(${sql.raw(String(CHANGE_LOG_LOCK))}) OFFSET 0) l`,
-  )
-    .then((rows) => Number(rows[0].head))
-    .finally(() => probes.delete(db));
-  probes.set(db, probe);
-  return probe;
+  return db.transaction(async (tx) => {
+    void lockStableHead(tx);
+    const [row] = await lastStatement(tx, () =>
+      executePrepared<{ head: string }>(tx, 'stable_head', () => sql`SELECT ${sequenceHead}::text AS head`),
+    );
+    return Number(row.head);
+  });
 }
