@@ -134,7 +134,7 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     await sleep(startAt + warmupMs + durationMs - monotonicMs());
     const to = await service.usage(false);
     const hostLine = `${describeHostCpu(host, hostCpu())}; ${describeTcp(tcp, tcpCounters())}`;
-    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, host: hostLine, waits: await waits.stop() };
+    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, host: hostLine, postgres: await waits.stop() };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
   const inWindow = await window;
@@ -159,7 +159,13 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
   const loadStalls = { stalls: runs.flatMap((r) => r.stalls.stalls), collections: runs.flatMap((r) => r.stalls.collections) };
   const slow = runs.flatMap((r) => r.slowPushes);
   ctx.log(`    ${inWindow.host}; service: ${describeStalls(inWindow.stalls)}; load processes: ${describeStalls(loadStalls)}`);
-  ctx.log(`    PostgreSQL backends on average: ${inWindow.waits.map(([what, n]) => `${n} ${what}`).join(', ')}`);
+  const { waits, transactions, cpuMs: postgresMs } = inWindow.postgres;
+  ctx.log(`    PostgreSQL backends on average: ${waits.map(([what, n]) => `${n} ${what}`).join(', ')}`);
+  const perPush = (n: number) => round(n / Math.max(1, pushes.length), 2);
+  ctx.log(
+    `    per push: service ${perPush(inWindow.cpuMs)} ms CPU; PostgreSQL ${perPush(transactions)} transactions, ` +
+      `${postgresMs === undefined ? 'CPU not on this host' : `${perPush(postgresMs)} ms CPU`}`,
+  );
   ctx.log(
     `    ${slow.length} pushes over ${SLOW_PUSH_MS} ms, ${overlapping(slow, inWindow.stalls)} of them during a stall of the service, ` +
       `${overlapping(slow, loadStalls)} during a stall of a load process`,
