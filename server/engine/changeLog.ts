@@ -5,7 +5,7 @@ import { executePrepared, lastStatement, type Db } from '../db/client.js';
 export const CHANGES_CHANNEL = 'tourline_changes';
 // Writers hold it SHARED from numbering to commit, so they never wait for each other; a reader
 // that takes it exclusively waits until every writer holding a number has committed or aborted.
-const CHANGE_LOG_LOCK = 7_230_002;
+export const CHANGE_LOG_LOCK = 7_230_002;
 
 /** One change to record; `data` is the entity's public shape (shared/schemas/sync.ts). */
 export type ChangeRecord = {

@@ -27,15 +27,19 @@ type SharedPage = ChangePage & { text: string };
 export type ReadPage = (personalnummer: number, after: number | undefined) => Promise<SharedPage>;
 
 /**
- * Reads of the live connections, gathered for a turn of the event loop and made together: one
- * statement for every connection woken by the same commits, and one read and one serialised
- * message for the connections of an account that start from the same seq. A read joins a batch
- * only before it starts: a connection asking later must see commits made since.
+ * Reads of the live connections, gathered and made together: one statement for every connection
+ * woken by the same commits, and one read and one serialised message for the connections of an
+ * account that start from the same seq. One read runs at a time: the connections woken while it
+ * runs go together in the next, which starts when it ends (or in the next turn of the event loop
+ * when none runs). So under many commits a read serves many of them, and an instance's reads do
+ * not queue for the change log's lock behind each other, holding writers back. A read joins a
+ * batch only before it starts: a connection asking later must see commits made since.
  */
 export function sharedReader(ctx: AppContext): ReadPage {
   type Waiting = { read: ChangeRead; page: Promise<SharedPage>; resolve(page: SharedPage): void; reject(error: unknown): void };
   let waiting: Map<string, Waiting> | undefined;
-  const run = async (batch: NonNullable<typeof waiting>) => {
+  let reading = false;
+  const run = async (batch: Map<string, Waiting>) => {
     const entries = [...batch.values()];
     try {
       const pages = await readChangePages(
@@ -57,14 +61,20 @@ export function sharedReader(ctx: AppContext): ReadPage {
       for (const entry of entries) entry.reject(error);
     }
   };
+  const next = () => {
+    if (reading || !waiting) return;
+    const batch = waiting;
+    waiting = undefined;
+    reading = true;
+    void run(batch).finally(() => {
+      reading = false;
+      next();
+    });
+  };
   return (personalnummer, after) => {
     if (!waiting) {
-      const batch = new Map<string, Waiting>();
-      waiting = batch;
-      setImmediate(() => {
-        waiting = undefined;
-        void run(batch);
-      });
+      waiting = new Map();
+      setImmediate(next);
     }
     const key = `${personalnummer}:${after ?? ''}`;
     let entry = waiting.get(key);

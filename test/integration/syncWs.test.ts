@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, readChangePages } from '../../server/engine/changeFeed.js';
-import { recordChanges } from '../../server/engine/changeLog.js';
+import { CHANGE_LOG_LOCK, CHANGES_CHANNEL, recordChanges } from '../../server/engine/changeLog.js';
 import { pruneChangeLog } from '../../server/jobs/changeRetention.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
@@ -411,5 +412,57 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       // Three batches (2, 2, 1) with two pauses of 100 ms between them.
       expect(closes[4].at - closes[0].at).toBeGreaterThanOrEqual(180);
     }, 60_000);
+  });
+});
+
+inProcess.describe('the live reads of an instance on postgres', () => {
+  const api = useTestServer('postgres');
+
+  it('runs one at a time: the sockets woken while a read waits for the change log go together in the next', async () => {
+    const drivers = await Promise.all(
+      Array.from({ length: 3 }, async () => {
+        const personalnummer = nextAccount++;
+        const token = await api.token(personalnummer);
+        const cursor = (await api.get('/sync/cursor', { token })).body.cursor as string;
+        const socket = await SyncSocket.open(api.url, { token });
+        socket.send({ type: 'resume', cursor });
+        await socket.next((m) => m.type === 'changes');
+        return { personalnummer, token, socket };
+      }),
+    );
+    const [first, ...others] = drivers;
+    // A writer still in flight: the change log's lock held shared, as a writer holds it until its
+    // commit. A read takes the lock exclusively and waits for it (and a writer arriving after
+    // that read would queue behind it, so the others are woken by an announcement alone).
+    const writer = new pg.Client({ connectionString: api.ctx.config.databaseUrl! });
+    const announcer = new pg.Client({ connectionString: api.ctx.config.databaseUrl! });
+    await Promise.all([writer.connect(), announcer.connect()]);
+    const waitingReads = async () =>
+      (
+        await announcer.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND NOT granted`,
+          [CHANGE_LOG_LOCK],
+        )
+      ).rows[0].n;
+    try {
+      await writer.query('BEGIN');
+      await writer.query('SELECT pg_advisory_xact_lock_shared($1)', [CHANGE_LOG_LOCK]);
+      const plate = `W-${randomBytes(3).toString('hex')}`;
+      expect((await api.post('/me/cars', { plate }, { token: first.token })).status).toBe(200);
+      for (let tries = 0; (await waitingReads()) === 0 && tries < 100; tries++) await sleep(20);
+      expect(await waitingReads()).toBe(1);
+      // Commits for the other accounts, as another instance announces them.
+      await announcer.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `${2 ** 40}:${others.map((d) => d.personalnummer).join(',')}`]);
+      await sleep(300);
+      expect(await waitingReads()).toBe(1);
+      await writer.query('COMMIT');
+      const received = await first.socket.next((m) => m.type === 'changes' && m.changes!.some((c) => c.entity === 'car'));
+      expect(received.changes!.map((c) => (c.data as { plate?: string }).plate)).toEqual([plate]);
+      for (let tries = 0; (await waitingReads()) > 0 && tries < 100; tries++) await sleep(20);
+      expect(await waitingReads()).toBe(0);
+    } finally {
+      await Promise.all([writer.end(), announcer.end()]);
+      await Promise.all(drivers.map((d) => d.socket.close()));
+    }
   });
 });
