@@ -29,8 +29,9 @@ export type ChangeRecord = {
  * The change-log append as parts of a WITH, so that it can share a statement with other writes
  * (select `notify` once in that statement); its values are the placeholders of `changeLogValues`.
  * Seqs are taken under the change-log lock held shared until commit: concurrent writers commit
- * in any order (and share WAL flushes), and readers never look past the stable head (`lockStableHead`), below which
- * nothing is in flight. The NOTIFY is delivered by PostgreSQL only when the transaction commits.
+ * in any order (and share WAL flushes), and readers never look past the stable head
+ * (`lockStableHead`), below which nothing is in flight. The NOTIFY is delivered by PostgreSQL
+ * only when the transaction commits.
  */
 export const changeLogAppend = {
   parts: [
