@@ -11,9 +11,9 @@ import { round, sleep } from './stats.js';
 export interface PostgresActivity {
   /** The average number of backends per state and wait event, busiest first. */
   waits: [string, number][];
-  /** Transactions committed or rolled back in the database (pg_stat_database, flushed about once a second). */
+  /** Transactions committed or rolled back in the database (pg_stat_database, flushed about once a second), but the sampler's own. */
   transactions: number;
-  /** User and system time of every process named `postgres` on this host; undefined when there is none. */
+  /** User and system time of PostgreSQL's processes on this host; undefined when it runs elsewhere. */
   cpuMs: number | undefined;
 }
 
@@ -89,7 +89,7 @@ export async function sampleWaits(databaseUrl: string, everyMs = 100): Promise<W
         .filter(([what]) => what !== 'idle' && !what.startsWith('idle Client'))
         .sort((a, b) => b[1] - a[1]);
       const cpuMs = cpuFrom === undefined || cpuTo === undefined ? undefined : cpuTo - cpuFrom;
-      return { waits, transactions: transactionsTo - transactionsFrom, cpuMs };
+      return { waits, transactions: transactionsTo - transactionsFrom - samples, cpuMs };
     },
   };
 }
