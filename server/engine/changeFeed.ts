@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Change } from '../../shared/schemas/sync.js';
 import { executePrepared, GENERIC_PLANS, lastStatement, setLocal, type Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
-import { lockStableHead, sequenceHead, stableHead } from './changeLog.js';
+import { lockStableHead, sequenceHead } from './changeLog.js';
 import { DomainError, validation } from '../errors.js';
 
 /** `meta` key of the highest pruned seq: every change up to it may be gone. */
@@ -182,11 +182,17 @@ export async function pullChanges(db: Db, epoch: string, personalnummer: number,
 export async function currentCursor(db: Db, epoch: string): Promise<string> {
   // The stable head, not the newest visible seq: a change still in flight below that would be
   // missing from the tours read next and never come through the feed.
-  const stable = await stableHead(db);
-  const result = await db.execute<{ head: string }>(sql`
-    SELECT greatest(
-      ${stable}::bigint,
-      (SELECT value::bigint FROM ${meta} WHERE key = ${HORIZON_KEY}),
-      0)::text AS head`);
-  return encodeCursor(epoch, Number(result.rows[0].head));
+  // The lock and the statement under it go in one write, as a read of the log does.
+  const [row] = await db.transaction((tx) => {
+    void lockStableHead(tx);
+    return lastStatement(tx, () =>
+      executePrepared<{ head: string }>(
+        tx,
+        'current_cursor',
+        () =>
+          sql`SELECT greatest(${sequenceHead}, (SELECT value::bigint FROM ${meta} WHERE key = '${sql.raw(HORIZON_KEY)}'), 0)::text AS head`,
+      ),
+    );
+  });
+  return encodeCursor(epoch, Number(row.head));
 }

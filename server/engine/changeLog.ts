@@ -116,9 +116,9 @@ export function lockStableHead(tx: Db): Promise<unknown> {
 
 /**
  * The highest seq below which every change is committed (and visible to any later statement) or
- * will never be, on its own: for a job or a cursor that reads the log afterwards. A transaction
- * of its own, sent in one write, so that new writers wait for the lock only while the writers
- * ahead of it commit. A read of the log takes the lock in its own transaction instead.
+ * will never be, on its own: for the retention job, which deletes below it afterwards. A
+ * transaction of its own, sent in one write, so that new writers wait for the lock only while the
+ * writers ahead of it commit. A read of the log takes the lock in its own transaction instead.
  */
 export function stableHead(db: Db): Promise<number> {
   return db.transaction(async (tx) => {
