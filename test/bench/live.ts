@@ -134,7 +134,8 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     await sleep(startAt + warmupMs + durationMs - monotonicMs());
     const to = await service.usage(false);
     const hostLine = `${describeHostCpu(host, hostCpu())}; ${describeTcp(tcp, tcpCounters())}`;
-    return { cpuMs: to.cpuMs - from.cpuMs, stalls: to.stalls, host: hostLine, postgres: await waits.stop() };
+    const waitMs = to.waitMs === undefined || from.waitMs === undefined ? undefined : to.waitMs - from.waitMs;
+    return { cpuMs: to.cpuMs - from.cpuMs, waitMs, stalls: to.stalls, host: hostLine, postgres: await waits.stop() };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
   const inWindow = await window;
@@ -166,11 +167,21 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     `    per push: service ${perPush(inWindow.cpuMs)} ms CPU; PostgreSQL ${perPush(transactions)} transactions, ` +
       `${postgresMs === undefined ? 'CPU not on this host' : `${perPush(postgresMs)} ms CPU`}`,
   );
+  ctx.log(`    waiting for a CPU while runnable: ${describeWaits(inWindow.waitMs, runs, durationMs)}`);
   ctx.log(
     `    ${slow.length} pushes over ${SLOW_PUSH_MS} ms, ${overlapping(slow, inWindow.stalls)} of them during a stall of the service, ` +
       `${overlapping(slow, loadStalls)} during a stall of a load process`,
   );
   return figures;
+}
+
+/** The service's main thread's wait for a CPU, and the load processes' on average, in % of the window. */
+function describeWaits(serviceMs: number | undefined, runs: LiveRun[], durationMs: number): string {
+  const loadMs = runs.map((r) => r.waitMs);
+  if (serviceMs === undefined || loadMs.some((ms) => ms === undefined)) return 'unknown on this host';
+  const pct = (ms: number) => `${round((ms / durationMs) * 100)} %`;
+  const loadAverage = loadMs.reduce((n: number, ms) => n + ms!, 0) / loadMs.length;
+  return `the service's event loop ${pct(serviceMs)} of the time, a load process's ${pct(loadAverage)}`;
 }
 
 function countErrors(ctx: BenchContext, replies: { errors: Record<string, number>; examples: string[] }[]): number {

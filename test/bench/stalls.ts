@@ -68,6 +68,19 @@ export function overlapping(spans: [number, number][], { stalls }: Stalls): numb
   return spans.filter(([at, ms]) => stalls.some(([from, long]) => from < at + ms && from + long > at)).length;
 }
 
+/**
+ * How long this thread has waited for a CPU while it could run, in ms since it started, from the
+ * scheduler's own account (`/proc/thread-self/schedstat`, Linux only); undefined elsewhere. Called
+ * on the main thread it is the event loop's wait: latency that costs no CPU of this process.
+ */
+export function runQueueWaitMs(): number | undefined {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The host's CPU counters (jiffies since boot: busy, of which system and softirq, and steal), from /proc/stat; undefined elsewhere. */
 export function hostCpu(): { busy: number; system: number; steal: number; total: number } | undefined {
   try {
