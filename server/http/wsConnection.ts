@@ -7,6 +7,12 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError } from '../errors.js';
 
 const PAGE_SIZE = 500;
+/**
+ * The most reads one statement carries. The statement runs under the change log's lock, which
+ * holds up every writer of the database until it commits: a reconnect storm (every socket of an
+ * instance resuming from an old cursor) goes in several short reads instead of one long one.
+ */
+export const MAX_READS_PER_STATEMENT = 500;
 // How soon a read that failed on the database is tried again.
 const DATABASE_RETRY_MS = 1000;
 // setTimeout's longest delay; longer token lifetimes re-arm the timer.
@@ -33,9 +39,10 @@ export type ReadPage = (personalnummer: number, after: number | undefined) => Pr
  * runs go together in the next, which starts when it ends (or in the next turn of the event loop
  * when none runs). So under many commits a read serves many of them, and an instance's reads do
  * not queue for the change log's lock behind each other, holding writers back. A read joins a
- * batch only before it starts: a connection asking later must see commits made since.
+ * batch only before it starts: a connection asking later must see commits made since. A batch
+ * takes at most `maxReads`, the longest waiting first; the rest go in the reads after it.
  */
-export function sharedReader(ctx: AppContext): ReadPage {
+export function sharedReader(ctx: AppContext, maxReads = MAX_READS_PER_STATEMENT): ReadPage {
   type Waiting = { read: ChangeRead; page: Promise<SharedPage>; resolve(page: SharedPage): void; reject(error: unknown): void };
   let waiting: Map<string, Waiting> | undefined;
   let reading = false;
@@ -63,8 +70,14 @@ export function sharedReader(ctx: AppContext): ReadPage {
   };
   const next = () => {
     if (reading || !waiting) return;
-    const batch = waiting;
-    waiting = undefined;
+    let batch = waiting;
+    if (batch.size > maxReads) {
+      // A Map keeps insertion order: the longest waiting go first.
+      batch = new Map([...waiting].slice(0, maxReads));
+      for (const key of batch.keys()) waiting.delete(key);
+    } else {
+      waiting = undefined;
+    }
     reading = true;
     void run(batch).finally(() => {
       reading = false;

@@ -4,6 +4,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { decodeCursor, readChangePages } from '../../server/engine/changeFeed.js';
 import { CHANGE_LOG_LOCK, CHANGES_CHANNEL, recordChanges } from '../../server/engine/changeLog.js';
+import { sharedReader } from '../../server/http/wsConnection.js';
 import { pruneChangeLog } from '../../server/jobs/changeRetention.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
@@ -224,6 +225,35 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       } finally {
         await Promise.all(sockets.map((s) => s.close()));
       }
+    });
+
+    inProcess.it('reads a reconnect storm in statements of at most the batch size, the longest waiting first', async () => {
+      const drivers = await Promise.all(Array.from({ length: 5 }, () => driver()));
+      const cars = await Promise.all(drivers.map((d) => addCar(d.token, `S-${d.personalnummer}`)));
+      // The real database, with its transactions counted: each read of the log is one.
+      let reads = 0;
+      const db = new Proxy(api.ctx.database.db, {
+        get: (target, key, receiver) =>
+          key === 'transaction'
+            ? (...args: Parameters<typeof target.transaction>) => {
+                reads += 1;
+                return target.transaction(...args);
+              }
+            : Reflect.get(target, key, receiver),
+      });
+      const readPage = sharedReader({ ...api.ctx, database: { ...api.ctx.database, db } }, 2);
+      const answered: number[] = [];
+      const pages = await Promise.all(
+        drivers.map((d, i) =>
+          readPage(d.personalnummer, decodeCursor(api.ctx.database.epoch, d.cursor)).then((page) => {
+            answered.push(i);
+            return page;
+          }),
+        ),
+      );
+      expect(reads).toBe(3);
+      expect(answered).toEqual([0, 1, 2, 3, 4]);
+      pages.forEach((page, i) => expect(page.changes.map((c) => c.id)).toEqual([cars[i].id]));
     });
 
     inProcess.it('answers each reader of a batch its own page, and a refusal only to the reader whose cursor expired', async () => {
