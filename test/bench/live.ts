@@ -20,7 +20,7 @@ import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js'
 import type { ServiceUsage } from './liveService.js';
 import { sampleWaits } from './pgWaits.js';
 import { describeTcp, tcpCounters } from './tcpCounters.js';
-import { SLOW_PUSH_MS, describeHostCpu, describeStalls, hostCpu, overlapping } from './stalls.js';
+import { SLOW_PUSH_MS, describeHostCpu, describeStalls, hostCpu, overlapping, timesBetween, type ThreadTimes } from './stalls.js';
 import type { BenchContext, Metrics } from './scenarios.js';
 import { percentile, round, monotonicMs, sleep } from './stats.js';
 import type { Target } from './target.js';
@@ -134,8 +134,8 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     await sleep(startAt + warmupMs + durationMs - monotonicMs());
     const to = await service.usage(false);
     const hostLine = `${describeHostCpu(host, hostCpu())}; ${describeTcp(tcp, tcpCounters())}`;
-    const waitMs = to.waitMs === undefined || from.waitMs === undefined ? undefined : to.waitMs - from.waitMs;
-    return { cpuMs: to.cpuMs - from.cpuMs, waitMs, stalls: to.stalls, host: hostLine, postgres: await waits.stop() };
+    const mainThread = timesBetween(from.mainThread, to.mainThread);
+    return { cpuMs: to.cpuMs - from.cpuMs, mainThread, stalls: to.stalls, host: hostLine, postgres: await waits.stop() };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
   const inWindow = await window;
@@ -167,7 +167,7 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     `    per push: service ${perPush(inWindow.cpuMs)} ms CPU; PostgreSQL ${perPush(transactions)} transactions, ` +
       `${postgresMs === undefined ? 'CPU not on this host' : `${perPush(postgresMs)} ms CPU`}`,
   );
-  ctx.log(`    waiting for a CPU while runnable: ${describeWaits(inWindow.waitMs, runs, durationMs)}`);
+  ctx.log(`    main threads: ${describeMainThreads(inWindow.mainThread, runs, durationMs)}`);
   ctx.log(
     `    ${slow.length} pushes over ${SLOW_PUSH_MS} ms, ${overlapping(slow, inWindow.stalls)} of them during a stall of the service, ` +
       `${overlapping(slow, loadStalls)} during a stall of a load process`,
@@ -175,13 +175,19 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
   return figures;
 }
 
-/** The service's main thread's wait for a CPU, and the load processes' on average, in % of the window. */
-function describeWaits(serviceMs: number | undefined, runs: LiveRun[], durationMs: number): string {
-  const loadMs = runs.map((r) => r.waitMs);
-  if (serviceMs === undefined || loadMs.some((ms) => ms === undefined)) return 'unknown on this host';
+/**
+ * How much of the window the service's event loop ran and waited for a CPU while it could run,
+ * and a load process's on average: together, how close the thread is to full.
+ */
+function describeMainThreads(service: ThreadTimes | undefined, runs: LiveRun[], durationMs: number): string {
+  const loads = runs.map((r) => r.mainThread);
+  if (!service || loads.some((times) => !times)) return 'their times are unknown on this host';
   const pct = (ms: number) => `${round((ms / durationMs) * 100)} %`;
-  const loadAverage = loadMs.reduce((n: number, ms) => n + ms!, 0) / loadMs.length;
-  return `the service's event loop ${pct(serviceMs)} of the time, a load process's ${pct(loadAverage)}`;
+  const average = (pick: (times: ThreadTimes) => number) => loads.reduce((n, times) => n + pick(times!), 0) / loads.length;
+  return (
+    `the service's ran ${pct(service.runMs)} of the time and waited for a CPU ${pct(service.waitMs)}; ` +
+    `a load process's ${pct(average((t) => t.runMs))} and ${pct(average((t) => t.waitMs))}`
+  );
 }
 
 function countErrors(ctx: BenchContext, replies: { errors: Record<string, number>; examples: string[] }[]): number {

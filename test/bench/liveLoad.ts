@@ -9,7 +9,7 @@ import { deferred } from '../../server/db/combining.js';
 import { request } from './http.js';
 import { LiveSocket } from './liveSocket.js';
 import type { ScanEvent } from './jobs.js';
-import { SLOW_PUSH_MS, runQueueWaitMs, watchStalls, type Stalls } from './stalls.js';
+import { SLOW_PUSH_MS, threadTimes, timesBetween, watchStalls, type Stalls, type ThreadTimes } from './stalls.js';
 import { monotonicMs, sleep } from './stats.js';
 
 export interface LiveDriver {
@@ -37,8 +37,8 @@ export interface LiveRun {
   stalls: Stalls;
   /** Load-process CPU over the measured window, ms. */
   cpuMs: number;
-  /** How long its main thread waited for a CPU over the measured window, ms (Linux only). */
-  waitMs?: number;
+  /** Its main thread's time on a CPU and waiting for one over the measured window (Linux only). */
+  mainThread?: ThreadTimes;
   errors: Record<string, number>;
   examples: string[];
 }
@@ -186,19 +186,18 @@ async function run(command: Extract<LiveCommand, { type: 'run' }>): Promise<Live
   let window: Stalls = { stalls: [], collections: [] };
   let cpuFrom: NodeJS.CpuUsage | undefined;
   let cpuMs = 0;
-  let waitFrom: number | undefined;
-  let waitMs: number | undefined;
+  let timesFrom: ThreadTimes | undefined;
+  let mainThread: ThreadTimes | undefined;
   const windowEnd = command.startAt + command.warmupMs + command.durationMs;
   void sleep(command.startAt + command.warmupMs - monotonicMs()).then(() => {
     cpuFrom = process.cpuUsage();
-    waitFrom = runQueueWaitMs();
+    timesFrom = threadTimes();
     stalls.take();
   });
   const ended = sleep(windowEnd - monotonicMs()).then(() => {
     const used = process.cpuUsage(cpuFrom);
     cpuMs = (used.user + used.system) / 1000;
-    const waited = runQueueWaitMs();
-    waitMs = waited === undefined || waitFrom === undefined ? undefined : waited - waitFrom;
+    mainThread = timesBetween(timesFrom, threadTimes());
     window = stalls.take();
   });
   await Promise.all(init.drivers.map((driver) => drive(driver, command, pushLatencies, slowPushes)));
@@ -208,7 +207,7 @@ async function run(command: Extract<LiveCommand, { type: 'run' }>): Promise<Live
   for (let waited = 0; waited < 2000 && [...fanout.values()].some((f) => f.answeredAt !== undefined); waited += 50) await sleep(50);
   for (const entry of fanout.values()) if (entry.answeredAt !== undefined && entry.measured) error('fanout_missing', 'no receipt in 2 s');
   fanout.clear();
-  return { pushLatencies, slowPushes, fanoutLatencies, cpuMs, waitMs, stalls: window, errors, examples };
+  return { pushLatencies, slowPushes, fanoutLatencies, cpuMs, mainThread, stalls: window, errors, examples };
 }
 
 const reply = (message: LiveReply) => process.send!(message);

@@ -7,14 +7,14 @@
 import path from 'node:path';
 import v8 from 'node:v8';
 import { pathToFileURL } from 'node:url';
-import { runQueueWaitMs, watchStalls, type Stalls } from './stalls.js';
+import { threadTimes, watchStalls, type Stalls, type ThreadTimes } from './stalls.js';
 
 export interface ServiceUsage {
   /** User and system time of every thread of the process, in ms. */
   cpuMs: number;
   heapUsedBytes: number;
-  /** How long the main thread has waited for a CPU while it could run, ms (Linux only). */
-  waitMs?: number;
+  /** The main thread's time on a CPU and waiting for one (Linux only). */
+  mainThread?: ThreadTimes;
   /** The event loop's stalls and long collections since the last question. */
   stalls: Stalls;
 }
@@ -28,7 +28,7 @@ process.on('message', (question: { usage: boolean; gc: boolean }) => {
   const answer: ServiceUsage = {
     cpuMs: (cpu.user + cpu.system) / 1000,
     heapUsedBytes: v8.getHeapStatistics().used_heap_size,
-    waitMs: runQueueWaitMs(),
+    mainThread: threadTimes(),
     stalls: stalls.take(),
   };
   process.send!(answer);

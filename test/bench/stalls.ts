@@ -68,18 +68,29 @@ export function overlapping(spans: [number, number][], { stalls }: Stalls): numb
   return spans.filter(([at, ms]) => stalls.some(([from, long]) => from < at + ms && from + long > at)).length;
 }
 
+/** How long a thread ran on a CPU, and waited for one while it could run, in ms. */
+export interface ThreadTimes {
+  runMs: number;
+  waitMs: number;
+}
+
 /**
- * How long this thread has waited for a CPU while it could run, in ms since it started, from the
- * scheduler's own account (`/proc/thread-self/schedstat`, Linux only); undefined elsewhere. Called
- * on the main thread it is the event loop's wait: latency that costs no CPU of this process.
+ * This thread's times since it started, from the scheduler's own account
+ * (`/proc/thread-self/schedstat`, Linux only); undefined elsewhere. Called on the main thread, the
+ * wait is the event loop's: latency that costs the process no CPU.
  */
-export function runQueueWaitMs(): number | undefined {
+export function threadTimes(): ThreadTimes | undefined {
   try {
-    return Number(readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ')[1]) / 1e6;
+    const [run, wait] = readFileSync('/proc/thread-self/schedstat', 'latin1').split(' ').map(Number);
+    return { runMs: run / 1e6, waitMs: wait / 1e6 };
   } catch {
     return undefined;
   }
 }
+
+/** The times between two readings of `threadTimes`. */
+export const timesBetween = (from: ThreadTimes | undefined, to: ThreadTimes | undefined): ThreadTimes | undefined =>
+  from && to && { runMs: to.runMs - from.runMs, waitMs: to.waitMs - from.waitMs };
 
 /** The host's CPU counters (jiffies since boot: busy, of which system and softirq, and steal), from /proc/stat; undefined elsewhere. */
 export function hostCpu(): { busy: number; system: number; steal: number; total: number } | undefined {
