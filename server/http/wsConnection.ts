@@ -12,7 +12,7 @@ const PAGE_SIZE = 500;
  * holds up every writer of the database until it commits: a reconnect storm (every socket of an
  * instance resuming from an old cursor) goes in several short reads instead of one long one.
  */
-export const MAX_READS_PER_STATEMENT = 500;
+const MAX_READS_PER_STATEMENT = 500;
 // How soon a read that failed on the database is tried again.
 const DATABASE_RETRY_MS = 1000;
 // setTimeout's longest delay; longer token lifetimes re-arm the timer.
