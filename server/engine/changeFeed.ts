@@ -8,6 +8,8 @@ import { DomainError, validation } from '../errors.js';
 
 /** `meta` key of the highest pruned seq: every change up to it may be gone. */
 export const HORIZON_KEY = 'change_log_horizon';
+/** The highest pruned seq, null before the first pruning. */
+const horizonValue = sql`(SELECT value::bigint FROM ${meta} WHERE key = '${sql.raw(HORIZON_KEY)}')`;
 
 export const RESYNC_ADVICE =
   'Resync: drop the local copy, take a fresh cursor with GET /sync/cursor, ' +
@@ -118,7 +120,7 @@ function readPages(db: Db, reads: ChangeRead[], limit: number) {
     db,
     'change_pages',
     () => sql`
-    WITH h AS (SELECT coalesce((SELECT value::bigint FROM ${meta} WHERE key = '${sql.raw(HORIZON_KEY)}'), 0) AS horizon,
+    WITH h AS (SELECT coalesce(${horizonValue}, 0) AS horizon,
                       ${sequenceHead} AS head)
     SELECT h.horizon::text AS horizon,
       h.head::text AS head,
@@ -189,8 +191,7 @@ export async function currentCursor(db: Db, epoch: string): Promise<string> {
       executePrepared<{ head: string }>(
         tx,
         'current_cursor',
-        () =>
-          sql`SELECT greatest(${sequenceHead}, (SELECT value::bigint FROM ${meta} WHERE key = '${sql.raw(HORIZON_KEY)}'), 0)::text AS head`,
+        () => sql`SELECT greatest(${sequenceHead}, ${horizonValue}, 0)::text AS head`,
       ),
     );
   });

@@ -70,14 +70,14 @@ export function sharedReader(ctx: AppContext, maxReads = MAX_READS_PER_STATEMENT
   };
   const next = () => {
     if (reading || !waiting) return;
-    let batch = waiting;
-    if (batch.size > maxReads) {
-      // A Map keeps insertion order: the longest waiting go first.
-      batch = new Map([...waiting].slice(0, maxReads));
-      for (const key of batch.keys()) waiting.delete(key);
-    } else {
-      waiting = undefined;
+    // A Map keeps insertion order: the longest waiting go first.
+    const batch = new Map<string, Waiting>();
+    for (const [key, entry] of waiting) {
+      if (batch.size === maxReads) break;
+      batch.set(key, entry);
+      waiting.delete(key);
     }
+    if (waiting.size === 0) waiting = undefined;
     reading = true;
     void run(batch).finally(() => {
       reading = false;
