@@ -85,10 +85,20 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
     const drivers = await seed(target, service.url, count, size.secondDevices);
     const { cursor } = await requestJson<{ cursor: string }>('GET', `${service.url}/sync/cursor`, { token: drivers[0].token });
     const processes = Math.ceil((count + size.secondDevices) / size.socketsPerProcess);
-    for (let p = 0; p < processes; p++) {
-      const mine = drivers.filter((_, i) => i % processes === p);
-      loads.push(startLoad({ type: 'init', url: service.url, cursor, drivers: mine, connectConcurrency: 40 }));
-    }
+    for (let p = 0; p < processes; p++) loads.push(startLoad());
+    // All booted before the first run: a process still loading when the run starts would send every push it is late
+    // for at once, a synchronised burst of new connections that waits in the listen backlog (docs/benchmarks.md).
+    await Promise.all(
+      loads.map((load, p) =>
+        load.ask({
+          type: 'init',
+          url: service.url,
+          cursor,
+          drivers: drivers.filter((_, i) => i % processes === p),
+          connectConcurrency: 40,
+        }),
+      ),
+    );
     ctx.log(`  ${count} drivers: seeded with tokens in ${Math.round(monotonicMs() - t0)} ms; ${processes} load processes`);
 
     const idle = await measure(ctx, size, target.databaseUrl!, service, loads, `${count} drivers, no sockets`);
@@ -302,9 +312,8 @@ interface LoadProcess {
   ask(command: LiveCommand): Promise<LiveReply>;
 }
 
-function startLoad(init: LiveCommand): LoadProcess {
+function startLoad(): LoadProcess {
   const child = fork(here('./liveLoad.ts'), [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
-  child.send(init);
   return {
     child,
     ask: (command) => ask<LiveReply>(child, command),

@@ -44,7 +44,10 @@ export interface LiveRun {
 }
 
 export type LiveReply =
-  { type: 'connected'; errors: Record<string, number>; examples: string[] } | ({ type: 'ran' } & LiveRun) | { type: 'done' };
+  | { type: 'ready' }
+  | { type: 'connected'; errors: Record<string, number>; examples: string[] }
+  | ({ type: 'ran' } & LiveRun)
+  | { type: 'done' };
 
 const stalls = watchStalls();
 let init: Extract<LiveCommand, { type: 'init' }>;
@@ -217,7 +220,7 @@ process.on('message', (command: LiveCommand) => {
     switch (command.type) {
       case 'init':
         init = command;
-        return;
+        return reply({ type: 'ready' });
       case 'connect':
         errors = {};
         examples = [];
