@@ -11,6 +11,7 @@ import type { AppContext } from './context.js';
 import { openDatabase, type Database } from './db/client.js';
 import { createChangeNotifier } from './engine/changeNotifier.js';
 import { createHttpApp } from './http/app.js';
+import { openFileLimit, watchConnectionBudget } from './http/connectionBudget.js';
 import { answerUnparsableRequest } from './http/problem.js';
 import { apiRoutes } from './http/routes/index.js';
 import { devIdentityRoutes } from './http/routes/devIdentity.js';
@@ -62,6 +63,8 @@ export interface StartOptions {
   documents?: DocumentStore;
   /** The clock of the ERP import jobs (tests pin it). */
   now?: () => Date;
+  /** The process's limit of open files, instead of the one read from the system (tests lower it). */
+  openFileLimit?: number;
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
@@ -136,6 +139,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   server.keepAliveTimeout = 65_000;
   // Above the keep-alive timeout, so a proxy never sends a request on a connection we are about to drop.
   server.headersTimeout = 66_000;
+  watchConnectionBudget(server, { fileLimit: options.openFileLimit ?? openFileLimit(), logger });
   server.on('clientError', answerUnparsableRequest);
   // While stopping, a connection goes as soon as its request is answered: a keep-alive client must
   // not hold the stop until its idle timeout.
