@@ -30,7 +30,8 @@ import { loggerOptions } from './observability/requestContext.js';
 import { startMetricsServer } from './http/routes/metrics.js';
 
 /**
- * Connections the kernel has accepted for us but the event loop has not yet taken. Node's 511
+ * Connections the kernel has accepted for us but the event loop has not yet taken (one per turn
+ * of the loop, so a busy loop takes a few dozen a second). Node's 511
  * overflowed when thousands of drivers opened connections while the loop was busy, and a
  * connection the kernel then completed by SYN cookie was reset at its first request. The kernel
  * caps it at `net.core.somaxconn`.
