@@ -99,7 +99,7 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
         }),
       ),
     );
-    ctx.log(`  ${count} drivers: seeded with tokens in ${Math.round(monotonicMs() - t0)} ms; ${processes} load processes`);
+    ctx.log(`  ${count} drivers seeded with tokens and ${processes} load processes ready in ${Math.round(monotonicMs() - t0)} ms`);
 
     const idle = await measure(ctx, size, target.databaseUrl!, service, loads, `${count} drivers, no sockets`);
     const heapBefore = await service.usage(true);
