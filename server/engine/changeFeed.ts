@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { z } from 'zod';
 import type { Change } from '../../shared/schemas/sync.js';
-import { executePrepared, GENERIC_PLANS, lastStatement, setLocal, type Db } from '../db/client.js';
+import { executePrepared, GENERIC_PLANS, type Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
-import { lockStableHead, sequenceHead } from './changeLog.js';
+import { sequenceHead, underStableHead } from './changeLog.js';
 import { DomainError, validation } from '../errors.js';
 
 /** `meta` key of the highest pruned seq: every change up to it may be gone. */
@@ -98,20 +98,14 @@ export async function readChangePages(
   limit: number,
   field = 'query.since',
 ): Promise<(ChangePage | DomainError)[]> {
-  // One round trip: BEGIN, the settings, the stable head's lock, the read under it and COMMIT go
-  // out in one write. GENERIC_PLANS keeps one plan per connection: planned for the values at hand
-  // on every call, a read took PostgreSQL 2.5 ms instead of 0.2. The lock is let go with the
-  // commit, so new writers wait for it only while the writers ahead of it commit and the read runs.
-  const rows = await db.transaction((tx) => {
-    void setLocal(tx, GENERIC_PLANS);
-    void lockStableHead(tx);
-    return lastStatement(tx, () => readPages(tx, reads, limit));
-  });
+  // One round trip. GENERIC_PLANS keeps one plan per connection: planned for the values at hand
+  // on every call, a read took PostgreSQL 2.5 ms instead of 0.2.
+  const rows = await underStableHead(db, (tx) => readPages(tx, reads, limit), GENERIC_PLANS);
   return rows.map((row, i) => toPage(row, reads[i].sinceSeq, limit, field));
 }
 
 /**
- * Up to the stable head, read from the sequence in the statement after `lockStableHead`: no
+ * Up to the stable head, read from the sequence in the statement under its lock (`underStableHead`): no
  * writer can draw a number while the lock is held, and the statement's snapshot, taken after it
  * was granted, sees every commit below the head.
  */
@@ -184,16 +178,8 @@ export async function pullChanges(db: Db, epoch: string, personalnummer: number,
 export async function currentCursor(db: Db, epoch: string): Promise<string> {
   // The stable head, not the newest visible seq: a change still in flight below that would be
   // missing from the tours read next and never come through the feed.
-  // The lock and the statement under it go in one write, as a read of the log does.
-  const [row] = await db.transaction((tx) => {
-    void lockStableHead(tx);
-    return lastStatement(tx, () =>
-      executePrepared<{ head: string }>(
-        tx,
-        'current_cursor',
-        () => sql`SELECT greatest(${sequenceHead}, ${horizonValue}, 0)::text AS head`,
-      ),
-    );
-  });
+  const [row] = await underStableHead(db, (tx) =>
+    executePrepared<{ head: string }>(tx, 'current_cursor', () => sql`SELECT greatest(${sequenceHead}, ${horizonValue}, 0)::text AS head`),
+  );
   return encodeCursor(epoch, Number(row.head));
 }

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { ChangeData, ChangeEntity } from '../../shared/schemas/sync.js';
-import { executePrepared, lastStatement, type Db } from '../db/client.js';
+import { executePrepared, lastStatement, setLocal, type Db } from '../db/client.js';
 
 export const CHANGES_CHANNEL = 'tourline_changes';
 // Writers hold it SHARED from numbering to commit, so they never wait for each other; a reader
@@ -30,7 +30,7 @@ export type ChangeRecord = {
  * (select `notify` once in that statement); its values are the placeholders of `changeLogValues`.
  * Seqs are taken under the change-log lock held shared until commit: concurrent writers commit
  * in any order (and share WAL flushes), and readers never look past the stable head
- * (`lockStableHead`), below which nothing is in flight. The NOTIFY is delivered by PostgreSQL
+ * (`underStableHead`), below which nothing is in flight. The NOTIFY is delivered by PostgreSQL
  * only when the transaction commits.
  */
 export const changeLogAppend = {
@@ -108,24 +108,33 @@ export const sequenceHead = sql`(SELECT CASE WHEN is_called THEN last_value ELSE
  * from the sequence (`sequenceHead`), and its snapshot sees every change up to it. Failing, it
  * aborts the transaction, so the next statement fails too.
  */
-export function lockStableHead(tx: Db): Promise<unknown> {
+function lockStableHead(tx: Db): Promise<unknown> {
   const locked = executePrepared(tx, 'stable_head_lock', () => sql`SELECT pg_advisory_xact_lock(${sql.raw(String(CHANGE_LOG_LOCK))})`);
   locked.catch(() => undefined);
   return locked;
 }
 
 /**
- * The highest seq below which every change is committed (and visible to any later statement) or
- * will never be, on its own: for the retention job, which deletes below it afterwards. A
- * transaction of its own, sent in one write, so that new writers wait for the lock only while the
- * writers ahead of it commit. A read of the log takes the lock in its own transaction instead.
+ * Runs `statement` under the stable head's lock, in a transaction of its own: BEGIN, `settings`,
+ * the lock, the statement and COMMIT go out in one write. The lock goes with the commit, so new
+ * writers wait for it only while the writers ahead of it commit and the statement runs.
  */
-export function stableHead(db: Db): Promise<number> {
-  return db.transaction(async (tx) => {
+export function underStableHead<T>(db: Db, statement: (tx: Db) => Promise<T[]>, settings?: Record<string, string>): Promise<T[]> {
+  return db.transaction((tx) => {
+    if (settings) void setLocal(tx, settings);
     void lockStableHead(tx);
-    const [row] = await lastStatement(tx, () =>
-      executePrepared<{ head: string }>(tx, 'stable_head', () => sql`SELECT ${sequenceHead}::text AS head`),
-    );
-    return Number(row.head);
+    return lastStatement(tx, () => statement(tx));
   });
+}
+
+/**
+ * The highest seq below which every change is committed (and visible to any later statement) or
+ * will never be, on its own: for the retention job, which deletes below it afterwards. A read of
+ * the log takes the lock in its own transaction instead.
+ */
+export async function stableHead(db: Db): Promise<number> {
+  const [row] = await underStableHead(db, (tx) =>
+    executePrepared<{ head: string }>(tx, 'stable_head', () => sql`SELECT ${sequenceHead}::text AS head`),
+  );
+  return Number(row.head);
 }
