@@ -3,7 +3,7 @@ import type http from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 
-/** Files the process may hold open besides its connections: the pool, `LISTEN`, logs, documents on disk. */
+/** The share of the limit left to the files besides the connections: the pool, `LISTEN`, logs, documents on disk. */
 const RESERVE_SHARE = 0.1;
 /** Closing the idle connections walks all of them: at most this often. */
 const SHED_EVERY_MS = 1000;

@@ -7,21 +7,31 @@ import { openFileLimit } from '../../server/http/connectionBudget.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
-/** A keep-alive connection that has had one request answered and now waits, as a phone's between pushes. */
-async function idleConnection(url: string): Promise<{ socket: net.Socket; closed: Promise<void> }> {
+/** A connection of the server's that the kernel has completed; nothing sent on it yet. */
+function connect(url: string): Promise<net.Socket> {
   const { hostname, port } = new URL(url);
-  const socket = net.connect(Number(port), hostname);
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  socket.on('error', () => undefined);
-  await new Promise<void>((resolve, reject) => {
+  const socket = net.connect(Number(port), hostname).on('error', () => undefined);
+  return new Promise((resolve) => socket.once('connect', () => resolve(socket)));
+}
+
+/** Sends `GET /livez` on the connection and answers the status line of its answer. */
+function askLivez(socket: net.Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
     let answer = '';
     socket.on('data', (chunk) => {
       answer += chunk.toString('latin1');
-      if (answer.includes('\r\n\r\n')) resolve();
+      if (answer.includes('\r\n\r\n')) resolve(answer.slice(0, 12));
     });
     socket.once('close', () => reject(new Error('closed before the answer')));
-    socket.write(`GET /livez HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`);
+    socket.write('GET /livez HTTP/1.1\r\nHost: tourline\r\n\r\n');
   });
+}
+
+/** A keep-alive connection that has had one request answered and now waits, as a phone's between pushes. */
+async function idleConnection(url: string): Promise<{ socket: net.Socket; closed: Promise<void> }> {
+  const socket = await connect(url);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await askLivez(socket);
   expect(socket.destroyed).toBe(false);
   return { socket, closed };
 }
@@ -50,25 +60,9 @@ describe('connections near the open-file limit', () => {
     expect(await settled(idle[0].closed, 200)).toBe(false);
 
     // A new connection whose request has not come yet is not idle: it is answered.
-    const newcomers = Array.from({ length: 20 }, () => {
-      const { hostname, port } = new URL(server.url);
-      return net.connect(Number(port), hostname).on('error', () => undefined);
-    });
-    await Promise.all(newcomers.map((c) => new Promise((resolve) => c.once('connect', resolve))));
+    const newcomers = await Promise.all(Array.from({ length: 20 }, () => connect(server.url)));
     for (const { closed } of idle) expect(await settled(closed, 2000)).toBe(true);
-    const answers = await Promise.all(
-      newcomers.map(
-        (c) =>
-          new Promise<string>((resolve) => {
-            let text = '';
-            c.on('data', (chunk) => {
-              text += chunk.toString('latin1');
-              if (text.includes('\r\n\r\n')) resolve(text.slice(0, 12));
-            });
-            c.write(`GET /livez HTTP/1.1\r\nHost: x\r\n\r\n`);
-          }),
-      ),
-    );
+    const answers = await Promise.all(newcomers.map(askLivez));
     expect(answers).toEqual(newcomers.map(() => 'HTTP/1.1 200'));
     for (const c of newcomers) c.destroy();
 
