@@ -30,6 +30,6 @@ export interface AppContext {
   lifecycle: { draining: boolean };
 }
 
-export type Actor = { kind: 'driver'; personalnummer: number; name: string; tokenExpiresAt: number; syncRole: boolean } | { kind: 'admin' };
+export type Actor = { kind: 'driver'; personalnummer: number; tokenExpiresAt: number; syncRole: boolean } | { kind: 'admin' };
 
 export type DriverActor = Extract<Actor, { kind: 'driver' }>;

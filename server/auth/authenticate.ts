@@ -9,7 +9,12 @@ import { IssuerUnreachable } from './issuerKeys.js';
 import type { VerifiedToken } from './tokens.js';
 
 export interface Authenticator {
+  /** A driver whose token is valid and whose account exists and is active: 401 otherwise. */
   driver(authorization: string | undefined): Promise<DriverActor>;
+  /** A driver whose token is valid, the account not read: the caller reads it (`account`, or in its own transaction). */
+  token(authorization: string | undefined): Promise<DriverActor>;
+  /** 401 unless the driver's account exists and is active. */
+  account(actor: DriverActor): Promise<void>;
   admin(key: string | undefined): void;
 }
 
@@ -57,29 +62,31 @@ export function createAuthenticator(deps: {
   onFailure?: (reason: string) => void;
 }): Authenticator {
   const readAccount = accountReader(deps.db);
+  const token = async (authorization: string | undefined): Promise<DriverActor> => {
+    const bearer = bearerToken(authorization);
+    if (!bearer) throw unauthorized();
+    let verified: VerifiedToken;
+    try {
+      verified = await deps.verifyToken(bearer);
+    } catch (error) {
+      if (error instanceof IssuerUnreachable)
+        throw unavailable(`The identity provider cannot be asked: ${error.message}`, error.retryAfterSeconds);
+      deps.onFailure?.((error as Error).message);
+      throw unauthorized();
+    }
+    return { kind: 'driver', personalnummer: verified.personalnummer, tokenExpiresAt: verified.expiresAt, syncRole: verified.syncRole };
+  };
+  const account = async (actor: DriverActor) => {
+    if (!(await readAccount(actor.personalnummer))?.active) throw unauthorized();
+  };
   return {
     async driver(authorization) {
-      const token = bearerToken(authorization);
-      if (!token) throw unauthorized();
-      let verified: VerifiedToken;
-      try {
-        verified = await deps.verifyToken(token);
-      } catch (error) {
-        if (error instanceof IssuerUnreachable)
-          throw unavailable(`The identity provider cannot be asked: ${error.message}`, error.retryAfterSeconds);
-        deps.onFailure?.((error as Error).message);
-        throw unauthorized();
-      }
-      const account = await readAccount(verified.personalnummer);
-      if (!account?.active) throw unauthorized();
-      return {
-        kind: 'driver',
-        personalnummer: account.personalnummer,
-        name: account.name,
-        tokenExpiresAt: verified.expiresAt,
-        syncRole: verified.syncRole,
-      };
+      const actor = await token(authorization);
+      await account(actor);
+      return actor;
     },
+    token,
+    account,
     admin(key) {
       if (!deps.adminKeyMatches(key)) throw unauthorized();
     },

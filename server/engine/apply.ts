@@ -1,13 +1,14 @@
-import { inArray } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import { isRefusal } from '../../shared/rules/eventResults.js';
 import type { SyncEvent, SyncEventOf, EventResult } from '../../shared/schemas/sync.js';
-import { GENERIC_PLANS, setLocal, type Db } from '../db/client.js';
+import { executePrepared, GENERIC_PLANS, setLocal, type Db } from '../db/client.js';
 import { combining, deferred } from '../db/combining.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { constraintViolation, isLockTimeout } from '../db/errors.js';
-import { paymentProtocol } from '../db/schema.js';
+import { arrayLiteral, inPlaceholder } from '../db/jsonRows.js';
+import { accounts, paymentProtocol } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
-import { DomainError, validation } from '../errors.js';
+import { DomainError, unauthorized, validation } from '../errors.js';
 import type { PaymentRow } from '../shapes/rows.js';
 import { loadLookups } from './lookups.js';
 import { applyOperation, entityOf, type AttachmentInput, type Outcome, type Rejection } from './operations.js';
@@ -25,6 +26,12 @@ export interface ApplyOptions {
   acceptedSince?: Date;
   /** Told each event's result (metrics). */
   onResult?: (event: SyncEvent, result: EngineResult) => void;
+  /**
+   * The actor's account is not read yet (a push authenticates by its token alone): the transaction
+   * reads it with the deliveries, and the events of a missing or deactivated account are not
+   * applied but fail their request with 401.
+   */
+  accountUnread?: boolean;
 }
 
 /** One event of one request, with whom it comes from and, once decided, its result. */
@@ -33,6 +40,8 @@ interface Entry {
   actor: DriverActor;
   options: ApplyOptions;
   result?: EngineResult;
+  /** Its account, read in the transaction, is missing or deactivated. */
+  refused?: boolean;
 }
 
 /**
@@ -75,6 +84,7 @@ const notFound = (event: SyncEvent) => {
 export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
   const entries: Entry[] = events.map((event) => ({ event, actor, options }));
   await submit(db, entries);
+  if (entries.some((e) => e.refused)) throw unauthorized();
   for (const e of entries) options.onResult?.(e.event, e.result!);
   return entries.map((e) => e.result!);
 }
@@ -122,6 +132,9 @@ const tooOld = (since: Date): Outcome => ({
   },
 });
 
+/** Neither answered nor refused by a transaction that committed. */
+const unanswered = (entry: Entry) => !entry.result && !entry.refused;
+
 interface Request {
   entries: Entry[];
   done: ReturnType<typeof deferred<void>>;
@@ -148,10 +161,7 @@ const SLOW_RUN_MS = 200;
  */
 function createWriter(db: Db) {
   const patient = combining<Request>({ concurrency: 4, maxItems: 1 }, async ([r]) => {
-    await applyBatch(
-      db,
-      r.entries.filter((e) => !e.result),
-    ).then(r.done.resolve, r.done.reject);
+    await applyBatch(db, r.entries.filter(unanswered)).then(r.done.resolve, r.done.reject);
   });
   const options = { concurrency: 2, maxItems: 16, maxWeight: 2000, weight: (r: Request) => r.entries.length, slowAfterMs: SLOW_RUN_MS };
   return combining<Request>(options, async (requests) => {
@@ -172,11 +182,9 @@ function createWriter(db: Db) {
     }
     for (const r of requests) {
       // Entries answered by a transaction that committed keep that answer.
-      await applyBatch(
-        db,
-        r.entries.filter((e) => !e.result),
-        COMBINED_LOCK_WAIT_MS,
-      ).then(r.done.resolve, (error: unknown) => (isLockTimeout(error) ? patient(r) : r.done.reject(error)));
+      await applyBatch(db, r.entries.filter(unanswered), COMBINED_LOCK_WAIT_MS).then(r.done.resolve, (error: unknown) =>
+        isLockTimeout(error) ? patient(r) : r.done.reject(error),
+      );
     }
   });
 }
@@ -281,12 +289,16 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
   };
   const staged = await db.transaction(async (tx) => {
     void setLocal(tx, lockWaitMs === undefined ? GENERIC_PLANS : { ...GENERIC_PLANS, lock_timeout: `${lockWaitMs}ms` });
-    const { sets, processed } = await loadWorkingSets(
+    const loading = loadWorkingSets(
       tx,
       targets,
       needs,
       events.map((e) => e.eventId),
     );
+    const reading = activeAccounts(tx, entries);
+    const { sets, processed } = await loading;
+    const active = await reading;
+    const refused = new Set(entries.filter((e) => e.options.accountUnread && !active.has(e.actor.personalnummer)));
     const lookups = await loadLookups(tx, entries);
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const deliveryOf = deliveryFinder(sets, events);
@@ -301,6 +313,7 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
       : [];
     const out = new Map<Entry, EngineResult>();
     for (const entry of entries) {
+      if (refused.has(entry)) continue;
       const { event } = entry;
       const accountId = entry.actor.personalnummer;
       const seen = processedById.get(event.eventId);
@@ -368,6 +381,10 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
     for (const entry of work) {
       const first = firstOf.get(copyKey(entry))!;
       if (first === entry) continue;
+      if (refused.has(first)) {
+        refused.add(entry);
+        continue;
+      }
       const original = out.get(first)!;
       const ws = ownSet(deliveryOf(first.event), entry.actor.personalnummer);
       const payment =
@@ -391,7 +408,29 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
       const seq = seqs.get(entry.actor.personalnummer);
       if (result.status === 'applied' && seq !== undefined) out.set(entry, { ...result, seq });
     }
-    return out;
+    return { out, refused };
   });
-  for (const [entry, result] of staged) entry.result = result;
+  for (const [entry, result] of staged.out) entry.result = result;
+  for (const entry of staged.refused) entry.refused = true;
+}
+
+/**
+ * Which accounts of the entries whose account is unread exist and are active. Sent right after
+ * the lock and the read (the connection pipelines them), it costs no round trip of its own, and
+ * it reads the accounts once the locks are held.
+ */
+function activeAccounts(tx: Db, entries: Entry[]): Promise<Set<number>> {
+  const unread = entries.filter((e) => e.options.accountUnread).map((e) => e.actor.personalnummer);
+  if (unread.length === 0) return Promise.resolve(new Set());
+  const reading = executePrepared<{ personalnummer: number }>(
+    tx,
+    'engine_active_accounts',
+    () =>
+      sql`SELECT ${accounts.personalnummer} AS personalnummer FROM ${accounts}
+        WHERE ${inPlaceholder(accounts.personalnummer, 'numbers')} AND ${accounts.active}`,
+    { numbers: arrayLiteral(unread) },
+  ).then((rows) => new Set(rows.map((r) => Number(r.personalnummer))));
+  // It fails whenever the lock after it does; the lock's error is the one that says why.
+  reading.catch(() => undefined);
+  return reading;
 }

@@ -14,6 +14,7 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
 }
 
 async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Promise<Actor | undefined> {
+  if (route.auth === 'bearer' && route.checksAccount) return ctx.auth.token(req.headers.authorization);
   if (route.auth === 'bearer' || (route.auth === 'sync' && req.header('x-admin-api-key') === undefined)) {
     return ctx.auth.driver(req.headers.authorization);
   }
@@ -33,18 +34,27 @@ export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppConte
     new Promise<void>((resolve, reject) => {
       jsonParser(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
     });
+  const readInput = async (route: AnyRoute, req: Request, res: Response) => {
+    if (route.body) await readJson(req, res);
+    // A body the JSON parser left alone (no or another content type) must not pass for an empty one.
+    if (route.body && req.body === undefined && hasBody(req)) {
+      throw new DomainError('unsupported_media_type', 'Send the body as application/json');
+    }
+    return {
+      params: parsePart(route.params, req.params, 'params'),
+      query: parsePart(route.query, req.query, 'query'),
+      body: parsePart(route.body, req.body, 'body'),
+    };
+  };
   for (const route of routes) {
     const handler: RequestHandler = async (req, res) => {
       const actor = await authenticate(route, req, ctx);
       // Only after authentication: a caller without a token gets 401 whatever it sent, and costs no parsing.
-      if (route.body) await readJson(req, res);
-      // A body the JSON parser left alone (no or another content type) must not pass for an empty one.
-      if (route.body && req.body === undefined && hasBody(req)) {
-        throw new DomainError('unsupported_media_type', 'Send the body as application/json');
-      }
-      const params = parsePart(route.params, req.params, 'params');
-      const query = parsePart(route.query, req.query, 'query');
-      const body = parsePart(route.body, req.body, 'body');
+      const { params, query, body } = await readInput(route, req, res).catch(async (error: unknown) => {
+        // Nor does a deactivated account whose account the handler was to read.
+        if (route.checksAccount && actor?.kind === 'driver') await ctx.auth.account(actor);
+        throw error;
+      });
       const result = await route.handler({ params, query, body, actor, ctx, req, res });
       if (res.headersSent) return;
       if (route.conditional) {

@@ -40,6 +40,12 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
   /** OpenAPI-style path: `/me/cars/{car_id}`. */
   path: string;
   auth: A;
+  /**
+   * With `bearer`: the handler reads the caller's account itself, in the transaction it runs anyway
+   * (a push: one round trip less), so authentication only verifies the token. An answer that fails
+   * before the handler still reads the account first: a deactivated account gets 401 whatever it sent.
+   */
+  checksAccount?: boolean;
   summary: string;
   tags: string[];
   params?: P;

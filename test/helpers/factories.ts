@@ -64,7 +64,6 @@ const unique = () => `${Date.now().toString(36)}${(counter++).toString(36)}${ran
 export const driverActor = (personalnummer: number): DriverActor => ({
   kind: 'driver',
   personalnummer,
-  name: `Fahrer ${personalnummer}`,
   tokenExpiresAt: Date.now() + 3600_000,
   syncRole: false,
 });

@@ -483,6 +483,22 @@ describe.each(databaseKinds)('development identity provider on %s', (kind) => {
     }
   });
 
+  it('answers 401 problem+json on every bearer route to a valid token of a deactivated account, whatever it sends', async () => {
+    const token = await api.token(3206);
+    await api.seedAccount(3206, 'Fahrer 3206', false);
+    for (const r of apiRoutes.filter((route) => route.auth === 'bearer')) {
+      const path = r.path.replace(/\{(\w+)\}/g, () => randomUUID());
+      const method = r.method.toUpperCase();
+      // Invalid JSON, text that is not JSON, broken JSON: each would be a 400 or 415 from an active account.
+      const bodies = r.body ? [[{}], ['not json'], ['{', { 'content-type': 'application/json' }]] : [[undefined]];
+      for (const [body, headers] of bodies as [unknown, Record<string, string>?][]) {
+        const response = await api.request(method, path, { token, body, headers });
+        expect(response.status, `${method} ${path} ${JSON.stringify(body)}`).toBe(401);
+        expectUnauthorized(response);
+      }
+    }
+  });
+
   it('answers 401 problem+json on every admin route without the admin key or with a wrong one', async () => {
     const adminRoutes = apiRoutes.filter((r) => r.auth === 'admin');
     expect(adminRoutes.length).toBeGreaterThan(0);

@@ -11,6 +11,7 @@ import { openDatabase } from '../../server/db/client.js';
 import { backoffMs } from '../../server/engine/completion/writeBack.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 import { newTour, type NewTourOptions } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problems.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { blob, completionForm, noisyPng, rawPng, signaturePng, type CompletionParts } from '../helpers/uploads.js';
 import sharp from 'sharp';
@@ -49,12 +50,6 @@ async function paymentMethod(api: TestServer, token: string, collectOnSite: bool
   );
   if (!active) await api.patch(`/payment-methods/${created.body.paymentMethod.id}`, { active: false }, { token });
   return created.body.paymentMethod.id as string;
-}
-
-function expectProblem(response: { status: number; headers: Headers; body: any }, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.headers.get('content-type')).toContain('application/problem+json');
-  expect(response.body.code).toBe(code);
 }
 
 describe.each(databaseKinds)('completion on %s', (kind) => {

@@ -7,19 +7,11 @@ import { DomainError, errorCatalogue } from '../../server/errors.js';
 import { createHttpApp } from '../../server/http/app.js';
 import { route } from '../../server/http/route.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { expectProblem } from '../helpers/problems.js';
 import { useTestServer, type ApiResponse } from '../helpers/server.js';
 import { inProcess } from '../helpers/target.js';
 
 const BODY_LIMIT = 1024;
-
-function expectProblem(response: ApiResponse, status: number, code: string) {
-  expect(response.status).toBe(status);
-  expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(response.body).toMatchObject({ status, code, title: errorCatalogue[code as keyof typeof errorCatalogue].title });
-  expect(response.body.type).toEqual(expect.any(String));
-  expect(response.body.detail).toEqual(expect.any(String));
-  expect(response.headers.get('x-request-id')).toBeTruthy();
-}
 
 /** Routes that fail the ways handlers can fail, served by an app built like the real one. */
 const failingRoutes = [

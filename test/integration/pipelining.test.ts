@@ -187,17 +187,18 @@ describe('pipelined statements on PostgreSQL', () => {
     expect(await warehouse(database.db, code)).toHaveLength(1);
   });
 
-  it('applies a scan in two writes: the begin, the settings, the lock and the read together, then the write with the COMMIT', async () => {
+  it("applies a pushed scan in two writes: the begin, the settings, the lock, the read and the account's read together, then the write with the COMMIT", async () => {
     const { tour, actor, scan } = await scanner(4701);
     // The first scan prepares the statements on the connection.
-    await applyEvents(database.db, actor, [scan()]);
+    await applyEvents(database.db, actor, [scan()], { accountUnread: true });
     const writes = countWrites(port);
     restore = writes.restore;
-    const [result] = await applyEvents(database.db, actor, [scan()]);
+    const [result] = await applyEvents(database.db, actor, [scan()], { accountUnread: true });
     restore();
     expect(result.status).toBe('applied');
     expect(writes.counter.writes).toBe(2);
-    for (const part of ['BEGIN', 'plan_cache_mode', 'engine_lock', 'engine_read']) expect(writes.counter.texts[0]).toContain(part);
+    for (const part of ['BEGIN', 'plan_cache_mode', 'engine_lock', 'engine_read', 'engine_active_accounts'])
+      expect(writes.counter.texts[0]).toContain(part);
     expect(writes.counter.texts[1]).toContain('engine_write');
     expect(writes.counter.texts[1]).toContain('COMMIT');
     const [item] = await database.db
@@ -210,7 +211,7 @@ describe('pipelined statements on PostgreSQL', () => {
   it("plans the engine's statements and the live feed's page read once per connection, not on every call", async () => {
     const { actor, scan } = await scanner(4702);
     for (let i = 0; i < 8; i++) {
-      expect((await applyEvents(database.db, actor, [scan()]))[0].status).toBe('applied');
+      expect((await applyEvents(database.db, actor, [scan()], { accountUnread: true }))[0].status).toBe('applied');
       const [page] = await readChangePages(database.db, [{ personalnummer: 4702, sinceSeq: undefined }], 100);
       expect(page).toMatchObject({ changes: expect.arrayContaining([expect.objectContaining({ entity: 'position' })]) });
     }
@@ -218,7 +219,7 @@ describe('pipelined statements on PostgreSQL', () => {
       sql`SELECT name, generic_plans::text, custom_plans::text FROM pg_prepared_statements WHERE name LIKE 'engine_%' OR name = 'change_pages'`,
     );
     const names = plans.rows.map((p) => p.name);
-    for (const statement of ['engine_lock', 'engine_read', 'engine_write', 'change_pages'])
+    for (const statement of ['engine_lock', 'engine_read', 'engine_active_accounts', 'engine_write', 'change_pages'])
       expect(names.some((n) => n.startsWith(statement))).toBe(true);
     // Left to itself, PostgreSQL plans each of the first five calls for their values (and these on every call).
     for (const plan of plans.rows) expect(plan).toMatchObject({ custom_plans: '0' });

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { deliveries, deliveryItems, notes, processedEvents } from '../../server/db/schema.js';
+import { accounts, deliveries, deliveryItems, notes, processedEvents } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problems.js';
 import { useTestServer } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 import { inProcess } from '../helpers/target.js';
@@ -415,6 +416,38 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     }
   });
 
+  it("refuses a deactivated driver's pushes with 401 while pushes of other drivers written together with them apply", async () => {
+    const drivers = await Promise.all([setup(), setup(), setup()]);
+    const [gone] = drivers;
+    await api.db.update(accounts).set({ active: false }).where(eq(accounts.personalnummer, gone.accountId));
+    const pushes = drivers.flatMap((driver) =>
+      Array.from({ length: 8 }, () => ({
+        driver,
+        event: onDelivery(driver.delivery.id, 'note.create', { noteId: randomUUID(), text: 'Hof' }),
+      })),
+    );
+    const answers = await Promise.all(pushes.map(({ driver, event }) => push(driver.token, [event])));
+    for (const [i, { driver }] of pushes.entries()) {
+      if (driver === gone) expectProblem(answers[i], 401, 'unauthorized');
+      else expect(answers[i].body.results[0].status, `push ${i}`).toBe('applied');
+    }
+    const recorded = await api.db
+      .select()
+      .from(processedEvents)
+      .where(
+        inArray(
+          processedEvents.eventId,
+          pushes.map((p) => p.event.eventId),
+        ),
+      );
+    expect(recorded.map((r) => r.accountId).sort()).toEqual(
+      pushes
+        .slice(8)
+        .map((p) => p.driver.accountId)
+        .sort(),
+    );
+  });
+
   describe('refused requests (nothing is applied)', () => {
     it('refuses the whole batch with 400 naming the index of a malformed event', async () => {
       const { token, line } = await setup();
@@ -480,6 +513,18 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
       const response = await api.post('/sync/push', { ...body, events: [scan(line.id)] }, { token });
       expect(response.status).toBe(400);
       expect(response.body.errors[0].path).toBe('clientId');
+    });
+
+    it('answers 401 to a deactivated account before looking at what it sent', async () => {
+      const { accountId, token, line } = await setup();
+      await api.db.update(accounts).set({ active: false }).where(eq(accounts.personalnummer, accountId));
+      const good = scan(line.id);
+      expectProblem(await push(token, [good]), 401, 'unauthorized');
+      expectProblem(await push(token, [{ ...scan(line.id), deliveryItemId: 'not-a-uuid' }]), 401, 'unauthorized');
+      expectProblem(await api.post('/sync/push', 'clientId=x', { token, headers: { 'content-type': 'text/plain' } }), 401, 'unauthorized');
+      expect(await api.db.select().from(processedEvents).where(eq(processedEvents.eventId, good.eventId))).toEqual([]);
+      const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
+      expect(item.scannedQuantity).toBe(0);
     });
 
     it('answers 401 without a token and 415 for a body that is not JSON', async () => {

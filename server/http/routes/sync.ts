@@ -20,6 +20,7 @@ export const syncRoutes = [
     method: 'post',
     path: '/sync/push',
     auth: 'bearer',
+    checksAccount: true,
     tags: ['Sync'],
     summary:
       'Apply 1 to 500 outbox events in order; one result per event (applied, duplicate or rejected). A malformed event refuses the whole batch with 400.',
@@ -30,6 +31,7 @@ export const syncRoutes = [
         clientId: body.clientId,
         acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
         onResult: ctx.metrics.eventResult,
+        accountUnread: true,
       });
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
       return {
