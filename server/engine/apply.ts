@@ -430,7 +430,7 @@ function activeAccounts(tx: Db, entries: Entry[]): Promise<Set<number>> {
         WHERE ${inPlaceholder(accounts.personalnummer, 'numbers')} AND ${accounts.active}`,
     { numbers: arrayLiteral(unread) },
   ).then((rows) => new Set(rows.map((r) => Number(r.personalnummer))));
-  // It fails whenever the lock after it does; the lock's error is the one that says why.
+  // It fails whenever the lock before it does; the lock's error is the one that says why.
   reading.catch(() => undefined);
   return reading;
 }
