@@ -203,8 +203,17 @@ describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s',
     expectUnauthorized(await api.get('/me/cars', { token: await idpToken(undefined, { claims }) }));
   });
 
-  it('answers 401 for a valid token of an unknown account', async () => {
-    expectUnauthorized(await api.get('/me/cars', { token: await idpToken(3999) }));
+  it('answers 401 for a valid token of an unknown account, also to a well-formed push', async () => {
+    const token = await idpToken(3999);
+    expectUnauthorized(await api.get('/me/cars', { token }));
+    const scan = {
+      eventId: randomUUID(),
+      occurredAt: new Date().toISOString(),
+      type: 'scan',
+      deliveryItemId: randomUUID(),
+      action: 'scan',
+    };
+    expectUnauthorized(await api.post('/sync/push', { clientId: 'phone-1', events: [scan] }, { token }));
   });
 
   it('answers 401 for a valid token of an inactive account', async () => {
