@@ -30,6 +30,15 @@ export interface AppContext {
   lifecycle: { draining: boolean };
 }
 
-export type Actor = { kind: 'driver'; personalnummer: number; tokenExpiresAt: number; syncRole: boolean } | { kind: 'admin' };
+export type Actor =
+  | {
+      kind: 'driver';
+      personalnummer: number;
+      tokenExpiresAt: number;
+      syncRole: boolean;
+      /** Only the token is verified: the engine reads the account in its transaction (a push, see `checksAccount`). */
+      accountUnread?: true;
+    }
+  | { kind: 'admin' };
 
 export type DriverActor = Extract<Actor, { kind: 'driver' }>;

@@ -11,7 +11,7 @@ import type { VerifiedToken } from './tokens.js';
 export interface Authenticator {
   /** A driver whose token is valid and whose account exists and is active: 401 otherwise. */
   driver(authorization: string | undefined): Promise<DriverActor>;
-  /** A driver whose token is valid, the account not read: the caller reads it (`account`, or in its own transaction). */
+  /** A driver whose token is valid, the account not read (`accountUnread`): `account` or the engine's transaction reads it. */
   token(authorization: string | undefined): Promise<DriverActor>;
   /** 401 unless the driver's account exists and is active. */
   account(actor: DriverActor): Promise<void>;
@@ -62,7 +62,7 @@ export function createAuthenticator(deps: {
   onFailure?: (reason: string) => void;
 }): Authenticator {
   const readAccount = accountReader(deps.db);
-  const token = async (authorization: string | undefined): Promise<DriverActor> => {
+  const verify = async (authorization: string | undefined): Promise<DriverActor> => {
     const bearer = bearerToken(authorization);
     if (!bearer) throw unauthorized();
     let verified: VerifiedToken;
@@ -81,11 +81,11 @@ export function createAuthenticator(deps: {
   };
   return {
     async driver(authorization) {
-      const actor = await token(authorization);
+      const actor = await verify(authorization);
       await account(actor);
       return actor;
     },
-    token,
+    token: async (authorization) => ({ ...(await verify(authorization)), accountUnread: true }),
     account,
     admin(key) {
       if (!deps.adminKeyMatches(key)) throw unauthorized();

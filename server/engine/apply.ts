@@ -26,12 +26,6 @@ export interface ApplyOptions {
   acceptedSince?: Date;
   /** Told each event's result (metrics). */
   onResult?: (event: SyncEvent, result: EngineResult) => void;
-  /**
-   * The actor's account is not read yet (a push authenticates by its token alone): the transaction
-   * reads it with the deliveries, and the events of a missing or deactivated account are not
-   * applied but fail their request with 401.
-   */
-  accountUnread?: boolean;
 }
 
 /** One event of one request, with whom it comes from and, once decided, its result. */
@@ -298,7 +292,9 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
     const reading = activeAccounts(tx, entries);
     const { sets, processed } = await loading;
     const active = await reading;
-    const refused = new Set(entries.filter((e) => e.options.accountUnread && !active.has(e.actor.personalnummer)));
+    // An actor whose account is unread (a push authenticates by its token alone) applies nothing
+    // unless the account exists and is active; its request then fails with 401.
+    const refused = new Set(entries.filter((e) => e.actor.accountUnread && !active.has(e.actor.personalnummer)));
     const lookups = await loadLookups(tx, entries);
     const processedById = new Map(processed.map((p) => [p.eventId, p]));
     const deliveryOf = deliveryFinder(sets, events);
@@ -420,7 +416,7 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
  * it reads the accounts once the locks are held.
  */
 function activeAccounts(tx: Db, entries: Entry[]): Promise<Set<number>> {
-  const unread = entries.filter((e) => e.options.accountUnread).map((e) => e.actor.personalnummer);
+  const unread = entries.filter((e) => e.actor.accountUnread).map((e) => e.actor.personalnummer);
   if (unread.length === 0) return Promise.resolve(new Set());
   const reading = executePrepared<{ personalnummer: number }>(
     tx,

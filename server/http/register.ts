@@ -52,7 +52,7 @@ export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppConte
       // Only after authentication: a caller without a token gets 401 whatever it sent, and costs no parsing.
       const { params, query, body } = await readInput(route, req, res).catch(async (error: unknown) => {
         // Nor does a deactivated account whose account the handler was to read.
-        if (route.checksAccount && actor?.kind === 'driver') await ctx.auth.account(actor);
+        if (actor?.kind === 'driver' && actor.accountUnread) await ctx.auth.account(actor);
         throw error;
       });
       const result = await route.handler({ params, query, body, actor, ctx, req, res });

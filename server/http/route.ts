@@ -41,9 +41,10 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
   path: string;
   auth: A;
   /**
-   * With `bearer`: the handler reads the caller's account itself, in the transaction it runs anyway
-   * (a push: one round trip less), so authentication only verifies the token. An answer that fails
-   * before the handler still reads the account first: a deactivated account gets 401 whatever it sent.
+   * With `bearer`: authentication only verifies the token and marks the driver `accountUnread`;
+   * the engine reads the account in the transaction the handler runs anyway (a push: one round
+   * trip less). An answer that fails before the handler still reads the account first: a
+   * deactivated account gets 401 whatever it sent.
    */
   checksAccount?: boolean;
   summary: string;

@@ -188,12 +188,13 @@ describe('pipelined statements on PostgreSQL', () => {
   });
 
   it("applies a pushed scan in two writes: the begin, the settings, the lock, the read and the account's read together, then the write with the COMMIT", async () => {
-    const { tour, actor, scan } = await scanner(4701);
+    const { tour, actor: driver, scan } = await scanner(4701);
+    const actor = { ...driver, accountUnread: true as const };
     // The first scan prepares the statements on the connection.
-    await applyEvents(database.db, actor, [scan()], { accountUnread: true });
+    await applyEvents(database.db, actor, [scan()]);
     const writes = countWrites(port);
     restore = writes.restore;
-    const [result] = await applyEvents(database.db, actor, [scan()], { accountUnread: true });
+    const [result] = await applyEvents(database.db, actor, [scan()]);
     restore();
     expect(result.status).toBe('applied');
     expect(writes.counter.writes).toBe(2);
@@ -209,9 +210,10 @@ describe('pipelined statements on PostgreSQL', () => {
   });
 
   it("plans the engine's statements and the live feed's page read once per connection, not on every call", async () => {
-    const { actor, scan } = await scanner(4702);
+    const { actor: driver, scan } = await scanner(4702);
+    const actor = { ...driver, accountUnread: true as const };
     for (let i = 0; i < 8; i++) {
-      expect((await applyEvents(database.db, actor, [scan()], { accountUnread: true }))[0].status).toBe('applied');
+      expect((await applyEvents(database.db, actor, [scan()]))[0].status).toBe('applied');
       const [page] = await readChangePages(database.db, [{ personalnummer: 4702, sinceSeq: undefined }], 100);
       expect(page).toMatchObject({ changes: expect.arrayContaining([expect.objectContaining({ entity: 'position' })]) });
     }

@@ -31,7 +31,6 @@ export const syncRoutes = [
         clientId: body.clientId,
         acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
         onResult: ctx.metrics.eventResult,
-        accountUnread: true,
       });
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
       return {
