@@ -19,7 +19,7 @@ import {
 import type { AttachmentRow, DeliveryRow, ItemRow, NoteRow, ServiceValueRow } from '../shapes/rows.js';
 import { changeLogAppend, changeLogValues } from './changeLog.js';
 import { keepReviewChange } from './reviewMarker.js';
-import { changesOf } from './workingSetShapes.js';
+import { changesOf, currentDelivery } from './workingSetShapes.js';
 
 /** An event recorded before; for a scan, with the line it scanned (its audit entry bears the event's id). */
 export type RecordedEvent = typeof processedEvents.$inferSelect & { lineId: string | null };
@@ -32,6 +32,8 @@ export interface WorkingSet {
   accountId: number;
   delivery: DeliveryRow;
   deliveryDirty: boolean;
+  /** The delivery's public shape as loaded, as JSON: its change record is written only when the shape differs. */
+  loadedDelivery: string;
   items: Map<string, { row: ItemRow; scannable: boolean; dirty: boolean }>;
   /** Loaded only when an event needs them; null marks a deleted note. */
   notes?: Map<string, { row: NoteRow; state: 'clean' | 'new' | 'dirty' | 'deleted' }>;
@@ -124,6 +126,7 @@ export async function loadWorkingSets(
         accountId,
         delivery,
         deliveryDirty: false,
+        loadedDelivery: '',
         items: new Map(),
         noteImages: new Map(),
         releasedImages: [],
@@ -144,6 +147,7 @@ export async function loadWorkingSets(
     if (image.noteId) sets.get(image.deliveryId)?.noteImages.set(image.noteId, image);
   for (const row of fromJsonRows(deliveryServiceValues, read.service_values))
     sets.get(row.deliveryId)?.serviceValues!.set(row.serviceId, { row, state: 'clean' });
+  for (const ws of sets.values()) ws.loadedDelivery = JSON.stringify(currentDelivery(ws));
   const recorded = (read.processed ?? []) as { event: Record<string, unknown>; line: string | null }[];
   return {
     sets,

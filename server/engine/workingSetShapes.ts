@@ -46,10 +46,12 @@ export function changesOf(ws: WorkingSet): ChangeRecord[] {
     });
   }
   const applied = ws.inserts.processed.filter((p) => !p.rejection).map((p) => p.eventId);
-  // Scans and credits change the open amount, so the delivery is republished whenever anything
-  // changed, and whenever an event was applied: the feed names every applied event.
-  if (ws.deliveryDirty || changes.length > 0 || applied.length > 0) {
-    changes.unshift({ entity: 'delivery', op: 'upsert', id: ws.delivery.id, ...owner, data: currentDelivery(ws) });
+  // The delivery is republished when its shape changed (its open amount follows its lines' state
+  // and credits), and when an applied event changed nothing else: the feed names every applied
+  // event. A scan that counts a piece leaves the delivery as it was: one record, not two.
+  const delivery = currentDelivery(ws);
+  if (JSON.stringify(delivery) !== ws.loadedDelivery || (applied.length > 0 && changes.length === 0)) {
+    changes.unshift({ entity: 'delivery', op: 'upsert', id: ws.delivery.id, ...owner, data: delivery });
   }
   if (applied.length > 0) changes[changes.length - 1].eventIds = applied;
   return changes;

@@ -393,7 +393,7 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
   });
 
   it('publishes applied events to the change feed of the driver only, and live over the WebSocket', async () => {
-    const { token, line, delivery } = await setup();
+    const { token, line } = await setup();
     const stranger = await setup();
     const cursor = (await api.get('/sync/cursor', { token })).body.cursor;
     const strangerCursor = (await api.get('/sync/cursor', { token: stranger.token })).body.cursor;
@@ -409,11 +409,34 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
         ]),
       );
       const pulled = await api.get(`/sync/changes?since=${cursor}`, { token });
-      expect(pulled.body.changes.map((c: { id: string }) => c.id)).toEqual(expect.arrayContaining([line.id, delivery.id]));
+      // Counting a piece leaves the delivery as it was: only the line is published.
+      expect(pulled.body.changes.map((c: { id: string }) => c.id)).toEqual([line.id]);
       expect((await api.get(`/sync/changes?since=${strangerCursor}`, { token: stranger.token })).body.changes).toEqual([]);
     } finally {
       await socket.close();
     }
+  });
+
+  it('republishes the delivery with the line when an event changes its open amount', async () => {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, {
+      accountId,
+      openAmountCents: 5000,
+      positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress', unitPriceCents: 1000 }],
+    });
+    const { delivery, items } = tour.deliveries[0];
+    const cursor = (await api.get('/sync/cursor', { token })).body.cursor;
+    const removal = scan(items[0].id, 'remove');
+    expect((await push(token, [removal])).body.results[0].status).toBe('applied');
+    const { changes } = (await api.get(`/sync/changes?since=${cursor}`, { token })).body;
+    expect(changes.map((c: { entity: string; id: string }) => [c.entity, c.id])).toEqual([
+      ['delivery', delivery.id],
+      ['position', items[0].id],
+    ]);
+    // Two pieces of 10 € no longer delivered: 50 € become 30 €.
+    expect(changes[0].data.openAmountCents).toBe(3000);
+    expect(changes[1].eventIds).toEqual([removal.eventId]);
   });
 
   it("refuses a deactivated driver's pushes with 401 while pushes of other drivers written together with them apply", async () => {
