@@ -67,6 +67,8 @@ const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 export const thisCheckout = fileURLToPath(new URL('../..', import.meta.url));
 const TODAY = '2026-06-01';
 const FIRST_DRIVER = 100_001;
+/** Scans of each line recorded the day before the run. */
+const EARLIER_SCANS_PER_LINE = 10;
 
 export async function live(ctx: BenchContext, size: LiveSizes, options: LiveOptions = {}): Promise<Metrics> {
   if (ctx.kind !== 'postgres') throw new Error('live runs on PostgreSQL only (the service runs in its own process)');
@@ -237,6 +239,17 @@ async function seed(target: Target, url: string, count: number, secondDevices: n
       await tx.execute(sql`INSERT INTO delivery_items (delivery_id, line_number, article_id, required_quantity, scanned_quantity, state, unit, unit_price_cents)
         SELECT d.id, a.line, a.id, 1000000, 0, 'InProgress', 'Stk', 1000 FROM deliveries d
         CROSS JOIN (SELECT id, 10 * row_number() OVER (ORDER BY article_number) AS line FROM articles WHERE article_number LIKE 'LIVE-%') AS a`);
+      // Yesterday's scans: a service that has run before holds days of event ids (the deduplication
+      // window). On empty tables the engine's generic plans would scan them, and keep scanning as
+      // they grow faster than autovacuum renews their statistics (docs/benchmarks.md).
+      await tx.execute(sql`WITH e AS (
+          SELECT gen_random_uuid() AS id, t.account_id, d.id AS delivery_id, i.id AS item_id, now() - interval '1 day' AS at
+          FROM tours t JOIN deliveries d ON d.tour_id = t.id JOIN delivery_items i ON i.delivery_id = d.id CROSS JOIN generate_series(1, ${EARLIER_SCANS_PER_LINE})),
+        p AS (INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, received_at)
+          SELECT id, 'scan', 'live-' || account_id, account_id, delivery_id, at, at FROM e)
+        INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, scanned_quantity_after, credited_quantity_after,
+          state_after, account_id, occurred_at, received_at)
+        SELECT id, delivery_id, item_id, 'scan', 0, 0, 'InProgress', account_id, at, at FROM e`);
     });
     await db.execute(sql`ANALYZE`);
     const rows = await db.execute<{ account_id: string; delivery_id: string; items: string[] }>(sql`
