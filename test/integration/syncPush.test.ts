@@ -3,7 +3,7 @@ import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { accounts, deliveries, deliveryItems, notes, processedEvents } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
-import { newTour } from '../helpers/factories.js';
+import { newTour, type NewTourOptions } from '../helpers/factories.js';
 import { expectProblem } from '../helpers/problems.js';
 import { useTestServer } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
@@ -15,10 +15,11 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
   const api = useTestServer(kind);
 
   /** A driver with one delivery: line 0 scannable with 2 pieces, none scanned; line 1 a service line. */
-  async function setup() {
+  async function setup(tourOptions: Pick<NewTourOptions, 'openAmountCents'> = {}) {
     const accountId = nextAccount++;
     const token = await api.token(accountId);
     const tour = await newTour(api.db, {
+      ...tourOptions,
       accountId,
       positions: [
         { scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress' },
@@ -418,21 +419,14 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
   });
 
   it('republishes the delivery with the line when an event changes its open amount', async () => {
-    const accountId = nextAccount++;
-    const token = await api.token(accountId);
-    const tour = await newTour(api.db, {
-      accountId,
-      openAmountCents: 5000,
-      positions: [{ scannable: true, quantity: 2, scannedQuantity: 0, state: 'InProgress', unitPriceCents: 1000 }],
-    });
-    const { delivery, items } = tour.deliveries[0];
+    const { token, delivery, line } = await setup({ openAmountCents: 5000 });
     const cursor = (await api.get('/sync/cursor', { token })).body.cursor;
-    const removal = scan(items[0].id, 'remove');
+    const removal = scan(line.id, 'remove');
     expect((await push(token, [removal])).body.results[0].status).toBe('applied');
     const { changes } = (await api.get(`/sync/changes?since=${cursor}`, { token })).body;
     expect(changes.map((c: { entity: string; id: string }) => [c.entity, c.id])).toEqual([
       ['delivery', delivery.id],
-      ['position', items[0].id],
+      ['position', line.id],
     ]);
     // Two pieces of 10 € no longer delivered: 50 € become 30 €.
     expect(changes[0].data.openAmountCents).toBe(3000);
