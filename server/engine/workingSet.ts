@@ -86,14 +86,20 @@ export async function loadWorkingSets(
     return sql.join(parts, sql` UNION ALL `);
   };
   const targetValues = Object.fromEntries(Object.entries(targets).map(([key, ids]) => [key, arrayLiteral(ids)]));
+  // The ids are worked out once, before any lock (an array of the statement's own), and only
+  // deliveries is locked: a delivery updated by a commit while the statement waited for it is
+  // rechecked against that array alone. Joined with the ids' subquery and the tours, the
+  // recheck of an index-based plan (any deliveries table of some 100,000 rows) dropped the
+  // delivery, and the push answered its events "not found".
   const lock = executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(
     tx,
     `engine_lock${variantName(has)}`,
     () => sql`
-      SELECT to_json(${deliveries}) AS delivery, ${tours.accountId} AS account_id
-      FROM ${deliveries} JOIN ${tours} ON ${tours.id} = ${deliveries.tourId}
-      WHERE ${deliveries.id} IN (${named()})
-      ORDER BY ${deliveries.id} FOR UPDATE OF ${deliveries}`,
+      SELECT to_json(${deliveries}) AS delivery,
+        (SELECT ${tours.accountId} FROM ${tours} WHERE ${tours.id} = ${deliveries.tourId}) AS account_id
+      FROM ${deliveries}
+      WHERE ${deliveries.id} = ANY(ARRAY(${named()}))
+      ORDER BY ${deliveries.id} FOR UPDATE`,
     targetValues,
   );
   const ofSets = (column: PgColumn) => sql`${column} IN (SELECT id FROM named)`;
