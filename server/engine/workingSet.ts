@@ -89,7 +89,7 @@ export async function loadWorkingSets(
   // The ids are worked out once, before any lock (an array of the statement's own), and only
   // deliveries is locked: a delivery updated by a commit while the statement waited for it is
   // rechecked against that array alone. Joined with the ids' subquery and the tours, the
-  // recheck of an index-based plan (any deliveries table of some 100,000 rows) dropped the
+  // recheck of a plan by key (PostgreSQL's choice from some 10,000 deliveries on) dropped the
   // delivery, and the push answered its events "not found".
   const lock = executePrepared<{ delivery: Record<string, unknown>; account_id: string }>(
     tx,
