@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/server.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
 import { newTour, sampleAddress } from '../helpers/factories.js';
+import { waitersReach } from '../helpers/lockWaiters.js';
 import { TestServer, testConfig } from '../helpers/server.js';
 
 /** Enough deliveries that PostgreSQL plans the engine's lock as lookups by key, as in production. */
@@ -46,11 +47,6 @@ describe('the delivery lock of a push on PostgreSQL', () => {
   });
   afterAll(() => api?.close());
 
-  const waitingForLocks = async (client: pg.Client) =>
-    Number(
-      (await client.query(`SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`))
-        .rows[0].n,
-    );
   const scan = (deliveryItemId: string, action: 'scan' | 'remove') => ({
     eventId: randomUUID(),
     occurredAt: new Date().toISOString(),
@@ -81,8 +77,7 @@ describe('the delivery lock of a push on PostgreSQL', () => {
           { clientId: 'phone', events: [scan(first.items[0].id, 'scan'), scan(second.items[0].id, 'remove')] },
           { token },
         );
-        for (let i = 0; i < 100 && (await waitingForLocks(holder)) < 1; i++) await new Promise((resolve) => setTimeout(resolve, 20));
-        expect(await waitingForLocks(holder)).toBe(1);
+        await waitersReach(holder, 1);
         // The back office confirms the second delivery meanwhile: its row changes and commits.
         expect((await api.post(`/admin/reviews/${second.delivery.id}/resolve`, { processor: 'Frau Weber' }, { admin: true })).status).toBe(
           204,

@@ -4,18 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/server.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
+import { waitersReach } from '../helpers/lockWaiters.js';
 import { tourPayload } from '../helpers/tourPayloads.js';
 import { TestServer, testConfig } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const lockWaiters = async (client: pg.Client) =>
-  Number(
-    (
-      await client.query(`SELECT count(*) AS n FROM pg_stat_activity
-  WHERE datname = current_database() AND wait_event_type = 'Lock'`)
-    ).rows[0].n,
-  );
 let nextAccount = 8100;
 
 // PostgreSQL only: on PGlite there is one process per database, so there is no second instance.
@@ -44,12 +38,6 @@ describe('two instances on one PostgreSQL', () => {
     } finally {
       await holder.end();
     }
-  }
-
-  /** Waits until `count` statements of the database wait for a lock. */
-  async function waitersReach(holder: pg.Client, count: number) {
-    for (let i = 0; i < 100 && (await lockWaiters(holder)) < count; i++) await sleep(20);
-    expect(await lockWaiters(holder)).toBe(count);
   }
 
   /** One driver with a token for each instance (each development issuer signs its own). */
