@@ -6,7 +6,7 @@ import { cors } from './cors.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { refusalLimit } from './refusalLimit.js';
-import { registerRoutes } from './register.js';
+import { routeHandlers } from './register.js';
 import { requestLog } from './requestLog.js';
 import { requestMetrics } from './requestMetrics.js';
 import { answerDatabaseUnavailable } from './unavailable.js';
@@ -49,9 +49,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   });
   app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
 
-  const router = express.Router();
-  registerRoutes(router, routes, ctx);
-  app.use(router);
+  app.use(routeHandlers(routes, ctx));
   app.use((req, res) => sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`));
   app.use(answerDatabaseUnavailable(ctx.database.health));
   app.use(problemHandler);

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import { validation } from '../errors.js';
 
 /**
  * JSON.parse costs per value, not per byte: 2 MiB of `0,0,…` (a million values) holds the event
@@ -8,10 +8,6 @@ import type { IncomingMessage } from 'node:http';
  */
 const BYTES_PER_CONTAINER = 32;
 const BYTES_PER_VALUE = 8;
-
-export class TooDense extends Error {
-  readonly type = 'entity.too.complex';
-}
 
 /** Whether the body holds at most `maxContainers` objects and arrays and `maxValues` values, counted outside strings. */
 function withinBudget(body: Buffer, maxContainers: number, maxValues: number): boolean {
@@ -32,13 +28,13 @@ function withinBudget(body: Buffer, maxContainers: number, maxValues: number): b
   return true;
 }
 
-/** body-parser's `verify`: refuses, before JSON.parse, a body denser in values than a valid request can be. */
+/** Refuses, before JSON.parse, a body denser in values than a valid request can be. */
 export function densityBudget(bodyLimitBytes: number) {
   const maxContainers = Math.ceil(bodyLimitBytes / BYTES_PER_CONTAINER);
   const maxValues = Math.ceil(bodyLimitBytes / BYTES_PER_VALUE);
-  return (_req: IncomingMessage, _res: unknown, body: Buffer) => {
+  return (body: Buffer) => {
     if (!withinBudget(body, maxContainers, maxValues)) {
-      throw new TooDense(`The body holds more JSON values than ${maxValues}, or more objects and arrays than ${maxContainers}`);
+      throw validation(`The body holds more JSON values than ${maxValues}, or more objects and arrays than ${maxContainers}`);
     }
   };
 }

@@ -5,7 +5,9 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import { DomainError, errorCatalogue, type FieldProblem } from '../errors.js';
+import { RequestAborted } from './jsonBody.js';
 import { recordError } from './requestLog.js';
+import { sendJson } from './sendJson.js';
 
 /** A refusal names at most this many field problems, so that its answer stays a few KB whatever was sent. */
 export const MAX_LISTED_PROBLEMS = 25;
@@ -26,7 +28,7 @@ export function problemBody(code: ErrorCode, detail: string, errors?: FieldProbl
 
 export function sendProblem(res: Response, code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
   const body = problemBody(code, detail, errors, status);
-  res.status(body.status).type('application/problem+json').json(body);
+  sendJson(res, body.status, body, 'application/problem+json');
 }
 
 export function zodProblems(error: z.ZodError, prefix?: string): FieldProblem[] {
@@ -108,14 +110,7 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
     sendProblem(res, 'validation', 'The request is not valid', zodProblems(error));
     return;
   }
-  // body-parser marks its own errors with `type` and `status`.
-  const type = (error as { type?: string }).type;
-  if (type === 'entity.parse.failed') return sendProblem(res, 'validation', 'The body is not valid JSON');
-  if (type === 'entity.too.complex') return sendProblem(res, 'validation', (error as Error).message);
-  if (type === 'entity.too.large') return sendProblem(res, 'payload_too_large', 'The body exceeds the size limit');
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported')
-    return sendProblem(res, 'unsupported_media_type', 'Unsupported body encoding');
-  if (type === 'request.aborted') return void res.destroy();
+  if (error instanceof RequestAborted) return void res.destroy();
   // Other client errors raised by express itself (a path segment that is not valid percent-encoding).
   const status = (error as { status?: unknown }).status;
   if (typeof status === 'number' && status >= 400 && status < 500) {

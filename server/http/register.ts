@@ -1,10 +1,12 @@
-import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, { type Request, type RequestHandler } from 'express';
 import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
 import { ifNoneMatch } from './etag.js';
 import { densityBudget } from './jsonBudget.js';
+import { readJsonBody } from './jsonBody.js';
 import { parseInput } from './problem.js';
+import { sendJson } from './sendJson.js';
 import type { AnyRoute, Versioned } from './route.js';
 
 const hasBody = (req: Request) => req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
@@ -27,30 +29,34 @@ async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Pro
 
 const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
-/** Binds route definitions to express: authenticate, read the body, parse params, query and body apart, call, answer. */
-export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppContext) {
-  const jsonParser = express.json({ limit: ctx.config.bodyLimitBytes, verify: densityBudget(ctx.config.bodyLimitBytes) });
-  const readJson = (req: Request, res: Response) =>
-    new Promise<void>((resolve, reject) => {
-      jsonParser(req, res, (error?: unknown) => (error ? reject(error) : resolve()));
-    });
-  const readInput = async (route: AnyRoute, req: Request, res: Response) => {
-    if (route.body) await readJson(req, res);
-    // A body the JSON parser left alone (no or another content type) must not pass for an empty one.
-    if (route.body && req.body === undefined && hasBody(req)) {
+/**
+ * Binds route definitions to express: authenticate, read the body, parse params, query and body
+ * apart, call, answer. A path without parameters is found in a map by method and path, before
+ * express's router, which tries every route's pattern in turn (the router still answers the
+ * rest: parameters, another letter case, a trailing slash, HEAD, OPTIONS).
+ */
+export function routeHandlers(routes: AnyRoute[], ctx: AppContext): RequestHandler {
+  const checkDensity = densityBudget(ctx.config.bodyLimitBytes);
+  const readInput = async (route: AnyRoute, req: Request) => {
+    const json = route.body ? await readJsonBody(req, { limitBytes: ctx.config.bodyLimitBytes, check: checkDensity }) : undefined;
+    // A body that is not JSON (no or another content type) must not pass for an empty one.
+    if (route.body && json === undefined && hasBody(req)) {
       throw new DomainError('unsupported_media_type', 'Send the body as application/json');
     }
     return {
       params: parsePart(route.params, req.params, 'params'),
       query: parsePart(route.query, req.query, 'query'),
-      body: parsePart(route.body, req.body, 'body'),
+      body: parsePart(route.body, json, 'body'),
     };
   };
+  const router = express.Router();
+  const exact = new Map<string, RequestHandler>();
   for (const route of routes) {
+    const path = expressPath(route.path);
     const handler: RequestHandler = async (req, res) => {
       const actor = await authenticate(route, req, ctx);
       // Only after authentication: a caller without a token gets 401 whatever it sent, and costs no parsing.
-      const { params, query, body } = await readInput(route, req, res).catch(async (error: unknown) => {
+      const { params, query, body } = await readInput(route, req).catch(async (error: unknown) => {
         // Nor does a deactivated account whose account the handler was to read.
         if (actor?.kind === 'driver' && actor.accountUnread) await ctx.auth.account(actor);
         throw error;
@@ -64,8 +70,22 @@ export function registerRoutes(router: Router, routes: AnyRoute[], ctx: AppConte
         if (ifNoneMatch(req.header('if-none-match'), etag)) res.status(304).end();
         else res.type('json').send(json);
       } else if (route.status === 204) res.status(204).end();
-      else res.status(200).json(result);
+      else sendJson(res, 200, result);
     };
-    router[route.method](expressPath(route.path), handler);
+    router[route.method](path, handler);
+    if (path === route.path) {
+      // What express's router sets on a match: the latency metric and tracing name the route by it.
+      const matched = { path };
+      exact.set(`${route.method.toUpperCase()} ${path}`, (req, res, next) => {
+        req.route = matched;
+        req.params = {};
+        (handler(req, res, next) as Promise<void>).catch(next);
+      });
+    }
   }
+  return (req, res, next) => {
+    const handler = exact.get(`${req.method} ${req.path}`);
+    if (handler) handler(req, res, next);
+    else router(req, res, next);
+  };
 }

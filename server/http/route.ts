@@ -33,7 +33,7 @@ export interface RawBody {
 
 /**
  * A route as data: validation schemas for each input kept apart, the response schema, and a
- * thin handler. `registerRoutes` binds these to express and `buildOpenApi` documents them.
+ * thin handler. `routeHandlers` binds these to express and `buildOpenApi` documents them.
  */
 export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extends AuthKind = AuthKind> {
   method: Method;

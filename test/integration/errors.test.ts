@@ -1,5 +1,6 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { errorCodes } from '../../shared/schemas/common.js';
@@ -189,6 +190,22 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
       415,
       'unsupported_media_type',
     );
+  });
+
+  it('reads a body its client compressed with gzip, and refuses one that does not inflate', async () => {
+    const post = (body: Uint8Array) =>
+      fetch(`${api.url}/me/cars`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body,
+      });
+    const created = await post(gzipSync('{"plate":"B-GZ 1"}'));
+    expect(created.status).toBe(200);
+    expect(await created.json()).toMatchObject({ car: { plate: 'B-GZ 1' } });
+    const broken = await post(new TextEncoder().encode('{"plate":"B-GZ 2"}'));
+    expect(broken.status).toBe(400);
+    expect(await broken.json()).toMatchObject({ code: 'validation', detail: 'The body is not valid JSON' });
+    expect((await api.get('/me/cars', { token })).body.cars.map((c: { plate: string }) => c.plate)).not.toContain('B-GZ 2');
   });
 
   it('answers 401 before looking at the body of a protected endpoint', async () => {
