@@ -197,7 +197,7 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
       fetch(`${api.url}/me/cars`, {
         method: 'POST',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-encoding': 'gzip' },
-        body,
+        body: new Uint8Array(body),
       });
     const created = await post(gzipSync('{"plate":"B-GZ 1"}'));
     expect(created.status).toBe(200);

@@ -30,7 +30,7 @@ beforeAll(async () => {
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
 const send = async (body: string | Buffer | undefined, headers: Record<string, string> = { 'content-type': 'application/json' }) => {
-  const response = await fetch(url, { method: 'POST', headers, body });
+  const response = await fetch(url, { method: 'POST', headers, body: typeof body === 'string' ? body : body && new Uint8Array(body) });
   return { status: response.status, json: (await response.json()) as { body?: unknown; code?: string } };
 };
 
