@@ -9,7 +9,7 @@ export class RequestAborted extends Error {}
 const unsupported = () => new DomainError('unsupported_media_type', 'Unsupported body encoding');
 const tooLarge = () => new DomainError('payload_too_large', 'The body exceeds the size limit');
 
-const decoders: Record<string, () => Transform> = {
+const inflaters: Record<string, () => Transform> = {
   gzip: createGunzip,
   'x-gzip': createGunzip,
   deflate: createInflate,
@@ -19,17 +19,23 @@ const decoders: Record<string, () => Transform> = {
 /** Whether the request says it carries a body (a length, even 0, or chunks), as HTTP frames one. */
 const framesBody = (req: IncomingMessage) => req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
 
-/** The charset a JSON body is decoded with; JSON is Unicode, so only UTF encodings are taken. */
-function charsetOf(contentType: string): string {
+const decoders = new Map<string, TextDecoder>();
+
+/** The decoder of a JSON body's charset (one per charset, kept); JSON is Unicode, so only UTF encodings are taken. */
+function decoderFor(contentType: string): TextDecoder {
   const match = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType);
   const charset = match ? match[1].toLowerCase() : 'utf-8';
+  let decoder = decoders.get(charset);
+  if (decoder) return decoder;
   if (!charset.startsWith('utf-')) throw unsupported();
   try {
-    new TextDecoder(charset);
+    // TextDecoder drops a byte order mark, as the JSON spec lets a parser do.
+    decoder = new TextDecoder(charset);
   } catch {
     throw unsupported();
   }
-  return charset;
+  decoders.set(charset, decoder);
+  return decoder;
 }
 
 /** Resolves once the request has been read to its end or its connection is gone. */
@@ -46,7 +52,7 @@ const finished = (req: IncomingMessage) =>
  */
 function readBytes(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
   const encoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
-  const decoder = encoding === 'identity' ? undefined : decoders[encoding];
+  const inflate = encoding === 'identity' ? undefined : inflaters[encoding];
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let length = 0;
@@ -54,13 +60,13 @@ function readBytes(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
     const refuse = (error: Error) => {
       if (settled) return;
       settled = true;
-      if (decoder) req.unpipe();
+      if (inflate) req.unpipe();
       req.resume();
       void finished(req).then(() => reject(error));
     };
-    if (encoding !== 'identity' && !decoder) return refuse(unsupported());
-    if (!decoder && Number(req.headers['content-length']) > limitBytes) return refuse(tooLarge());
-    const source: Readable = decoder ? req.pipe(decoder()) : req;
+    if (encoding !== 'identity' && !inflate) return refuse(unsupported());
+    if (!inflate && Number(req.headers['content-length']) > limitBytes) return refuse(tooLarge());
+    const source: Readable = inflate ? req.pipe(inflate()) : req;
     source.on('data', (chunk: Buffer) => {
       if (settled) return;
       length += chunk.length;
@@ -73,7 +79,7 @@ function readBytes(req: IncomingMessage, limitBytes: number): Promise<Buffer> {
       resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length));
     });
     // A compressed body that does not inflate.
-    if (decoder) source.once('error', () => refuse(validation('The body is not valid JSON')));
+    if (inflate) source.once('error', () => refuse(validation('The body is not valid JSON')));
     const aborted = () => {
       if (!req.complete) refuse(new RequestAborted('the request was aborted'));
     };
@@ -95,12 +101,11 @@ export async function readJsonBody(
   const semicolon = contentType.indexOf(';');
   const mediaType = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase();
   if (mediaType !== 'application/json') return undefined;
-  const charset = charsetOf(contentType);
+  const decoder = decoderFor(contentType);
   const bytes = await readBytes(req, options.limitBytes);
   if (bytes.length === 0) return {};
   options.check?.(bytes);
-  // TextDecoder drops a byte order mark, as the JSON spec lets a parser do.
-  const text = new TextDecoder(charset).decode(bytes);
+  const text = decoder.decode(bytes);
   const first = /\S/.exec(text)?.[0];
   if (first !== '{' && first !== '[') throw validation('The body is not valid JSON');
   try {

@@ -68,6 +68,15 @@ export const driverActor = (personalnummer: number): DriverActor => ({
   syncRole: false,
 });
 
+/** A scan event of the outbox, new id, occurring now. */
+export const scanEvent = (deliveryItemId: string, action: 'scan' | 'remove' = 'scan') => ({
+  eventId: randomUUID(),
+  occurredAt: new Date().toISOString(),
+  type: 'scan' as const,
+  deliveryItemId,
+  action,
+});
+
 export type NewTour = Awaited<ReturnType<typeof newTour>>;
 
 /**

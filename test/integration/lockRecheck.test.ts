@@ -1,9 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/server.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
-import { newTour, sampleAddress } from '../helpers/factories.js';
+import { newTour, sampleAddress, scanEvent } from '../helpers/factories.js';
 import { waitersReach } from '../helpers/lockWaiters.js';
 import { TestServer, testConfig } from '../helpers/server.js';
 
@@ -47,14 +46,6 @@ describe('the delivery lock of a push on PostgreSQL', () => {
   });
   afterAll(() => api?.close());
 
-  const scan = (deliveryItemId: string, action: 'scan' | 'remove') => ({
-    eventId: randomUUID(),
-    occurredAt: new Date().toISOString(),
-    type: 'scan',
-    deliveryItemId,
-    action,
-  });
-
   it('keeps a delivery that a commit updated while the push waited to lock it', async () => {
     const outcomes: string[] = [];
     for (let round = 0; round < ROUNDS; round++) {
@@ -74,7 +65,7 @@ describe('the delivery lock of a push on PostgreSQL', () => {
         await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [first.delivery.id]);
         const pushing = api.post(
           '/sync/push',
-          { clientId: 'phone', events: [scan(first.items[0].id, 'scan'), scan(second.items[0].id, 'remove')] },
+          { clientId: 'phone', events: [scanEvent(first.items[0].id, 'scan'), scanEvent(second.items[0].id, 'remove')] },
           { token },
         );
         await waitersReach(holder, 1);

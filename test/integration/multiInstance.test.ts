@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/server.js';
 import { createPostgresDatabase } from '../helpers/databases.js';
-import { newTour } from '../helpers/factories.js';
+import { newTour, scanEvent } from '../helpers/factories.js';
 import { waitersReach } from '../helpers/lockWaiters.js';
 import { tourPayload } from '../helpers/tourPayloads.js';
 import { TestServer, testConfig } from '../helpers/server.js';
@@ -220,13 +220,6 @@ describe('two instances on one PostgreSQL', () => {
   describe('four-eyes review against changes in flight', () => {
     const resolve = (deliveryId: string) => a.post(`/admin/reviews/${deliveryId}/resolve`, { processor: 'Frau Weber' }, { admin: true });
     const pendingIds = async () => (await a.get('/admin/reviews', { admin: true })).body.map((r: { delivery_id: string }) => r.delivery_id);
-    const event = (deliveryItemId: string, action: 'scan' | 'remove') => ({
-      eventId: randomUUID(),
-      occurredAt: new Date().toISOString(),
-      type: 'scan',
-      deliveryItemId,
-      action,
-    });
 
     it('keeps a removal pending that began before a confirmation and was written after it', async () => {
       const { personalnummer, tokenA } = await driver();
@@ -241,7 +234,7 @@ describe('two instances on one PostgreSQL', () => {
         await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [first.delivery.id]);
         const pushing = a.post(
           '/sync/push',
-          { clientId: 'phone', events: [event(first.items[0].id, 'scan'), event(second.items[0].id, 'remove')] },
+          { clientId: 'phone', events: [scanEvent(first.items[0].id, 'scan'), scanEvent(second.items[0].id, 'remove')] },
           { token: tokenA },
         );
         await waitersReach(holder, 1);
@@ -260,7 +253,7 @@ describe('two instances on one PostgreSQL', () => {
       let resolved = false;
       await withLockHolder(async (holder) => {
         await holder.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [delivery.id]);
-        const pushing = a.post('/sync/push', { clientId: 'phone', events: [event(items[0].id, 'remove')] }, { token: tokenA });
+        const pushing = a.post('/sync/push', { clientId: 'phone', events: [scanEvent(items[0].id, 'remove')] }, { token: tokenA });
         await waitersReach(holder, 1);
         const resolving = resolve(delivery.id).then((response) => {
           resolved = true;
