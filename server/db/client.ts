@@ -97,6 +97,23 @@ export function lastStatement<T>(tx: Db, issue: () => PromiseLike<T>): Promise<T
 }
 
 /**
+ * Runs `statement` in a transaction of its own, after `settings` and the statement `ahead` sends
+ * without waiting for its answer (if it fails, so does the transaction). On PostgreSQL all of it
+ * goes out in one write with the BEGIN and the COMMIT.
+ */
+export function oneWriteTransaction<T>(
+  db: Db,
+  statement: (tx: Db) => Promise<T[]>,
+  { settings, ahead }: { settings?: Record<string, string>; ahead?: (tx: Db) => unknown } = {},
+): Promise<T[]> {
+  return db.transaction((tx) => {
+    if (settings) void setLocal(tx, settings);
+    ahead?.(tx);
+    return lastStatement(tx, () => statement(tx));
+  });
+}
+
+/**
  * The name suffix of a statement variant that differs from the others only by which of its
  * optional parts are present: `_items_notes` for `{ items: true, notes: true, services: false }`.
  */

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { ChangeData, ChangeEntity } from '../../shared/schemas/sync.js';
-import { executePrepared, lastStatement, setLocal, type Db } from '../db/client.js';
+import { executePrepared, oneWriteTransaction, type Db } from '../db/client.js';
 
 export const CHANGES_CHANNEL = 'tourline_changes';
 // Writers hold it SHARED from numbering to commit, so they never wait for each other; a reader
@@ -25,12 +25,19 @@ export type ChangeRecord = {
   };
 }[ChangeEntity];
 
+// A NOTIFY payload must stay below 8000 bytes (PostgreSQL refuses the commit otherwise): the seqs
+// in front get this much (five runs of seven-digit seqs), the list of accounts the rest. About
+// 1,000 accounts fit.
+export const MAX_RUNS_CHARS = 80;
+export const MAX_AUDIENCE_CHARS = 7900;
+
 /**
  * The change-log append as parts of a WITH, so that it can share a statement with other writes
  * (select `notify` once in that statement); its values are the placeholders of `changeLogValues`.
  * Seqs are taken under the change-log lock held shared until commit: concurrent writers commit
- * in any order (and share WAL flushes), and readers never look past the stable head
- * (`underStableHead`), below which nothing is in flight. The NOTIFY is delivered by PostgreSQL
+ * in any order (and share WAL flushes), and readers never look past a stable head, below which
+ * nothing is in flight: one announced by the commits (AnnouncedHead) or read under the lock
+ * (`underStableHead`). The NOTIFY is delivered by PostgreSQL
  * only when the transaction commits.
  */
 export const changeLogAppend = {
@@ -44,18 +51,19 @@ export const changeLogAppend = {
       ORDER BY e.n
       RETURNING seq, account_id)`,
   ],
-  notify: sql`(SELECT pg_notify('${sql.raw(CHANGES_CHANNEL)}', max(seq)::text || ':' || ${sql.placeholder('audience')}::text) FROM change_rows)`,
+  // "<first>-<last>,...:<audience>": the seqs taken, as runs (gaps and islands), so that a listener
+  // knows which seqs have committed (AnnouncedHead); "?" when the runs do not fit.
+  notify: sql`(SELECT pg_notify('${sql.raw(CHANGES_CHANNEL)}', CASE WHEN length(r.runs) > ${sql.raw(String(MAX_RUNS_CHARS))} THEN '?' ELSE r.runs END || ':' || ${sql.placeholder('audience')}::text)
+    FROM (SELECT string_agg(lo || '-' || hi, ',' ORDER BY lo) AS runs
+          FROM (SELECT min(seq) AS lo, max(seq) AS hi
+                FROM (SELECT seq, seq - row_number() OVER (ORDER BY seq) AS run FROM change_rows) s GROUP BY run) i) r)`,
   /** The highest seq taken per account that sees the change (`{ "<account>": seq }`). */
   accountSeqs: sql`(SELECT jsonb_object_agg(account_id, seq) FROM (SELECT account_id, max(seq) AS seq FROM change_rows WHERE account_id IS NOT NULL GROUP BY account_id) s)`,
 };
 
-// A NOTIFY payload must stay below 8000 bytes (PostgreSQL refuses the commit otherwise); with
-// the seq in front, the list of accounts gets this much. About 1,000 accounts fit.
-export const MAX_AUDIENCE_CHARS = 7900;
-
 /** The values of `changeLogAppend` for these change records. */
 export function changeLogValues(changes: ChangeRecord[]): { changes: string; audience: string } {
-  // The payload names whom the commit concerns ("<max seq>:<account>,..." or "<max seq>:*" when
+  // The payload names whom the commit concerns ("<seqs>:<account>,..." or "<seqs>:*" when
   // every account sees something), so an instance wakes only the sockets that have something to read.
   // A change for more accounts than fit is announced as "*": every instance wakes its own sockets,
   // and each reads only what its account may see.
@@ -120,11 +128,7 @@ function lockStableHead(tx: Db): Promise<unknown> {
  * writers wait for it only while the writers ahead of it commit and the statement runs.
  */
 export function underStableHead<T>(db: Db, statement: (tx: Db) => Promise<T[]>, settings?: Record<string, string>): Promise<T[]> {
-  return db.transaction((tx) => {
-    if (settings) void setLocal(tx, settings);
-    void lockStableHead(tx);
-    return lastStatement(tx, () => statement(tx));
-  });
+  return oneWriteTransaction(db, statement, { settings, ahead: lockStableHead });
 }
 
 /**

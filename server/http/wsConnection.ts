@@ -8,9 +8,9 @@ import { DomainError } from '../errors.js';
 
 const PAGE_SIZE = 500;
 /**
- * The most reads one statement carries. The statement runs under the change log's lock, which
- * holds up every writer of the database until it commits: a reconnect storm (every socket of an
- * instance resuming from an old cursor) goes in several short reads instead of one long one.
+ * The most reads one statement carries: a reconnect storm (every socket of an instance resuming
+ * from an old cursor) goes in several short reads instead of one long one, which would hold a
+ * connection of the pool and, when it reads under the change log's lock, every writer.
  */
 const MAX_READS_PER_STATEMENT = 500;
 // How soon a read that failed on the database is tried again.
@@ -37,8 +37,8 @@ export type ReadPage = (personalnummer: number, after: number | undefined) => Pr
  * woken by the same commits, and one read and one serialised message for the connections of an
  * account that start from the same seq. One read runs at a time: the connections woken while it
  * runs go together in the next, which starts when it ends (or in the next turn of the event loop
- * when none runs). So under many commits a read serves many of them, and an instance's reads do
- * not queue for the change log's lock behind each other, holding writers back. A read joins a
+ * when none runs). So under many commits a read serves many of them. It reads up to the head the
+ * change notifier knows (`ChangeNotifier.head`), which needs no lock. A read joins a
  * batch only before it starts: a connection asking later must see commits made since. A batch
  * takes at most `maxReads`, the longest waiting first; the rest go in the reads after it.
  */
@@ -54,6 +54,7 @@ export function sharedReader(ctx: AppContext, maxReads = MAX_READS_PER_STATEMENT
         entries.map((e) => e.read),
         PAGE_SIZE,
         'cursor',
+        ctx.changes.head(),
       );
       pages.forEach((page, i) => {
         if (page instanceof DomainError) return entries[i].reject(page);
