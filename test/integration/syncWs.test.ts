@@ -526,6 +526,48 @@ inProcess.describe('the live reads of an instance on postgres', () => {
     }
   });
 
+  it('sends every committed change once and in order while writers commit out of order and some roll back', async () => {
+    const driver = await resumedDriver();
+    // The driver's second device, resumed from the same cursor.
+    const cursor = (await api.get('/sync/cursor', { token: driver.token })).body.cursor as string;
+    const second = await SyncSocket.open(api.url, { token: driver.token });
+    second.send({ type: 'resume', cursor });
+    await second.next((m) => m.type === 'changes');
+    const committed = new Set<number>();
+    const writer = async (w: number) => {
+      for (let t = 0; t < 15; t++) {
+        const rollback = Math.random() < 0.1;
+        try {
+          const seq = await api.db.transaction(async (tx) => {
+            await sleep(Math.random() * 4);
+            const seq = await recordChanges(tx, [carChange(driver.personalnummer, `${w}-${t}-${randomBytes(2).toString('hex')}`)]);
+            // Holding the transaction open after numbering is where a later seq could commit first.
+            await sleep(Math.random() * 5);
+            if (rollback) throw new Error('rolled back on purpose');
+            return seq!;
+          });
+          committed.add(seq);
+        } catch (error) {
+          if (!rollback) throw error;
+        }
+      }
+    };
+    const carSeqs = (socket: SyncSocket) => socket.changes().flatMap((c) => (c.entity === 'car' ? [c.seq] : []));
+    try {
+      await Promise.all([...Array(20).keys()].map(writer));
+      expect(committed.size).toBeGreaterThan(200);
+      for (const socket of [driver.socket, second]) {
+        for (let tries = 0; carSeqs(socket).length < committed.size && tries < 100; tries++) await sleep(50);
+        const seen = carSeqs(socket);
+        expect(seen.length).toBe(new Set(seen).size);
+        expect([...seen].sort((x, y) => x - y)).toEqual(seen);
+        expect(new Set(seen)).toEqual(committed);
+      }
+    } finally {
+      await Promise.all([driver.socket.close(), second.close()]);
+    }
+  }, 60_000);
+
   it('sends a commit above a seq whose writer rolled back', async () => {
     const driver = await resumedDriver();
     const plate = newPlate();
