@@ -37,7 +37,7 @@ const SETTLE_RETRY_MS = 1000;
  * clients of another. The head moves as the commits arrive, and the accounts of the commits it
  * passed are woken together in the next turn of the event loop.
  */
-export async function createChangeNotifier(database: Database, logger: Logger, gapSettleMs = GAP_SETTLE_MS): Promise<ChangeNotifier> {
+export async function createChangeNotifier(database: Database, logger: Logger): Promise<ChangeNotifier> {
   const subscribers = new Set<WakeUp>();
   const deactivationListeners = new Set<(personalnummer: number) => void>();
   const announced = new AnnouncedHead();
@@ -102,6 +102,8 @@ export async function createChangeNotifier(database: Database, logger: Logger, g
           settleAgain = false;
           settle();
         }
+        // Seqs drawn after the lock was granted may still leave a gap.
+        watchGap();
       });
   };
 
@@ -115,7 +117,7 @@ export async function createChangeNotifier(database: Database, logger: Logger, g
       if (!announced.stalled) return;
       if (announced.value === head) settle();
       else watchGap();
-    }, gapSettleMs).unref();
+    }, GAP_SETTLE_MS).unref();
   };
 
   const onPayload = (payload: string) => {
