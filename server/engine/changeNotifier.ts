@@ -20,6 +20,8 @@ export interface ChangeNotifier {
   head(): number | undefined;
   /** Called with an account that any instance deactivated (its live connections must go). */
   onDeactivated(listener: (personalnummer: number) => void): () => void;
+  /** Resolves once no head read under the lock is running or waiting for a gap. */
+  quiet(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -158,6 +160,9 @@ export async function createChangeNotifier(database: Database, logger: Logger): 
       return () => {
         deactivationListeners.delete(listener);
       };
+    },
+    async quiet() {
+      while (settling || gapTimer) await new Promise((resolve) => setTimeout(resolve, 10));
     },
     async close() {
       closed = true;

@@ -47,6 +47,16 @@ export class TestServer {
   get ctx() {
     return this.running.ctx;
   }
+  /**
+   * How many statements `work` sends, and its result. Counted once the change notifier has no
+   * head read running or due: after a writer rolled back it reads one in the background.
+   */
+  async statementsOf<T>(work: () => Promise<T>): Promise<{ statements: number; result: T }> {
+    await this.ctx.changes.quiet();
+    const before = this.ctx.database.queries.count;
+    const result = await work();
+    return { statements: this.ctx.database.queries.count - before, result };
+  }
   /** The service's database: its own handle in process, a connection of the test's to the built service's. */
   get db() {
     return this.built?.db ?? this.running.ctx.database.db;

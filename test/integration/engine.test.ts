@@ -229,14 +229,15 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const { actor, line } = await setup(100);
     const small = await setup(100);
     const count = async (who: DriverActor, n: number, target: string) => {
-      const before = api.ctx.database.queries.count;
-      const results = await applyEvents(
-        api.db,
-        who,
-        Array.from({ length: n }, () => scanEvent(target)),
+      const { statements, result } = await api.statementsOf(() =>
+        applyEvents(
+          api.db,
+          who,
+          Array.from({ length: n }, () => scanEvent(target)),
+        ),
       );
-      expect(results.every((r) => r.status === 'applied')).toBe(true);
-      return api.ctx.database.queries.count - before;
+      expect(result.every((r) => r.status === 'applied')).toBe(true);
+      return statements;
     };
     const forTen = await count(small.actor, 10, small.line.id);
     const forHundred = await count(actor, 100, line.id);
@@ -247,14 +248,15 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const one = await setup(100);
     const two = await setup(100);
     const count = async (who: DriverActor, targets: string[]) => {
-      const before = api.ctx.database.queries.count;
-      const results = await applyEvents(
-        api.db,
-        who,
-        Array.from({ length: 20 }, (_, n) => scanEvent(targets[n % targets.length])),
+      const { statements, result } = await api.statementsOf(() =>
+        applyEvents(
+          api.db,
+          who,
+          Array.from({ length: 20 }, (_, n) => scanEvent(targets[n % targets.length])),
+        ),
       );
-      expect(results.every((r) => r.status === 'applied')).toBe(true);
-      return api.ctx.database.queries.count - before;
+      expect(result.every((r) => r.status === 'applied')).toBe(true);
+      return statements;
     };
     const single = await count(one.actor, [one.line.id]);
     const spread = await count(two.actor, [two.line.id, two.other.id]);
@@ -263,22 +265,22 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
 
   inProcess.it('combines pushes of several drivers arriving together and answers each as if it had come alone', async () => {
     const drivers = await Promise.all(Array.from({ length: 8 }, () => setup(100)));
-    const alone = api.ctx.database.queries.count;
-    await applyEvents(api.db, drivers[0].actor, [scanEvent(drivers[0].line.id)]);
-    const statementsAlone = api.ctx.database.queries.count - alone;
+    const { statements: statementsAlone } = await api.statementsOf(() =>
+      applyEvents(api.db, drivers[0].actor, [scanEvent(drivers[0].line.id)]),
+    );
 
-    const before = api.ctx.database.queries.count;
-    const answers = await Promise.all(
-      drivers.map(({ actor, line, other }, n) =>
-        applyEvents(api.db, actor, [
-          scanEvent(line.id),
-          scanEvent(other.id),
-          // Another driver's line is not found for this one.
-          ...(n === 1 ? [scanEvent(drivers[2].line.id)] : []),
-        ]),
+    const { statements, result: answers } = await api.statementsOf(() =>
+      Promise.all(
+        drivers.map(({ actor, line, other }, n) =>
+          applyEvents(api.db, actor, [
+            scanEvent(line.id),
+            scanEvent(other.id),
+            // Another driver's line is not found for this one.
+            ...(n === 1 ? [scanEvent(drivers[2].line.id)] : []),
+          ]),
+        ),
       ),
     );
-    const statements = api.ctx.database.queries.count - before;
 
     for (const [n, results] of answers.entries())
       expect(

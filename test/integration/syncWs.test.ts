@@ -203,6 +203,7 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       const drivers = await Promise.all(Array.from({ length: 6 }, () => driver()));
       const sockets = await Promise.all(drivers.map((d) => resumed(d.token, d.cursor)));
       try {
+        await api.ctx.changes.quiet();
         const before = api.ctx.database.queries.count;
         await recordChanges(
           api.db,

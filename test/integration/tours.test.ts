@@ -819,9 +819,8 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
         await api.post('/sync/tour', tourPayload(personalnummer, { date: '2026-06-02', deliveries: 40, positions: 20 }), { token })
       ).body.tour.id;
       const queriesFor = async (tourId: string) => {
-        const before = api.ctx.database.queries.count;
-        const body = await details(tourId, token);
-        return { queries: api.ctx.database.queries.count - before, body };
+        const { statements, result } = await api.statementsOf(() => details(tourId, token));
+        return { queries: statements, body: result };
       };
       const one = await queriesFor(small);
       const forty = await queriesFor(large);
