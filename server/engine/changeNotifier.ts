@@ -5,11 +5,11 @@ import { AnnouncedHead, widen, type Audience } from './announcedHead.js';
 import { CHANGES_CHANNEL, stableHead } from './changeLog.js';
 
 /**
- * A wake-up: every change up to `upTo` is readable (undefined: read under the change log's lock).
- * `accounts`, when given, are the only accounts with something new; without it, every account
- * may have. Only a hint: subscribers read the data from the change log.
+ * A wake-up: every change up to `upTo`, the head, is readable. `accounts`, when given, are the
+ * only accounts with something new; without it, every account may have. Only a hint:
+ * subscribers read the data from the change log.
  */
-export type WakeUp = (upTo: number | undefined, accounts?: ReadonlySet<number>) => void;
+export type WakeUp = (upTo: number, accounts?: ReadonlySet<number>) => void;
 
 export interface ChangeNotifier {
   subscribe(onWake: WakeUp): () => void;

@@ -199,11 +199,11 @@ export class SyncConnection {
     void this.pump();
   }
 
-  wake(upTo: number | undefined, accounts?: ReadonlySet<number>) {
+  wake(upTo: number, accounts?: ReadonlySet<number>) {
     if (!this.resumed) return;
     // Nothing of this account in the commit: its next read (any later wake) still starts at lastSent.
     if (accounts && !accounts.has(this.actor.personalnummer)) return;
-    if (upTo !== undefined && this.lastSent !== undefined && upTo <= this.lastSent && !this.pumping) return;
+    if (this.lastSent !== undefined && upTo <= this.lastSent && !this.pumping) return;
     void this.pump();
   }
 
