@@ -5,6 +5,7 @@ import { encodeCursor, readChanges } from '../../server/engine/changeFeed.js';
 import { recordChanges } from '../../server/engine/changeLog.js';
 import { pruneChangeLog } from '../../server/jobs/changeRetention.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { writeOutOfOrder } from '../helpers/outOfOrderWriters.js';
 import { startTestServer, useTestServer } from '../helpers/server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -291,27 +292,7 @@ describe.each(databaseKinds)('the change log cursor under concurrent writers on 
   it('never skips or repeats a committed change while many writers commit out of order', async () => {
     const reader = 5999;
     const db = api.db;
-    const committed = new Set<number>();
     let writing = true;
-
-    const writer = async (w: number) => {
-      for (let t = 0; t < 20; t++) {
-        const rollback = Math.random() < 0.1;
-        try {
-          const seq = await db.transaction(async (tx) => {
-            await sleep(Math.random() * 4);
-            const seq = await recordChanges(tx, [{ entity: 'tour', op: 'upsert', id: `${w}-${t}`, accountId: reader }]);
-            // Holding the transaction open after numbering is where a later seq could commit first.
-            await sleep(Math.random() * 3);
-            if (rollback) throw new Error('rolled back on purpose');
-            return seq!;
-          });
-          committed.add(seq);
-        } catch (error) {
-          if (!rollback) throw error;
-        }
-      }
-    };
 
     const seen: number[] = [];
     let cursor: number | undefined;
@@ -331,7 +312,11 @@ describe.each(databaseKinds)('the change log cursor under concurrent writers on 
       while (await poll());
     })();
 
-    await Promise.all([...Array(20).keys()].map(writer));
+    const committed = await writeOutOfOrder(db, (w, t) => ({ entity: 'tour', op: 'upsert', id: `${w}-${t}`, accountId: reader }), {
+      writers: 20,
+      transactions: 20,
+      holdMs: 3,
+    });
     writing = false;
     await readerLoop;
 

@@ -9,6 +9,7 @@ import { GAP_SETTLE_MS } from '../../server/engine/changeNotifier.js';
 import { sharedReader } from '../../server/http/wsConnection.js';
 import { pruneChangeLog } from '../../server/jobs/changeRetention.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { writeOutOfOrder } from '../helpers/outOfOrderWriters.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { inProcess } from '../helpers/target.js';
 import { SyncSocket } from '../helpers/wsClient.js';
@@ -534,28 +535,13 @@ inProcess.describe('the live reads of an instance on postgres', () => {
     const second = await SyncSocket.open(api.url, { token: driver.token });
     second.send({ type: 'resume', cursor });
     await second.next((m) => m.type === 'changes');
-    const committed = new Set<number>();
-    const writer = async (w: number) => {
-      for (let t = 0; t < 15; t++) {
-        const rollback = Math.random() < 0.1;
-        try {
-          const seq = await api.db.transaction(async (tx) => {
-            await sleep(Math.random() * 4);
-            const seq = await recordChanges(tx, [carChange(driver.personalnummer, `${w}-${t}-${randomBytes(2).toString('hex')}`)]);
-            // Holding the transaction open after numbering is where a later seq could commit first.
-            await sleep(Math.random() * 5);
-            if (rollback) throw new Error('rolled back on purpose');
-            return seq!;
-          });
-          committed.add(seq);
-        } catch (error) {
-          if (!rollback) throw error;
-        }
-      }
-    };
     const carSeqs = (socket: SyncSocket) => socket.changes().flatMap((c) => (c.entity === 'car' ? [c.seq] : []));
     try {
-      await Promise.all([...Array(20).keys()].map(writer));
+      const committed = await writeOutOfOrder(
+        api.db,
+        (w, t) => carChange(driver.personalnummer, `${w}-${t}-${randomBytes(2).toString('hex')}`),
+        { writers: 20, transactions: 15, holdMs: 5 },
+      );
       expect(committed.size).toBeGreaterThan(200);
       for (const socket of [driver.socket, second]) {
         for (let tries = 0; carSeqs(socket).length < committed.size && tries < 100; tries++) await sleep(50);
