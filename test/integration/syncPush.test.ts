@@ -355,9 +355,7 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
         positions: [{ scannable: true, quantity: 100, scannedQuantity: 0, state: 'InProgress' }],
       });
       const events = tour.deliveries.flatMap(({ items }) => Array.from({ length: 100 }, () => scan(items[0].id)));
-      const before = api.ctx.database.queries.count;
-      const response = await push(token, events);
-      const statements = api.ctx.database.queries.count - before;
+      const { statements, result: response } = await api.statementsOf(() => push(token, events));
       expect(response.body.results.every((r: { status: string }) => r.status === 'applied')).toBe(true);
       expect(statements).toBeLessThan(100);
       const lines = await api.db
