@@ -136,12 +136,13 @@ interface Request {
 
 /** How long requests that go together wait for a row lock before each is tried alone. */
 const COMBINED_LOCK_WAIT_MS = 100;
-/** After this long, a run (waiting for a lock, say) no longer takes one of the two writers. */
-const SLOW_RUN_MS = 200;
+/** After this long, a run (waiting for a lock, say) no longer holds the writer: another may start. */
+const SLOW_RUN_MS = 50;
 
 /**
- * Requests that arrive while the writers are busy are combined into one transaction: under many
- * small concurrent pushes a handful of statements carries many requests. At most 16 go together:
+ * One writer: requests that arrive while it is busy are combined into one transaction, so under
+ * many small concurrent pushes a handful of statements carries many requests (a second writer
+ * combined less and cost PostgreSQL a fifth more CPU per push, docs/benchmarks.md). At most 16 go together:
  * a wave of small pushes then goes in several short transactions, whose first answers need not
  * wait for the last requests' writes; a cap on events instead would keep large batches from ever
  * going together (CHANGELOG.md, "Performance history"). A failure of the combined work leaves each request to
@@ -149,7 +150,7 @@ const SLOW_RUN_MS = 200;
  *
  * A delivery locked elsewhere (a long transaction, another instance) must not hold up other
  * drivers' pushes. A request that goes alone waits for its locks in order, but after
- * SLOW_RUN_MS it stops taking one of the two writers. Requests that go together wait for a lock
+ * SLOW_RUN_MS it stops holding the writer and another run may start. Requests that go together wait for a lock
  * only briefly (COMBINED_LOCK_WAIT_MS); after a lock timeout each is tried alone, briefly again,
  * and one that still meets the lock waits in the patient lane, up to the session's lock timeout.
  */
@@ -157,7 +158,7 @@ function createWriter(db: Db) {
   const patient = combining<Request>({ concurrency: 4, maxItems: 1 }, async ([r]) => {
     await applyBatch(db, r.entries.filter(unanswered)).then(r.done.resolve, r.done.reject);
   });
-  const options = { concurrency: 2, maxItems: 16, maxWeight: 2000, weight: (r: Request) => r.entries.length, slowAfterMs: SLOW_RUN_MS };
+  const options = { concurrency: 1, maxItems: 16, maxWeight: 2000, weight: (r: Request) => r.entries.length, slowAfterMs: SLOW_RUN_MS };
   return combining<Request>(options, async (requests) => {
     if (requests.length === 1) {
       await applyBatch(db, requests[0].entries).then(requests[0].done.resolve, requests[0].done.reject);

@@ -195,7 +195,7 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
 
   it('answers one id sent by two drivers together by which of them recorded it', async () => {
     const [busy, alsoBusy, first, second] = await Promise.all(Array.from({ length: 4 }, () => setup()));
-    // Two pushes keep both writers busy, so that the two copies after them go in one transaction.
+    // Pushes ahead of them keep the writer busy, so that the two copies after them go in one transaction.
     const together = async (firstCopy: SyncEvent, secondCopy: SyncEvent) =>
       (
         await Promise.all([
