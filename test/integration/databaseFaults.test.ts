@@ -234,11 +234,13 @@ describe('database faults', () => {
       const lockedEvents = [[scan(locked.lineId)], [scan(locked.lineId)]];
       const othersEvents = others.slice(0, 10).map((d) => [scan(d.lineId)]);
       try {
-        const lockedPushes = lockedEvents.map((events) => push(a, locked, events));
+        let lockedAnswered = 0;
+        const lockedPushes = lockedEvents.map((events) => push(a, locked, events).finally(() => (lockedAnswered += 1)));
         await sleep(50);
         const otherAnswers = await Promise.all(others.slice(0, 10).map((d, i) => push(a, d, othersEvents[i])));
-        // All answered while the lock is still held: nobody waited for it.
+        // All answered while the lock is still held, before the locked pushes gave up on it: nobody waited for it.
         expect(otherAnswers.map((r) => r.status)).toEqual(Array(10).fill(200));
+        expect(lockedAnswered).toBe(0);
         for (const answer of await Promise.all(lockedPushes)) expectUnavailable(answer);
       } finally {
         await holder.query('COMMIT');
