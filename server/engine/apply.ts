@@ -142,17 +142,18 @@ const SLOW_RUN_MS = 50;
 /**
  * One writer: requests that arrive while it is busy are combined into one transaction, so under
  * many small concurrent pushes a handful of statements carries many requests (a second writer
- * combined less and cost PostgreSQL a fifth more CPU per push, docs/benchmarks.md). At most 16 go together:
- * a wave of small pushes then goes in several short transactions, whose first answers need not
- * wait for the last requests' writes; a cap on events instead would keep large batches from ever
- * going together (CHANGELOG.md, "Performance history"). A failure of the combined work leaves each request to
- * fail or succeed on its own.
+ * combined less and cost PostgreSQL a fifth more CPU per push, docs/benchmarks.md). At most 16
+ * go together: a wave of small pushes then goes in several short transactions, whose first
+ * answers need not wait for the last requests' writes; a cap on events instead would keep large
+ * batches from ever going together (CHANGELOG.md, "Performance history"). A failure of the
+ * combined work leaves each request to fail or succeed on its own.
  *
  * A delivery locked elsewhere (a long transaction, another instance) must not hold up other
  * drivers' pushes. A request that goes alone waits for its locks in order, but after
- * SLOW_RUN_MS it stops holding the writer and another run may start. Requests that go together wait for a lock
- * only briefly (COMBINED_LOCK_WAIT_MS); after a lock timeout each is tried alone, briefly again,
- * and one that still meets the lock waits in the patient lane, up to the session's lock timeout.
+ * SLOW_RUN_MS it stops holding the writer and the next run starts beside it. Requests that go
+ * together wait for a lock only briefly (COMBINED_LOCK_WAIT_MS); after a lock timeout each is
+ * tried alone, briefly again, and one that still meets the lock waits in the patient lane, up to
+ * the session's lock timeout.
  */
 function createWriter(db: Db) {
   const patient = combining<Request>({ concurrency: 4, maxItems: 1 }, async ([r]) => {
