@@ -2,8 +2,10 @@
  * Work of concurrent callers done together. A call that finds fewer than `concurrency` runs in
  * progress starts one at once, so nobody waits for company; calls arriving meanwhile queue and
  * go together into the next free run. Under load, one round of statements then serves many
- * callers instead of each paying its own. `run` answers every item it is given (items carry
- * their own callbacks); an error it lets through fails nothing else.
+ * callers instead of each paying its own. With `minIntervalMs`, runs start at least that far
+ * apart: a call soon after a start waits for the next one, with the calls arriving meanwhile
+ * (a full run does not wait). `run` answers every item it is given (items carry their own
+ * callbacks); an error it lets through fails nothing else.
  */
 export function combining<T>(
   options: {
@@ -13,14 +15,27 @@ export function combining<T>(
     weight?: (item: T) => number;
     /** A run still going after this long stops counting against `concurrency` (it waits for something, say a lock). */
     slowAfterMs?: number;
+    /** Runs start at least this far apart, so that under a stream of calls each run carries several. */
+    minIntervalMs?: number;
   },
   run: (items: T[]) => Promise<void>,
 ): (item: T) => void {
-  const { concurrency, maxItems = Infinity, maxWeight = Infinity, weight = () => 1, slowAfterMs } = options;
+  const { concurrency, maxItems = Infinity, maxWeight = Infinity, weight = () => 1, slowAfterMs, minIntervalMs = 0 } = options;
   const queue: T[] = [];
   let running = 0;
+  let lastStart = -Infinity;
+  let due: NodeJS.Timeout | undefined;
   const pump = () => {
     while (running < concurrency && queue.length > 0) {
+      const early = lastStart + minIntervalMs - performance.now();
+      if (early > 0 && queue.length < maxItems) {
+        due ??= setTimeout(() => {
+          due = undefined;
+          pump();
+        }, early);
+        return;
+      }
+      lastStart = performance.now();
       const taken = [queue.shift()!];
       let total = weight(taken[0]);
       while (queue.length > 0 && taken.length < maxItems && total + weight(queue[0]) <= maxWeight) {

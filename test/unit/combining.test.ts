@@ -73,6 +73,31 @@ describe('combining', () => {
     expect(runs.map((r) => r.items.length)).toEqual([1, 3, 3, 1]);
   });
 
+  it('starts runs at least `minIntervalMs` apart, a full run and the first after a quiet spell at once', async () => {
+    const { runs, run } = recorder();
+    const submit = combining<number>({ concurrency: 1, maxItems: 3, minIntervalMs: 30 }, run);
+    submit(1);
+    expect(runs.map((r) => r.items)).toEqual([[1]]);
+    runs[0].finish.resolve();
+    await settle();
+    // The run is done, but the next may start only 30 ms after it: calls arriving meanwhile go together.
+    submit(2);
+    await settle();
+    submit(3);
+    expect(runs).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3]]);
+    runs[1].finish.resolve();
+    await settle();
+    // Three calls fill a run: waiting would only delay them.
+    for (const n of [4, 5, 6]) submit(n);
+    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3], [4, 5, 6]]);
+    runs[2].finish.resolve();
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    submit(7);
+    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3], [4, 5, 6], [7]]);
+  });
+
   it('goes on with the queue after a run failed', async () => {
     const { runs, run } = recorder();
     const submit = combining<number>({ concurrency: 1 }, run);
