@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { combining, deferred } from '../../server/db/combining.js';
 
 /** A run that records what it was given and finishes when told to. */
@@ -74,28 +74,36 @@ describe('combining', () => {
   });
 
   it('starts runs at least `minIntervalMs` apart, a full run and the first after a quiet spell at once', async () => {
-    const { runs, run } = recorder();
-    const submit = combining<number>({ concurrency: 1, maxItems: 3, minIntervalMs: 30 }, run);
-    submit(1);
-    expect(runs.map((r) => r.items)).toEqual([[1]]);
-    runs[0].finish.resolve();
-    await settle();
-    // The run is done, but the next may start only 30 ms after it: calls arriving meanwhile go together.
-    submit(2);
-    await settle();
-    submit(3);
-    expect(runs).toHaveLength(1);
-    await new Promise((resolve) => setTimeout(resolve, 40));
-    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3]]);
-    runs[1].finish.resolve();
-    await settle();
-    // Three calls fill a run: waiting would only delay them.
-    for (const n of [4, 5, 6]) submit(n);
-    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3], [4, 5, 6]]);
-    runs[2].finish.resolve();
-    await new Promise((resolve) => setTimeout(resolve, 40));
-    submit(7);
-    expect(runs.map((r) => r.items)).toEqual([[1], [2, 3], [4, 5, 6], [7]]);
+    // Time moves only when the test says so: a busy machine cannot make a wait look like a quiet spell.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const { runs, run } = recorder();
+      const submit = combining<number>({ concurrency: 1, maxItems: 3, minIntervalMs: 30 }, run);
+      submit(1);
+      expect(runs.map((r) => r.items)).toEqual([[1]]);
+      runs[0].finish.resolve();
+      await settle();
+      // The run is done, but the next may start only 30 ms after it: calls arriving meanwhile go together.
+      vi.advanceTimersByTime(10);
+      submit(2);
+      vi.advanceTimersByTime(10);
+      submit(3);
+      expect(runs).toHaveLength(1);
+      vi.advanceTimersByTime(10);
+      expect(runs.map((r) => r.items)).toEqual([[1], [2, 3]]);
+      runs[1].finish.resolve();
+      await settle();
+      // Three calls fill a run: waiting would only delay them.
+      for (const n of [4, 5, 6]) submit(n);
+      expect(runs.map((r) => r.items)).toEqual([[1], [2, 3], [4, 5, 6]]);
+      runs[2].finish.resolve();
+      await settle();
+      vi.advanceTimersByTime(30);
+      submit(7);
+      expect(runs.map((r) => r.items)).toEqual([[1], [2, 3], [4, 5, 6], [7]]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('goes on with the queue after a run failed', async () => {
