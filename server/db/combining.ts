@@ -27,7 +27,8 @@ export function combining<T>(
   let due: NodeJS.Timeout | undefined;
   const pump = () => {
     while (running < concurrency && queue.length > 0) {
-      const early = lastStart + minIntervalMs - performance.now();
+      const now = performance.now();
+      const early = lastStart + minIntervalMs - now;
       if (early > 0 && queue.length < maxItems) {
         due ??= setTimeout(() => {
           due = undefined;
@@ -35,7 +36,7 @@ export function combining<T>(
         }, early);
         return;
       }
-      lastStart = performance.now();
+      lastStart = now;
       const taken = [queue.shift()!];
       let total = weight(taken[0]);
       while (queue.length > 0 && taken.length < maxItems && total + weight(queue[0]) <= maxWeight) {
