@@ -8,6 +8,7 @@ import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError, unavailable } from '../errors.js';
 import { inactiveAccounts } from '../queries/accounts.js';
 import { problemBody } from './problem.js';
+import { Deadlines } from './deadlines.js';
 import { HeartbeatWheel } from './heartbeatWheel.js';
 import { CloseCode, sharedReader, SyncConnection } from './wsConnection.js';
 import { DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS } from './unavailable.js';
@@ -96,6 +97,8 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
       zlibDeflateOptions: { level: 3, memLevel: 7 },
     },
     handleProtocols: (protocols) => (protocols.has('bearer') ? 'bearer' : false),
+    // The connections are tracked by account below; ws's own set would hold each a second time.
+    clientTracking: false,
   });
   // The connections by account: a notification reaches only the accounts it names.
   const byAccount = new Map<number, Set<SyncConnection>>();
@@ -129,9 +132,18 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
       recheckAccounts().catch((error) => ctx.logger.warn({ err: error }, 'checking the accounts of WebSockets failed'));
     },
   );
+  const expiries = new Deadlines<SyncConnection>((connection) => connection.expire());
+
+  // One listener for every socket, not a closure each: thousands of sockets stay open for hours.
+  function destroyOnError(this: Duplex) {
+    this.destroy();
+  }
+  function logError(error: Error) {
+    ctx.logger.debug({ err: error }, 'WebSocket error');
+  }
 
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
-    socket.on('error', () => socket.destroy());
+    socket.on('error', destroyOnError);
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (path !== SYNC_WS_PATH) return refuse(socket, 'not_found', `No WebSocket endpoint at ${path}`);
     if (!originAllowed(req, allowedOrigins))
@@ -154,13 +166,16 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     const problem = handshakeProblem(req);
     if (problem) return refuse(socket, 'validation', problem);
     wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on('error', logError);
       const connection = new SyncConnection(ws, actor, ctx, maxBufferedBytes, readPage);
       const account = byAccount.get(actor.personalnummer) ?? new Set();
       byAccount.set(actor.personalnummer, account.add(connection));
       heartbeat.add(connection);
+      expiries.set(connection, connection.expiresAt);
       ws.once('close', () => {
         connection.dispose();
         heartbeat.delete(connection);
+        expiries.delete(connection);
         account.delete(connection);
         if (account.size === 0 && byAccount.get(actor.personalnummer) === account) byAccount.delete(actor.personalnummer);
       });
@@ -177,6 +192,7 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     async close(batchSize = Infinity) {
       closing = true;
       heartbeat.stop();
+      expiries.stop();
       unsubscribe();
       stopDeactivations();
       const open = allConnections();

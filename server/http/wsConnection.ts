@@ -15,8 +15,6 @@ const PAGE_SIZE = 500;
 const MAX_READS_PER_STATEMENT = 500;
 // How soon a read that failed on the database is tried again.
 const DATABASE_RETRY_MS = 1000;
-// setTimeout's longest delay; longer token lifetimes re-arm the timer.
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Close codes of /sync/ws; docs/sync-protocol.md lists them for client authors. */
 export const CloseCode = {
@@ -123,9 +121,8 @@ export class SyncConnection {
   private pumping = false;
   private dirty = false;
   private alive = true;
-  private lastWrite: Promise<void> = Promise.resolve();
-  private readonly closed: Promise<void>;
-  private expiry: NodeJS.Timeout | undefined;
+  /** Made only when something waits for the close: thousands of idle sockets need none. */
+  private whenClosed: Promise<void> | undefined;
   private retry: NodeJS.Timeout | undefined;
 
   constructor(
@@ -135,13 +132,15 @@ export class SyncConnection {
     private readonly maxBufferedBytes: number,
     private readonly readPage: ReadPage,
   ) {
-    this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
     ws.on('pong', () => {
       this.alive = true;
     });
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
-    ws.on('error', (error) => ctx.logger.debug({ err: error }, 'WebSocket error'));
-    this.armExpiry();
+  }
+
+  private get closed(): Promise<void> {
+    if (this.ws.readyState === WebSocket.CLOSED) return Promise.resolve();
+    return (this.whenClosed ??= new Promise((resolve) => this.ws.once('close', () => resolve())));
   }
 
   private get open() {
@@ -161,13 +160,13 @@ export class SyncConnection {
     if (this.actor.personalnummer === personalnummer && this.open) this.ws.close(CloseCode.accountDeactivated, 'account deactivated');
   }
 
-  private armExpiry() {
-    const left = this.actor.tokenExpiresAt - Date.now();
-    if (left <= 0) {
-      this.ws.close(CloseCode.tokenExpired, 'token expired');
-      return;
-    }
-    this.expiry = setTimeout(() => this.armExpiry(), Math.min(left, MAX_TIMER_MS));
+  /** When its token expires; the server then calls `expire`. */
+  get expiresAt() {
+    return this.actor.tokenExpiresAt;
+  }
+
+  expire() {
+    if (this.open) this.ws.close(CloseCode.tokenExpired, 'token expired');
   }
 
   private onMessage(data: RawData, isBinary: boolean) {
@@ -246,15 +245,17 @@ export class SyncConnection {
       const generation = this.generation;
       const page = await this.readPage(this.actor.personalnummer, this.lastSent);
       if (generation !== this.generation) continue;
+      let written: Promise<void> | undefined;
       if (page.changes.length > 0 || this.announce) {
-        const sent = this.sendText(page.text);
-        if (!sent) return;
+        let onWritten: (() => void) | undefined;
+        // A backlog goes out one page at a time, as fast as the client takes it.
+        if (page.hasMore) written = new Promise((resolve) => (onWritten = () => resolve()));
+        if (!this.sendText(page.text, onWritten)) return;
         this.announce = false;
       }
       this.lastSent = page.seq;
       if (!page.hasMore) return;
-      // A backlog goes out one page at a time, as fast as the client takes it.
-      await Promise.race([this.lastWrite, this.closed]);
+      if (written) await Promise.race([written, this.closed]);
     }
   }
 
@@ -262,13 +263,14 @@ export class SyncConnection {
     return this.sendText(JSON.stringify(message));
   }
 
-  private sendText(text: string): boolean {
+  /** `onWritten`: called once the text is written out, or the socket failed. */
+  private sendText(text: string, onWritten?: () => void): boolean {
     if (!this.open) return false;
     if (this.ws.bufferedAmount > this.maxBufferedBytes) {
       this.closeSlowConsumer();
       return false;
     }
-    this.lastWrite = new Promise((resolve) => this.ws.send(text, () => resolve()));
+    this.ws.send(text, onWritten);
     return true;
   }
 
@@ -308,7 +310,6 @@ export class SyncConnection {
   }
 
   dispose() {
-    clearTimeout(this.expiry);
     clearTimeout(this.retry);
   }
 }

@@ -335,6 +335,29 @@ describe.each(databaseKinds)('live changes over /sync/ws on %s', (kind) => {
       }
     });
 
+    it('sends a backlog of several pages, each once and in order, up to the last', async () => {
+      const { personalnummer, token, cursor } = await driver();
+      const ids = Array.from({ length: 1_201 }, (_, i) => `backlog-${personalnummer}-${i}`);
+      await recordChanges(
+        api.db,
+        ids.map((id) => ({ entity: 'car' as const, op: 'delete' as const, id, accountId: personalnummer })),
+      );
+      const socket = await SyncSocket.open(api.url, { token });
+      try {
+        socket.send({ type: 'resume', cursor });
+        await expect.poll(() => socket.changes().length, { timeout: 15_000 }).toBe(ids.length);
+        const pages = socket.messages.filter((m) => m.type === 'changes');
+        expect(pages.map((m) => m.changes?.length)).toEqual([500, 500, 201]);
+        expect(socket.changes().map((c) => c.id)).toEqual(ids);
+        // The last page's cursor is where a later resume starts: nothing is left behind it.
+        const again = await resumed(token, pages[2].cursor as string);
+        expect(again.changes()).toEqual([]);
+        await again.close();
+      } finally {
+        await socket.close();
+      }
+    });
+
     it('answers an expired cursor with an error that tells the client to resync', async () => {
       const { token, cursor } = await driver();
       await addCar(token, `Z-${Date.now()}`);
