@@ -13,7 +13,7 @@ export const SLOW_PUSH_MS = 100;
 export interface Stalls {
   /** [when it began, how long, ms] for each stall longer than the threshold. */
   stalls: [number, number][];
-  /** [when it began, how long, ms, kind] for each collection longer than the threshold. */
+  /** [when it began, how long, ms, kind] for each full collection and each other one longer than the threshold. */
   collections: [number, number, string][];
 }
 
@@ -37,8 +37,9 @@ export function watchStalls(thresholdMs = 50, tickMs = 5): { take(): Stalls } {
   }, tickMs).unref();
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
-      if (entry.duration <= thresholdMs) continue;
       const kind = (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+      // Every full collection: its pause is short, but it ends marking steps that held the thread before it.
+      if (entry.duration <= thresholdMs && kind !== constants.NODE_PERFORMANCE_GC_MAJOR) continue;
       seen.collections.push([entry.startTime + offset, entry.duration, kinds[kind ?? -1] ?? String(kind)]);
     }
   }).observe({ entryTypes: ['gc'] });
@@ -51,15 +52,21 @@ export function watchStalls(thresholdMs = 50, tickMs = 5): { take(): Stalls } {
   };
 }
 
-/** One line: how many stalls, the longest, the time they took in all, and the collections among them. */
-export function describeStalls({ stalls, collections }: Stalls): string {
+/**
+ * One line: how many stalls, the longest, the time they took in all, how many of them a full
+ * collection's pause ended, and the collections over the threshold.
+ */
+export function describeStalls({ stalls, collections }: Stalls, thresholdMs = 50): string {
   const total = stalls.reduce((n, [, ms]) => n + ms, 0);
   const longest = Math.max(0, ...stalls.map(([, ms]) => ms));
-  const gcTotal = collections.reduce((n, [, ms]) => n + ms, 0);
-  const gcKinds = [...new Set(collections.map(([, , kind]) => kind))].join(', ');
+  const full = collections.filter(([, , kind]) => kind === 'major').map(([at, ms]): [number, number] => [at, ms]);
+  const withFull = stalls.filter((stall) => overlapping(full, { stalls: [stall], collections: [] }) > 0).length;
+  const long = collections.filter(([, ms]) => ms > thresholdMs);
+  const gcTotal = long.reduce((n, [, ms]) => n + ms, 0);
+  const gcKinds = [...new Set(long.map(([, , kind]) => kind))].join(', ');
   return (
-    `${stalls.length} stalls (longest ${longest.toFixed(0)} ms, ${total.toFixed(0)} ms in all), ` +
-    `${collections.length} long collections (${gcTotal.toFixed(0)} ms${gcKinds ? `; ${gcKinds}` : ''})`
+    `${stalls.length} stalls (longest ${longest.toFixed(0)} ms, ${total.toFixed(0)} ms in all; ${withFull} with a full collection in them), ` +
+    `${full.length} full collections, ${long.length} long collections (${gcTotal.toFixed(0)} ms${gcKinds ? `; ${gcKinds}` : ''})`
   );
 }
 
