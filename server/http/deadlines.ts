@@ -47,13 +47,17 @@ export class Deadlines<T> {
     this.timer = undefined;
     this.timerAt = Infinity;
     const now = this.now();
-    while (this.heap.length > 0 && this.heap[0].at <= now) {
-      const { at, member } = this.pop();
-      if (this.atOf.get(member) !== at) continue;
-      this.atOf.delete(member);
-      this.due(member);
+    try {
+      while (this.heap.length > 0 && this.heap[0].at <= now) {
+        const { at, member } = this.pop();
+        if (this.atOf.get(member) !== at) continue;
+        this.atOf.delete(member);
+        this.due(member);
+      }
+    } finally {
+      // A `due` that throws must not leave every later deadline without a timer.
+      this.arm();
     }
-    this.arm();
   }
 
   private arm() {

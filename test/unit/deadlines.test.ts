@@ -77,6 +77,20 @@ describe('Deadlines', () => {
     expect(calls).toEqual([['far', far]]);
   });
 
+  it('keeps its timer when a member’s call throws', () => {
+    const start = Date.now();
+    const calls: string[] = [];
+    const deadlines = new Deadlines<string>((member) => {
+      calls.push(member);
+      if (member === 'throws') throw new Error('boom');
+    });
+    deadlines.set('throws', start + 100);
+    deadlines.set('later', start + 200);
+    expect(() => vi.advanceTimersByTime(100)).toThrow('boom');
+    vi.advanceTimersByTime(100);
+    expect(calls).toEqual(['throws', 'later']);
+  });
+
   it('stops: nothing comes due after', () => {
     const { deadlines, calls, start } = recording();
     deadlines.set('a', start + 100);
