@@ -20,10 +20,7 @@ export class Deadlines<T> {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
 
-  constructor(
-    private readonly due: (member: T) => void,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(private readonly due: (member: T) => void) {}
 
   /** `due(member)` at `at`, once; replaces the member's earlier deadline. */
   set(member: T, at: number) {
@@ -46,7 +43,7 @@ export class Deadlines<T> {
   private fire() {
     this.timer = undefined;
     this.timerAt = Infinity;
-    const now = this.now();
+    const now = Date.now();
     try {
       while (this.heap.length > 0 && this.heap[0].at <= now) {
         const { at, member } = this.pop();
@@ -65,7 +62,7 @@ export class Deadlines<T> {
     this.timer = undefined;
     this.timerAt = this.heap[0]?.at ?? Infinity;
     if (this.timerAt === Infinity) return;
-    this.timer = setTimeout(() => this.fire(), Math.min(Math.max(0, this.timerAt - this.now()), MAX_TIMER_MS));
+    this.timer = setTimeout(() => this.fire(), Math.min(Math.max(0, this.timerAt - Date.now()), MAX_TIMER_MS));
     this.timer.unref();
   }
 

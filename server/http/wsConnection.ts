@@ -4,6 +4,7 @@ import { WsClientMessage, type WsServerMessage } from '../../shared/schemas/sync
 import type { AppContext, DriverActor } from '../context.js';
 import { decodeCursor, encodeCursor, readChangePages, type ChangePage, type ChangeRead } from '../engine/changeFeed.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
+import { deferred } from '../db/combining.js';
 import { DomainError } from '../errors.js';
 
 const PAGE_SIZE = 500;
@@ -245,17 +246,16 @@ export class SyncConnection {
       const generation = this.generation;
       const page = await this.readPage(this.actor.personalnummer, this.lastSent);
       if (generation !== this.generation) continue;
-      let written: Promise<void> | undefined;
+      let written: ReturnType<typeof deferred<void>> | undefined;
       if (page.changes.length > 0 || this.announce) {
-        let onWritten: (() => void) | undefined;
         // A backlog goes out one page at a time, as fast as the client takes it.
-        if (page.hasMore) written = new Promise((resolve) => (onWritten = () => resolve()));
-        if (!this.sendText(page.text, onWritten)) return;
+        if (page.hasMore) written = deferred<void>();
+        if (!this.sendText(page.text, written?.resolve)) return;
         this.announce = false;
       }
       this.lastSent = page.seq;
       if (!page.hasMore) return;
-      if (written) await Promise.race([written, this.closed]);
+      if (written) await Promise.race([written.promise, this.closed]);
     }
   }
 

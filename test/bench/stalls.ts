@@ -60,7 +60,7 @@ export function describeStalls({ stalls, collections }: Stalls, thresholdMs = 50
   const total = stalls.reduce((n, [, ms]) => n + ms, 0);
   const longest = Math.max(0, ...stalls.map(([, ms]) => ms));
   const full = collections.filter(([, , kind]) => kind === 'major').map(([at, ms]): [number, number] => [at, ms]);
-  const withFull = stalls.filter((stall) => overlapping(full, { stalls: [stall], collections: [] }) > 0).length;
+  const withFull = overlapping(stalls, { stalls: full, collections: [] });
   const long = collections.filter(([, ms]) => ms > thresholdMs);
   const gcTotal = long.reduce((n, [, ms]) => n + ms, 0);
   const gcKinds = [...new Set(long.map(([, , kind]) => kind))].join(', ');
