@@ -115,16 +115,19 @@ async function timed(
   const end = measureFrom + durationMs;
   let cpuFrom: NodeJS.CpuUsage | undefined;
   let cpuMs = 0;
+  const endWindow = () => {
+    if (!cpuFrom) return;
+    const used = process.cpuUsage(cpuFrom);
+    cpuFrom = undefined;
+    cpuMs = (used.user + used.system) / 1000;
+    onMark('done');
+  };
   const marks = [
     setTimeout(() => {
       cpuFrom = process.cpuUsage();
       onMark('measuring');
     }, warmupMs),
-    setTimeout(() => {
-      const used = process.cpuUsage(cpuFrom);
-      cpuMs = (used.user + used.system) / 1000;
-      onMark('done');
-    }, warmupMs + durationMs),
+    setTimeout(endWindow, warmupMs + durationMs),
   ];
   try {
     await Promise.all(
@@ -138,6 +141,8 @@ async function timed(
     );
   } finally {
     for (const mark of marks) clearTimeout(mark);
+    // The workers stop at `end`, which may come a moment before the timer set a little after it.
+    endWindow();
   }
   return { elapsedMs: Math.max(1, Math.min(monotonicMs(), end + 60_000) - measureFrom), cpuMs };
 }
