@@ -26,6 +26,16 @@ export interface ApplyOptions {
   acceptedSince?: Date;
   /** Told each event's result (metrics). */
   onResult?: (event: SyncEvent, result: EngineResult) => void;
+  /** Told once the events are written: how long they waited for the writer and how long its run took (metrics). */
+  onWrite?: (timing: WriteTiming) => void;
+}
+
+/** Where a request's write spent its time, in seconds. */
+export interface WriteTiming {
+  /** Queued for the writer, behind the runs before its own. */
+  waited: number;
+  /** The run that carried it (with the requests combined with it), from its start to its last answer. */
+  ran: number;
 }
 
 /** One event of one request, with whom it comes from and, once decided, its result. */
@@ -88,7 +98,7 @@ export async function applyEvent(
   db: Db,
   actor: DriverActor,
   event: SyncEvent,
-  options: Pick<ApplyOptions, 'attachment' | 'onResult'> = {},
+  options: Pick<ApplyOptions, 'attachment' | 'onResult' | 'onWrite'> = {},
 ): Promise<unknown> {
   const [result] = await applyEvents(db, actor, [event], options);
   if (isRefusal(result)) {
@@ -132,6 +142,8 @@ const unanswered = (entry: Entry) => !entry.result && !entry.refused;
 interface Request {
   entries: Entry[];
   done: ReturnType<typeof deferred<void>>;
+  /** performance.now() when it was queued. */
+  queuedAt: number;
 }
 
 /** How long requests that go together wait for a row lock before each is tried alone. */
@@ -174,7 +186,7 @@ function createWriter(db: Db) {
     slowAfterMs: SLOW_RUN_MS,
     minIntervalMs: RUN_INTERVAL_MS,
   };
-  return combining<Request>(options, async (requests) => {
+  const run = async (requests: Request[]) => {
     if (requests.length === 1) {
       await applyBatch(db, requests[0].entries).then(requests[0].done.resolve, requests[0].done.reject);
       return;
@@ -196,6 +208,12 @@ function createWriter(db: Db) {
         isLockTimeout(error) ? patient(r) : r.done.reject(error),
       );
     }
+  };
+  return combining<Request>(options, async (requests) => {
+    const started = performance.now();
+    await run(requests);
+    const ran = (performance.now() - started) / 1000;
+    for (const r of requests) r.entries[0].options.onWrite?.({ waited: (started - r.queuedAt) / 1000, ran });
   });
 }
 
@@ -208,7 +226,7 @@ function submit(db: Db, entries: Entry[]): Promise<void> {
     writers.set(db, write);
   }
   const done = deferred<void>();
-  write({ entries, done });
+  write({ entries, done, queuedAt: performance.now() });
   return done.promise;
 }
 

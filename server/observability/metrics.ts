@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
+import type { WriteTiming } from '../engine/apply.js';
 import type { Db } from '../db/client.js';
 import { changeLogHead, erpWriteBackBacklog, importRunsByResult } from '../queries/serviceState.js';
 
@@ -37,6 +38,21 @@ export function createMetrics() {
     labelNames: ['type', 'result', 'code'],
     registers,
   });
+  // A push's time in the engine: its wait for the writer, then the run it goes in. A wait that
+  // grows while the runs stay short means the writer is the queue; runs that grow, the database.
+  const engineBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+  const writeWait = new Histogram({
+    name: 'tourline_engine_write_wait_seconds',
+    help: "Time a request's events waited for the engine's writer",
+    buckets: engineBuckets,
+    registers,
+  });
+  const writeRun = new Histogram({
+    name: 'tourline_engine_write_seconds',
+    help: "Duration of the writer's run (one transaction, with the requests combined in it) that wrote a request's events",
+    buckets: engineBuckets,
+    registers,
+  });
   let watching = false;
 
   return {
@@ -44,14 +60,20 @@ export function createMetrics() {
     observeRequest(method: string, route: string, status: number, seconds: number) {
       requestDuration.observe({ method, route, status: String(status) }, seconds);
     },
-    /** Passed to the engine as `onResult`. */
-    eventResult(event: SyncEvent, result: Pick<EventResult, 'status' | 'code'> & { reason?: string }) {
-      const refused = result.status === 'rejected';
-      events.inc({
-        type: event.type,
-        result: refused ? 'refused' : result.status,
-        code: refused ? (result.reason ?? result.code ?? '') : '',
-      });
+    /** The engine's hooks (`ApplyOptions`): every event's result, every request's write. */
+    engine: {
+      onResult(event: SyncEvent, result: Pick<EventResult, 'status' | 'code'> & { reason?: string }) {
+        const refused = result.status === 'rejected';
+        events.inc({
+          type: event.type,
+          result: refused ? 'refused' : result.status,
+          code: refused ? (result.reason ?? result.code ?? '') : '',
+        });
+      },
+      onWrite({ waited, ran }: WriteTiming) {
+        writeWait.observe(waited);
+        writeRun.observe(ran);
+      },
     },
     /** Registers the gauges and the process metrics; called once, when the metrics endpoint starts. */
     watch(sources: MetricSources) {

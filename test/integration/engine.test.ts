@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import type { DriverActor } from '../../server/context.js';
 import { attachments, deliveries, deliveryItems, notes, processedEvents, scanAudit } from '../../server/db/schema.js';
-import { applyEvents } from '../../server/engine/apply.js';
+import { applyEvents, type WriteTiming } from '../../server/engine/apply.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { driverActor, newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
@@ -62,6 +62,27 @@ describe.each(databaseKinds)('event engine on %s', (kind) => {
     const [item] = await api.db.select().from(deliveryItems).where(eq(deliveryItems.id, line.id));
     expect(item).toMatchObject({ scannedQuantity: 50, state: 'Done' });
     expect(await api.db.select().from(scanAudit).where(eq(scanAudit.deliveryItemId, line.id))).toHaveLength(50);
+  });
+
+  it('tells each request how long it waited for the writer and how long the run that wrote it took', async () => {
+    const { actor, line, other } = await setup();
+    const timings: WriteTiming[] = [];
+    const onWrite = (timing: WriteTiming) => timings.push(timing);
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => applyEvents(api.db, actor, [scanEvent(i % 2 ? line.id : other.id)], { onWrite })),
+    );
+    expect(results.flat().map((r) => r.status)).toEqual(Array(6).fill('applied'));
+    expect(timings).toHaveLength(6);
+    // The first request starts a run of its own; the five queued behind it go together in the next.
+    const [first, ...rest] = timings;
+    expect(first.waited).toBeGreaterThanOrEqual(0);
+    expect(first.ran).toBeGreaterThan(0);
+    for (const timing of rest) {
+      expect(timing.ran).toBe(rest[0].ran);
+      // Queued together with the first, each waited for the first's run to end, or to pass 50 ms
+      // (SLOW_RUN_MS), when the next run starts beside it (half of that: the queueing took time too).
+      expect(timing.waited).toBeGreaterThan(Math.min(first.ran, 0.05) / 2);
+    }
   });
 
   it('keeps going after a rejected event in the middle of a batch and keeps the order per delivery', async () => {

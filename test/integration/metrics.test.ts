@@ -18,6 +18,8 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
 const families = [
   'tourline_http_request_duration_seconds',
   'tourline_events_total',
+  'tourline_engine_write_wait_seconds',
+  'tourline_engine_write_seconds',
   'tourline_websocket_clients',
   'tourline_db_pool_connections_in_use',
   'tourline_db_pool_waiting',
@@ -71,6 +73,35 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
     expect(applied(after) - applied(before)).toBe(1);
     expect(refused(after) - refused(before)).toBe(1);
     expect(sample(after, 'tourline_events_total', { type: 'scan', result: 'duplicate' })).toBeGreaterThanOrEqual(1);
+  });
+
+  it("times each request's wait for the engine's writer and the run that wrote it, from push and REST alike", async () => {
+    const token = await api.token(8106);
+    const tour = await newTour(api.db, {
+      accountId: 8106,
+      positions: [{ scannable: true, quantity: 10, scannedQuantity: 0, state: 'InProgress' }],
+    });
+    const deliveryItemId = tour.deliveries[0].items[0].id;
+    const scan = () => ({ eventId: randomUUID(), occurredAt: new Date().toISOString(), type: 'scan', deliveryItemId, action: 'scan' });
+    const counts = (text: string) =>
+      ['tourline_engine_write_wait_seconds_count', 'tourline_engine_write_seconds_count'].map((name) => sample(text, name) ?? 0);
+    const before = counts(await scrape());
+    const pushes = await Promise.all(
+      Array.from({ length: 3 }, () => api.post('/sync/push', { clientId: 'phone', events: [scan()] }, { token })),
+    );
+    expect(pushes.map((p) => p.status)).toEqual([200, 200, 200]);
+    const rest = await api.post(
+      '/scans',
+      { scans: [{ clientScanId: randomUUID(), deliveryItemId, action: 'scan', occurredAt: new Date().toISOString() }] },
+      { token },
+    );
+    expect(rest.status).toBe(200);
+    const text = await scrape();
+    expect(counts(text).map((n, i) => n - before[i])).toEqual([4, 4]);
+    expect(sample(text, 'tourline_engine_write_seconds_sum')).toBeGreaterThan(0);
+    // A push refused before the engine (no events) is not timed as a write.
+    expect((await api.post('/sync/push', {}, { token })).status).toBe(400);
+    expect(counts(await scrape())).toEqual(counts(text));
   });
 
   it('times requests by route template, never by the raw path', async () => {

@@ -37,7 +37,7 @@ type EventBody = SyncEvent extends infer E ? (E extends SyncEvent ? Omit<E, 'eve
 /** A REST mutation is one event through the engine; its rejection becomes the HTTP error. */
 function apply(ctx: AppContext, actor: DriverActor, event: EventBody, eventId: string = randomUUID()) {
   return applyEvent(ctx.database.db, actor, { ...event, eventId, occurredAt: new Date().toISOString() } as SyncEvent, {
-    onResult: ctx.metrics.eventResult,
+    ...ctx.metrics.engine,
   });
 }
 
@@ -63,7 +63,7 @@ export const deliveryRoutes = [
       const events = body.scans.map(({ clientScanId, ...scan }): SyncEvent => ({ ...scan, type: 'scan', eventId: clientScanId }));
       const results = await applyEvents(ctx.database.db, actor, events, {
         acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
-        onResult: ctx.metrics.eventResult,
+        ...ctx.metrics.engine,
       });
       return {
         results: results.map((r) => ({

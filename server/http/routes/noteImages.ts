@@ -111,7 +111,7 @@ export const noteImageRoutes = [
           text: fields.text,
           authorCarId: fields.authorCarId,
         },
-        { attachment: { reference, contentType, sizeBytes: file.bytes.length }, onResult: ctx.metrics.eventResult },
+        { attachment: { reference, contentType, sizeBytes: file.bytes.length }, ...ctx.metrics.engine },
       );
       return { note: note as Note };
     },

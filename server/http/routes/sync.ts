@@ -30,7 +30,7 @@ export const syncRoutes = [
       const results = await applyEvents(ctx.database.db, actor, body.events, {
         clientId: body.clientId,
         acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
-        onResult: ctx.metrics.eventResult,
+        ...ctx.metrics.engine,
       });
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
       return {
