@@ -34,7 +34,10 @@ export interface ApplyOptions {
 export interface WriteTiming {
   /** Queued for the writer, behind the runs before its own. */
   waited: number;
-  /** The run that carried it (with the requests combined with it), from its start to its last answer. */
+  /**
+   * The run that carried it, with the requests combined with it: from its start until it had
+   * answered them, or handed those that met a lock on to wait in the patient lane.
+   */
   ran: number;
 }
 
@@ -87,7 +90,7 @@ const notFound = (event: SyncEvent) => {
  */
 export async function applyEvents(db: Db, actor: DriverActor, events: SyncEvent[], options: ApplyOptions = {}): Promise<EngineResult[]> {
   const entries: Entry[] = events.map((event) => ({ event, actor, options }));
-  await submit(db, entries);
+  await submit(db, entries, options.onWrite);
   if (entries.some((e) => e.refused)) throw unauthorized();
   for (const e of entries) options.onResult?.(e.event, e.result!);
   return entries.map((e) => e.result!);
@@ -144,6 +147,7 @@ interface Request {
   done: ReturnType<typeof deferred<void>>;
   /** performance.now() when it was queued. */
   queuedAt: number;
+  onWrite: ApplyOptions['onWrite'];
 }
 
 /** How long requests that go together wait for a row lock before each is tried alone. */
@@ -213,20 +217,20 @@ function createWriter(db: Db) {
     const started = performance.now();
     await run(requests);
     const ran = (performance.now() - started) / 1000;
-    for (const r of requests) r.entries[0].options.onWrite?.({ waited: (started - r.queuedAt) / 1000, ran });
+    for (const r of requests) r.onWrite?.({ waited: (started - r.queuedAt) / 1000, ran });
   });
 }
 
 const writers = new WeakMap<Db, ReturnType<typeof createWriter>>();
 
-function submit(db: Db, entries: Entry[]): Promise<void> {
+function submit(db: Db, entries: Entry[], onWrite: ApplyOptions['onWrite']): Promise<void> {
   let write = writers.get(db);
   if (!write) {
     write = createWriter(db);
     writers.set(db, write);
   }
   const done = deferred<void>();
-  write({ entries, done, queuedAt: performance.now() });
+  write({ entries, done, queuedAt: performance.now(), onWrite });
   return done.promise;
 }
 
