@@ -214,6 +214,8 @@ describe.each(databaseKinds)('the SDK in real Chromium against the service on %s
     await expect.poll(async () => (await call(b, 'outcomes'))[handedOver], { timeout: 10_000 }).toBe('applied');
     expect(pushes.get(a)).toBeGreaterThan(0);
     expect(pushes.get(b) ?? 0).toBe(0);
+    // An applied action stays stored until its change reaches the copy (settled): wait for that.
+    await expect.poll(async () => (await call(b, 'stored')).outboxKeys, { timeout: 10_000 }).toEqual([]);
 
     // The leader loses the network; both tabs queue at the same moment.
     await a.setOfflineMode(true);
