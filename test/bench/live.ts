@@ -15,6 +15,7 @@ import { loadConfig } from '../../server/config.js';
 import type { Db } from '../../server/db/client.js';
 import { freePort } from '../helpers/embeddedPostgres.js';
 import { sampleAddress } from '../helpers/factories.js';
+import { describeEngineWrites, readEngineWrites, type EngineWrites } from './engineWrites.js';
 import { request, requestJson } from './http.js';
 import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js';
 import type { ServiceUsage } from './liveService.js';
@@ -143,11 +144,13 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     const host = hostCpu();
     const tcp = tcpCounters();
     const waits = await sampleWaits(databaseUrl);
+    const writesFrom = await service.engineWrites();
     await sleep(startAt + warmupMs + durationMs - monotonicMs());
     const to = await service.usage(false);
+    const writes = describeEngineWrites(writesFrom, await service.engineWrites());
     const hostLine = `${describeHostCpu(host, hostCpu())}; ${describeTcp(tcp, tcpCounters())}`;
     const mainThread = timesBetween(from.mainThread, to.mainThread);
-    return { cpuMs: to.cpuMs - from.cpuMs, mainThread, stalls: to.stalls, host: hostLine, postgres: await waits.stop() };
+    return { cpuMs: to.cpuMs - from.cpuMs, mainThread, stalls: to.stalls, host: hostLine, postgres: await waits.stop(), writes };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
   const inWindow = await window;
@@ -180,6 +183,7 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
       `${postgresMs === undefined ? 'CPU not on this host' : `${perPush(postgresMs)} ms CPU`}`,
   );
   ctx.log(`    main threads: ${describeMainThreads(inWindow.mainThread, runs, durationMs)}`);
+  ctx.log(`    engine: ${inWindow.writes}`);
   ctx.log(
     `    ${slow.length} pushes over ${SLOW_PUSH_MS} ms, ${overlapping(slow, inWindow.stalls)} of them during a stall of the service, ` +
       `${overlapping(slow, loadStalls)} during a stall of a load process`,
@@ -282,17 +286,20 @@ async function seed(target: Target, url: string, count: number, secondDevices: n
 interface Service {
   url: string;
   usage(gc: boolean): Promise<ServiceUsage>;
+  engineWrites(): Promise<EngineWrites | undefined>;
   stop(): Promise<void>;
 }
 
 /** `server/main.ts` of the checkout, as `npm start` runs it, with a line to ask for its CPU and heap. */
 async function startService(target: Target, options: LiveOptions): Promise<Service> {
   const port = await freePort();
+  // Its metrics, as an operator runs it: the engine's write timings come from there.
+  const metricsPort = await freePort();
   const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : [];
   const child = fork(here('./liveService.ts'), [], {
     cwd: options.serviceDir ?? thisCheckout,
     execArgv: ['--import', 'tsx', '--expose-gc', ...profile],
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...target.env, PORT: String(port) },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...target.env, PORT: String(port), METRICS_PORT: String(metricsPort) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -313,6 +320,7 @@ async function startService(target: Target, options: LiveOptions): Promise<Servi
       asking = answer;
       return answer;
     },
+    engineWrites: () => readEngineWrites(`http://127.0.0.1:${metricsPort}/metrics`),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;

@@ -95,10 +95,11 @@ describe.each(databaseKinds)('bench scenarios on %s', (kind) => {
 // The service in a process of its own on PostgreSQL, as the scenario measures it (PGlite lives in one process).
 describe('live bench scenario on postgres', () => {
   it('keeps every socket, applies every push and brings every pushed change to the second device of its account', async () => {
+    const lines: string[] = [];
     const ctx: BenchContext = {
       kind: 'postgres',
       sizes: tinySizes,
-      log: () => undefined,
+      log: (line) => lines.push(line),
       problems: [],
       newTarget: (name) => newTarget('postgres', name, () => createPostgresDatabase()),
     };
@@ -110,5 +111,9 @@ describe('live bench scenario on postgres', () => {
     // Read from the service process over the measured windows; missing or zero if its answers never arrive.
     expect(figures.cpu_pct_50).toBeGreaterThan(0);
     expect(figures.cpu_pct_nosockets_50).toBeGreaterThan(0);
+    // Each window says how long its pushes waited for the engine's writer, from the service's metrics.
+    const engine = lines.filter((line) => line.trim().startsWith('engine:'));
+    expect(engine).toHaveLength(2);
+    for (const line of engine) expect(line).toMatch(/engine: [1-9]\d* writes waited for the writer [\d.]+ ms on average/);
   }, 120_000);
 });
