@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from './config.js';
+import { setHeapGrowing } from './heap.js';
 import { tracingSettings } from './observability/tracingSettings.js';
 
 let config;
@@ -13,6 +14,8 @@ try {
   }
   throw error;
 }
+
+setHeapGrowing(config.heapGrowingPercent);
 
 // Tracing patches express, pg and http as they load, so it starts first; without an exporter no OpenTelemetry module loads.
 const tracer = tracing && (await import('./observability/tracing.js')).startTracing(tracing);

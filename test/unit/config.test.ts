@@ -41,6 +41,7 @@ describe('loadConfig', () => {
       },
       erp: { mode: 'demo', importEnabled: true, importOffsetDays: 1 },
       documents: { mode: 'local' },
+      heapGrowingPercent: 300,
     });
   });
 
@@ -88,6 +89,9 @@ describe('loadConfig', () => {
     [{ READINESS_TIMEOUT_MS: '0' }, 'READINESS_TIMEOUT_MS'],
     [{ COMPRESSION_MIN_BYTES: '-5' }, 'COMPRESSION_MIN_BYTES'],
     [{ COMPRESSION_MIN_BYTES: '1k' }, 'COMPRESSION_MIN_BYTES'],
+    [{ HEAP_GROWING_PERCENT: '-1' }, 'HEAP_GROWING_PERCENT'],
+    [{ HEAP_GROWING_PERCENT: '5000' }, 'HEAP_GROWING_PERCENT'],
+    [{ HEAP_GROWING_PERCENT: 'more' }, 'HEAP_GROWING_PERCENT'],
     [{ AUTH_TOKEN_CACHE_SIZE: '0' }, 'AUTH_TOKEN_CACHE_SIZE'],
     [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
     [{ ERP_MODE: 'http' }, 'ERP_BASE_URL'],
