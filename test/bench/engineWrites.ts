@@ -3,6 +3,7 @@
  * measured window: how long its requests waited for the writer and how long the writer's runs
  * took. A version of the service without them says so.
  */
+import { sample } from '../helpers/prometheus.js';
 import { round } from './stats.js';
 
 export interface EngineWrites {
@@ -17,12 +18,6 @@ export interface EngineWrites {
 const WAIT = 'tourline_engine_write_wait_seconds';
 const RUN = 'tourline_engine_write_seconds';
 
-function sample(text: string, series: string): number | undefined {
-  const start = text.indexOf(`\n${series} `);
-  if (start < 0) return undefined;
-  return Number(text.slice(start + series.length + 2, text.indexOf('\n', start + 1)));
-}
-
 /** The timings so far, or undefined when the service has none. */
 export async function readEngineWrites(metricsUrl: string): Promise<EngineWrites | undefined> {
   const text = await fetch(metricsUrl)
@@ -34,8 +29,8 @@ export async function readEngineWrites(metricsUrl: string): Promise<EngineWrites
     count,
     waitSeconds: sample(text, `${WAIT}_sum`) ?? 0,
     runSeconds: sample(text, `${RUN}_sum`) ?? 0,
-    waitedWithin50: sample(text, `${WAIT}_bucket{le="0.05"}`) ?? 0,
-    ranWithin50: sample(text, `${RUN}_bucket{le="0.05"}`) ?? 0,
+    waitedWithin50: sample(text, `${WAIT}_bucket`, { le: '0.05' }) ?? 0,
+    ranWithin50: sample(text, `${RUN}_bucket`, { le: '0.05' }) ?? 0,
   };
 }
 

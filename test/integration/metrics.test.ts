@@ -2,18 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
+import { sample } from '../helpers/prometheus.js';
 import { useTestServer } from '../helpers/server.js';
 import { SyncSocket } from '../helpers/wsClient.js';
-
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/** The value of the sample `name` whose labels include `labels` (undefined when there is none). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  const line = text
-    .split('\n')
-    .find((l) => new RegExp(`^${escape(name)}(\\{|\\s)`).test(l) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
-}
 
 const families = [
   'tourline_http_request_duration_seconds',
