@@ -1,12 +1,14 @@
 import { createRequire } from 'node:module';
 import compression from 'compression';
-import express from 'express';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { cors } from './cors.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { refusalLimit } from './refusalLimit.js';
-import { routeHandlers } from './register.js';
+import { bindRoutes } from './register.js';
+import { directRoutes } from './direct.js';
 import { requestLog } from './requestLog.js';
 import { requestMetrics } from './requestMetrics.js';
 import { answerDatabaseUnavailable } from './unavailable.js';
@@ -24,7 +26,8 @@ const docsPage = `<!doctype html>
 <script>SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', persistAuthorization: true });</script>
 </body></html>`;
 
-export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
+/** The service's request listener: express, with the routes marked `direct` answered before it (direct.ts). */
+export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: IncomingMessage, res: ServerResponse) => void {
   const app = express();
   app.disable('x-powered-by');
   // Only routes marked `conditional` carry an ETag (registration sets it): hashing every other
@@ -33,12 +36,18 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   app.set('query parser', 'simple');
   // Behind a proxy the client's address comes from X-Forwarded-For, trusting this many hops.
   app.set('trust proxy', ctx.config.trustProxyHops);
-  app.use(requestLog(ctx.logger));
-  app.use(cors(ctx.config.corsOrigins));
-  app.use(requestMetrics(ctx.metrics));
-  // Brotli or gzip as Accept-Encoding asks; only compressible types (JSON, text), never images or PDFs.
-  app.use(compression({ threshold: ctx.config.compressionMinBytes }));
-  app.use(refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }));
+  // In front of every route, in this order; each works on Node's own request and answer too.
+  const front: RequestHandler[] = [
+    requestLog(ctx.logger),
+    cors(ctx.config.corsOrigins),
+    requestMetrics(ctx.metrics),
+    // Brotli or gzip as Accept-Encoding asks; only compressible types (JSON, text), never images or PDFs.
+    compression({ threshold: ctx.config.compressionMinBytes }),
+    refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }),
+  ];
+  const fallbacks: ErrorRequestHandler[] = [answerDatabaseUnavailable(ctx.database.health), problemHandler];
+  const { router, direct } = bindRoutes(routes, ctx);
+  app.use(front);
 
   const openApi = buildOpenApi(routes, { version: '0.1.0' });
   app.get('/openapi.json', (_req, res) => {
@@ -49,9 +58,11 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]) {
   });
   app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
 
-  app.use(routeHandlers(routes, ctx));
+  app.use(router);
   app.use((req, res) => sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`));
-  app.use(answerDatabaseUnavailable(ctx.database.health));
-  app.use(problemHandler);
-  return app;
+  app.use(fallbacks);
+  const answerDirect = directRoutes(direct, front, fallbacks);
+  return (req, res) => {
+    if (!answerDirect(req, res)) app(req, res);
+  };
 }

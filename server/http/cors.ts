@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import vary from 'vary';
 
 const allowedMethods = 'GET, POST, PUT, PATCH, DELETE';
 // The headers the SDK and a web app send; the browser asks before it sends any of them cross-origin.
@@ -18,7 +19,7 @@ export function cors(origins: readonly string[]): RequestHandler {
   return (req, res, next) => {
     if (allowed.size === 0) return next();
     // The answer differs by Origin: a shared cache must not give one origin's answer to another.
-    res.vary('Origin');
+    vary(res, 'Origin');
     const origin = req.headers.origin;
     if (!origin || !allowed.has(origin)) return next();
     res.setHeader('Access-Control-Allow-Origin', origin);
@@ -26,7 +27,8 @@ export function cors(origins: readonly string[]): RequestHandler {
       res.setHeader('Access-Control-Allow-Methods', allowedMethods);
       res.setHeader('Access-Control-Allow-Headers', allowedHeaders);
       res.setHeader('Access-Control-Max-Age', String(preflightMaxAgeSeconds));
-      res.status(204).end();
+      res.statusCode = 204;
+      res.end();
       return;
     }
     res.setHeader('Access-Control-Expose-Headers', exposedHeaders);

@@ -102,7 +102,7 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
   }
   if (error instanceof DomainError) {
     if (error.code === 'internal' || (error.status ?? 0) >= 500) recordError(res, error);
-    if (error.retryAfterSeconds !== undefined) res.set('Retry-After', String(error.retryAfterSeconds));
+    if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
     sendProblem(res, error.code, error.message, error.errors, error.status);
     return;
   }

@@ -1,4 +1,4 @@
-import express, { type Request, type RequestHandler } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
@@ -17,11 +17,13 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
 
 async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Promise<Actor | undefined> {
   if (route.auth === 'bearer' && route.checksAccount) return ctx.auth.token(req.headers.authorization);
-  if (route.auth === 'bearer' || (route.auth === 'sync' && req.header('x-admin-api-key') === undefined)) {
+  // Node's own header map: a route answered directly has no express request.
+  const adminKey = req.headers['x-admin-api-key'] as string | undefined;
+  if (route.auth === 'bearer' || (route.auth === 'sync' && adminKey === undefined)) {
     return ctx.auth.driver(req.headers.authorization);
   }
   if (route.auth === 'admin' || route.auth === 'sync') {
-    ctx.auth.admin(req.header('x-admin-api-key'));
+    ctx.auth.admin(adminKey);
     return { kind: 'admin' };
   }
   return undefined;
@@ -29,13 +31,17 @@ async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Pro
 
 const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
 
+/** A route bound to a request: authenticates, reads the input, calls, answers; a failure rejects. */
+export type BoundRoute = (req: Request, res: Response) => Promise<void>;
+
 /**
- * Binds route definitions to express: authenticate, read the body, parse params, query and body
- * apart, call, answer. A path without parameters is found in a map by method and path, before
- * express's router, which tries every route's pattern in turn (the router still answers the
- * rest: parameters, another letter case, a trailing slash, HEAD, OPTIONS).
+ * Binds route definitions: authenticate, read the body, parse params, query and body apart, call,
+ * answer. `router` serves them in express. A path without parameters is found in a map by method
+ * and path, before express's router, which tries every route's pattern in turn (the router still
+ * answers the rest: parameters, another letter case, a trailing slash, HEAD, OPTIONS). `direct`
+ * holds the routes answered before express (`direct`), by `METHOD path`.
  */
-export function routeHandlers(routes: AnyRoute[], ctx: AppContext): RequestHandler {
+export function bindRoutes(routes: AnyRoute[], ctx: AppContext): { router: RequestHandler; direct: Map<string, BoundRoute> } {
   const checkDensity = densityBudget(ctx.config.bodyLimitBytes);
   const readInput = async (route: AnyRoute, req: Request) => {
     const json = route.body ? await readJsonBody(req, { limitBytes: ctx.config.bodyLimitBytes, check: checkDensity }) : undefined;
@@ -51,9 +57,10 @@ export function routeHandlers(routes: AnyRoute[], ctx: AppContext): RequestHandl
   };
   const router = express.Router();
   const exact = new Map<string, RequestHandler>();
+  const direct = new Map<string, BoundRoute>();
   for (const route of routes) {
     const path = expressPath(route.path);
-    const handler: RequestHandler = async (req, res) => {
+    const handler: BoundRoute = async (req, res) => {
       const actor = await authenticate(route, req, ctx);
       // Only after authentication: a caller without a token gets 401 whatever it sent, and costs no parsing.
       const { params, query, body } = await readInput(route, req).catch(async (error: unknown) => {
@@ -73,19 +80,26 @@ export function routeHandlers(routes: AnyRoute[], ctx: AppContext): RequestHandl
       else sendJson(res, 200, result);
     };
     router[route.method](path, handler);
+    if (route.direct && (path !== route.path || route.conditional)) {
+      throw new Error(`${route.method} ${route.path}: only a path without parameters and a plain answer can be direct`);
+    }
+    if (route.direct) direct.set(`${route.method.toUpperCase()} ${path}`, handler);
     if (path === route.path) {
       // What express's router sets on a match: the latency metric and tracing name the route by it.
       const matched = { path };
       exact.set(`${route.method.toUpperCase()} ${path}`, (req, res, next) => {
         req.route = matched;
         req.params = {};
-        (handler(req, res, next) as Promise<void>).catch(next);
+        handler(req, res).catch(next);
       });
     }
   }
-  return (req, res, next) => {
-    const handler = exact.get(`${req.method} ${req.path}`);
-    if (handler) handler(req, res, next);
-    else router(req, res, next);
+  return {
+    router: (req, res, next) => {
+      const handler = exact.get(`${req.method} ${req.path}`);
+      if (handler) handler(req, res, next);
+      else router(req, res, next);
+    },
+    direct,
   };
 }

@@ -72,6 +72,12 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
    * Upgrades never reach the handler, which answers only plain requests.
    */
   webSocket?: { clientMessages: z.ZodType; serverMessages: z.ZodType };
+  /**
+   * Answered before express, by the same middleware and binding on Node's own request and answer
+   * (http/direct.ts): for the hottest routes, whose handler reads neither `req` nor `res`. Only a
+   * path without parameters, and no `conditional` answer.
+   */
+  direct?: boolean;
   /** More than the summary says, for the API reference. */
   description?: string;
   handler: (input: HandlerInput<P, Q, B, A>) => Promise<unknown>;

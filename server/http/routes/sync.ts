@@ -21,6 +21,8 @@ export const syncRoutes = [
     path: '/sync/push',
     auth: 'bearer',
     checksAccount: true,
+    // Every phone pushes every half minute or so: the most frequent request of all.
+    direct: true,
     tags: ['Sync'],
     summary:
       'Apply 1 to 500 outbox events in order; one result per event (applied, duplicate or rejected). A malformed event refuses the whole batch with 400.',
