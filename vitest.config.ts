@@ -18,7 +18,7 @@ const blackBox = [
   'test/integration/compression.test.ts',
   'test/integration/cors.test.ts',
   'test/integration/deliveryOperations.test.ts',
-  'test/integration/directPush.test.ts',
+  'test/integration/directAnswers.test.ts',
   'test/integration/documentsS3.test.ts',
   'test/integration/engine.test.ts',
   'test/integration/errors.test.ts',

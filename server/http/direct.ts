@@ -7,10 +7,9 @@ import type { BoundRoute } from './register.js';
  * Answers the routes marked `direct` without express: the same middleware in front (`front`),
  * the same binding of the route and the same error handlers (`fallbacks`), on Node's own request
  * and answer. For a push, express's own work per request (its prototypes set onto both objects,
- * its router's walk through the middleware) cost about a quarter of the service's CPU, and at
- * 15,000 drivers its share of the main thread was what kept push p99 over 50 ms
- * (docs/benchmarks.md, "The push without express"). Answers false for any other request, which
- * express then serves.
+ * its router's walk through the middleware) was a fifth of the service's CPU, and at 15,000
+ * drivers it was much of what kept the main thread two-thirds busy (docs/benchmarks.md, "The push
+ * without express"). Answers false for any other request, which express then serves.
  */
 export function directRoutes(routes: Map<string, BoundRoute>, front: RequestHandler[], fallbacks: ErrorRequestHandler[]) {
   return (req: IncomingMessage, res: ServerResponse): boolean => {

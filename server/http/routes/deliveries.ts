@@ -55,6 +55,8 @@ export const deliveryRoutes = [
     method: 'post',
     path: '/scans',
     auth: 'bearer',
+    // The push of app versions before the outbox: as frequent as a push.
+    direct: true,
     tags: ['Scans'],
     summary: 'Apply scan events in bulk; one result per event in request order',
     body: ApplyScansRequest,

@@ -25,7 +25,7 @@ function post(
   });
 }
 
-// The push is answered before express (http/direct.ts): what every route's answer carries, it carries too.
+// The push and /scans are answered before express (http/direct.ts): what every route's answer carries, theirs carry too.
 describe.each(databaseKinds)('a push answered before express on %s', (kind) => {
   const api = useTestServer(kind, { CORS_ORIGINS: APP });
 
@@ -82,6 +82,26 @@ describe.each(databaseKinds)('a push answered before express on %s', (kind) => {
       expect(answer.body.code).toBe(code);
       expect(answer.headers.get('x-request-id')).toBeTruthy();
     }
+  });
+
+  it('answers POST /scans, the push of older app versions, the same way', async () => {
+    const { token, deliveryItemId } = await line(8904);
+    const body = JSON.stringify({
+      scans: [{ clientScanId: randomUUID(), deliveryItemId, action: 'scan', occurredAt: new Date().toISOString() }],
+    });
+    const answer = await post(`${api.url}/scans`, body, {
+      authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+      origin: APP,
+      'x-request-id': 'scans-8904',
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['x-request-id']).toBe('scans-8904');
+    expect(answer.headers['access-control-allow-origin']).toBe(APP);
+    expect(JSON.parse(answer.bytes.toString('utf8')).results[0].status).toBe('applied');
+    const refused = await api.post('/scans', { scans: [] });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
   });
 
   it('applies a push sent with a query string or a trailing slash as any other', async () => {
