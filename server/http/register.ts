@@ -83,8 +83,9 @@ export function bindRoutes(routes: AnyRoute[], ctx: AppContext): { router: Reque
     if (route.direct && (path !== route.path || route.conditional)) {
       throw new Error(`${route.method} ${route.path}: only a path without parameters and a plain answer can be direct`);
     }
+    // A direct route's exact path never reaches express: only its router entry (another letter case, a trailing slash) does.
     if (route.direct) direct.set(`${route.method.toUpperCase()} ${path}`, handler);
-    if (path === route.path) {
+    else if (path === route.path) {
       // What express's router sets on a match: the latency metric and tracing name the route by it.
       const matched = { path };
       exact.set(`${route.method.toUpperCase()} ${path}`, (req, res, next) => {
