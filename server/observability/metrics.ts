@@ -1,8 +1,9 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
 import type { WriteTiming } from '../engine/apply.js';
 import type { Db } from '../db/client.js';
 import { changeLogHead, erpWriteBackBacklog, importRunsByResult } from '../queries/serviceState.js';
+import { processMetrics } from './processMetrics.js';
 
 /** What the gauges read at scrape time; known only once the service is built. */
 export interface MetricSources {
@@ -79,7 +80,7 @@ export function createMetrics() {
     watch(sources: MetricSources) {
       if (watching) return;
       watching = true;
-      collectDefaultMetrics({ register: registry });
+      processMetrics(registry);
       const guarded = (collect: (this: Gauge) => Promise<void> | void) =>
         async function (this: Gauge) {
           // A scrape during a database outage still answers; the gauge keeps its last value.
