@@ -3,7 +3,7 @@ import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
 
 /**
  * prom-client's defaults that walk every handle or read /proc/self/fd on the event loop at each
- * scrape: with 15,000 sockets open a scrape held the loop 27 ms on an idle host, and every push
+ * scrape: with 15,000 sockets open a scrape held the loop 26–65 ms on an idle host, and every push
  * that arrived meanwhile waited (docs/benchmarks.md, "A scrape that held every push").
  */
 const WALKS_EVERY_SOCKET = [
