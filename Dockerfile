@@ -31,4 +31,4 @@ EXPOSE 3000
 VOLUME /data
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 CMD ["node", "-e", "fetch('http://127.0.0.1:' + process.env.PORT + '/livez').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Migrations as a job before a deploy: docker run --rm <image> node dist/server/cli/migrate.js
-CMD ["node", "dist/server/main.js"]
+CMD ["node", "--v8-pool-size=0", "dist/server/main.js"]

@@ -6,6 +6,8 @@
  * its receipt. The same pushes run first with no socket open, for the CPU the sockets add.
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
@@ -297,15 +299,23 @@ interface Service {
   stop(): Promise<void>;
 }
 
+/** The Node options of the checkout's `npm start` (its flags before `server/main.ts`): each version runs as it starts. */
+function startOptions(checkout: string): string[] {
+  const { scripts } = JSON.parse(readFileSync(path.join(checkout, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = scripts.start.split(/\s+/);
+  return words.slice(1, words.indexOf('server/main.ts')).filter((word) => word.startsWith('--'));
+}
+
 /** `server/main.ts` of the checkout, as `npm start` runs it, with a line to ask for its CPU and heap. */
 async function startService(target: Target, options: LiveOptions): Promise<Service> {
   const port = await freePort();
   // Its metrics, as an operator runs it: the engine's write timings come from there.
   const metricsPort = await freePort();
   const profile = options.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDir}`] : [];
+  const checkout = options.serviceDir ?? thisCheckout;
   const child = fork(here('./liveService.ts'), [], {
-    cwd: options.serviceDir ?? thisCheckout,
-    execArgv: ['--import', 'tsx', '--expose-gc', ...profile],
+    cwd: checkout,
+    execArgv: ['--import', 'tsx', '--expose-gc', ...startOptions(checkout), ...profile],
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...target.env, PORT: String(port), METRICS_PORT: String(metricsPort) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
