@@ -6,8 +6,6 @@
  * its receipt. The same pushes run first with no socket open, for the CPU the sockets add.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/node-postgres';
@@ -16,6 +14,7 @@ import { createDevIdentityProvider } from '../../server/auth/devIdentityProvider
 import { loadConfig } from '../../server/config.js';
 import type { Db } from '../../server/db/client.js';
 import { freePort } from '../helpers/embeddedPostgres.js';
+import { scriptOptions } from '../helpers/image.js';
 import { sampleAddress } from '../helpers/factories.js';
 import { describeEngineWrites, readEngineWrites, type EngineWrites } from './engineWrites.js';
 import { request, requestJson } from './http.js';
@@ -299,14 +298,7 @@ interface Service {
   stop(): Promise<void>;
 }
 
-/** The Node options of the checkout's `npm start` (its flags before `server/main.ts`): each version runs as it starts. */
-function startOptions(checkout: string): string[] {
-  const { scripts } = JSON.parse(readFileSync(path.join(checkout, 'package.json'), 'utf8')) as { scripts: { start: string } };
-  const words = scripts.start.split(/\s+/);
-  return words.slice(1, words.indexOf('server/main.ts')).filter((word) => word.startsWith('--'));
-}
-
-/** `server/main.ts` of the checkout, as `npm start` runs it, with a line to ask for its CPU and heap. */
+/** `server/main.ts` of the checkout, as `npm start` runs it (with its Node options: each version runs as it starts), with a line to ask for its CPU and heap. */
 async function startService(target: Target, options: LiveOptions): Promise<Service> {
   const port = await freePort();
   // Its metrics, as an operator runs it: the engine's write timings come from there.
@@ -315,7 +307,7 @@ async function startService(target: Target, options: LiveOptions): Promise<Servi
   const checkout = options.serviceDir ?? thisCheckout;
   const child = fork(here('./liveService.ts'), [], {
     cwd: checkout,
-    execArgv: ['--import', 'tsx', '--expose-gc', ...startOptions(checkout), ...profile],
+    execArgv: ['--import', 'tsx', '--expose-gc', ...scriptOptions(checkout, 'start'), ...profile],
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...target.env, PORT: String(port), METRICS_PORT: String(metricsPort) },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -1,14 +1,10 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { imageStage, repositoryRoot } from '../helpers/image.js';
+import { imageStage, nodeOptions, repositoryRoot, scriptOptions } from '../helpers/image.js';
 
 const run = promisify(execFile);
-const { scripts } = JSON.parse(readFileSync(path.join(repositoryRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
-const nodeOptions = (words: string[]) => words.filter((word) => word.startsWith('--'));
 const imageOptions = nodeOptions(imageStage().cmd);
 
 /** The threads of a Node process started with `options`, once it runs. */
@@ -20,8 +16,8 @@ async function threads(options: string[]): Promise<number> {
 describe('the Node options the service starts with', () => {
   it('are the same for npm start, npm run start:prod and the image', () => {
     expect(imageOptions).toContain('--v8-pool-size=0');
-    expect(nodeOptions(scripts['start:prod'].split(' '))).toEqual(imageOptions);
-    expect(nodeOptions(scripts.start.split(' '))).toEqual(imageOptions);
+    expect(scriptOptions(repositoryRoot, 'start:prod')).toEqual(imageOptions);
+    expect(scriptOptions(repositoryRoot, 'start')).toEqual(imageOptions);
   });
 
   // Node's default is four helper threads, whatever the machine; on two CPUs a full collection's
