@@ -1,6 +1,8 @@
 # The production image: the service compiled to JavaScript (npm run build), run by node with the
 # production dependencies only, as an unprivileged user. test/integration/artifact.test.ts starts
-# the build with this file's ENV and CMD and runs its HEALTHCHECK.
+# the build with this file's ENV and CMD and runs its HEALTHCHECK. A deployment adds what production
+# requires and no image can choose for it: OIDC_ISSUER, ADMIN_API_KEY, ERP_MODE (http, with
+# ERP_BASE_URL) and DOCUMENT_STORE (s3, http, or local for one instance).
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build

@@ -124,7 +124,8 @@ const Variables = z.object({
   AUTH_REFUSAL_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
 
-  ERP_MODE: z.enum(['demo', 'http']).default('demo'),
+  // No default here: outside production they default to demo and local, in production they must be chosen.
+  ERP_MODE: z.enum(['demo', 'http']).optional(),
   ERP_BASE_URL: z.url().optional(),
   ERP_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   ERP_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
@@ -139,7 +140,7 @@ const Variables = z.object({
     .min(10)
     .default(6 * 3600 * 1000),
 
-  DOCUMENT_STORE: z.enum(['local', 'http', 's3']).default('local'),
+  DOCUMENT_STORE: z.enum(['local', 'http', 's3']).optional(),
   DOCUMENT_STORE_URL: z.url().optional(),
   DOCUMENT_STORE_TOKEN: optionalText,
   S3_BUCKET: optionalText,
@@ -194,6 +195,13 @@ const Env = Variables.superRefine((env, ctx) => {
     ctx.addIssue({ code: 'custom', path: ['DEV_TOKEN_TTL_SECONDS'], message: 'must be at least 10' });
   if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY)
     ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
+  // The demo ERP writes made-up tours for Personalnummern that real drivers may have.
+  if (env.NODE_ENV === 'production' && !env.ERP_MODE)
+    ctx.addIssue({ code: 'custom', path: ['ERP_MODE'], message: 'is required in production (http, with ERP_BASE_URL)' });
+  if (env.NODE_ENV === 'production' && env.ERP_MODE === 'demo')
+    ctx.addIssue({ code: 'custom', path: ['ERP_MODE'], message: 'demo is not allowed in production' });
+  if (env.NODE_ENV === 'production' && !env.DOCUMENT_STORE)
+    ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE'], message: 'is required in production (s3, http, or local for one instance)' });
 });
 
 /** Secrets that may instead come from a file named by `<NAME>_FILE` (Docker and Kubernetes secrets). */
@@ -241,7 +249,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       refusalWindowMs: e.AUTH_REFUSAL_WINDOW_SECONDS * 1000,
     },
     erp: {
-      mode: e.ERP_MODE,
+      mode: e.ERP_MODE ?? 'demo',
       baseUrl: e.ERP_BASE_URL,
       timeoutMs: e.ERP_TIMEOUT_MS,
       retries: e.ERP_RETRIES,
@@ -253,7 +261,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       pushRetryMaxMs: e.ERP_PUSH_RETRY_MAX_MS,
     },
     documents: {
-      mode: e.DOCUMENT_STORE,
+      mode: e.DOCUMENT_STORE ?? 'local',
       url: e.DOCUMENT_STORE_URL,
       token: e.DOCUMENT_STORE_TOKEN,
       s3: {

@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { setHeapGrowing } from './heap.js';
 import { tracingSettings } from './observability/tracingSettings.js';
+import { productionSummary, productionWarnings } from './productionSummary.js';
 
 let config;
 let tracing;
@@ -28,6 +29,10 @@ const running = await startServer(config).catch((error: Error) => {
 });
 const { logger } = running.ctx;
 logger.info(`Tourline listening on ${running.url} (${running.ctx.database.kind}, auth ${config.auth.mode}, ERP ${config.erp.mode})`);
+if (config.env === 'production') {
+  logger.info(productionSummary(config));
+  for (const warning of productionWarnings(config)) logger.warn(warning);
+}
 if (config.auth.mode === 'dev') logger.info(`Get a token: npm run token -- <personalnummer>   API reference: ${running.url}/docs`);
 
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -10,6 +10,7 @@ import { inject } from 'vitest';
 import { createDevIdentityProvider } from '../../server/auth/devIdentityProvider.js';
 import type { Db } from '../../server/db/client.js';
 import * as schema from '../../server/db/schema.js';
+import { startErpServer } from './erpServer.js';
 import { imageStage } from './image.js';
 
 /** An OIDC issuer on a port of its own (discovery and key set) that mints tokens for any driver, with roles. */
@@ -47,13 +48,14 @@ export interface BuiltServer {
 /**
  * The built service (globalSetup `buildSetup.ts`) in a child process, started with the image's
  * CMD and ENV plus what a deployment adds: the test's settings, a port, a data directory, an
- * identity provider. Resolves once `/readyz` answers 200.
+ * identity provider, an ERP and a document store. Resolves once `/readyz` answers 200.
  */
 export async function startBuiltServer(testSettings: Record<string, string>): Promise<BuiltServer> {
   // The token lifetime of the development identity provider is the test issuer's here.
   const { DEV_TOKEN_TTL_SECONDS: ttl = '3600', ...settings } = testSettings;
   const stage = imageStage();
   const issuer = await startIssuer(Number(ttl));
+  const erp = await startErpServer();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-data-'));
   const port = await freePort();
   const { PATH, HOME, TMPDIR } = process.env;
@@ -62,6 +64,10 @@ export async function startBuiltServer(testSettings: Record<string, string>): Pr
     ...stage.env,
     DATA_DIR: dataDir,
     OIDC_ISSUER: issuer.url,
+    // Production names its ERP and document store; a test that needs another store sets its own.
+    ERP_MODE: 'http',
+    ERP_BASE_URL: erp.url,
+    DOCUMENT_STORE: 'local',
     // Production waits 5 s for load balancers before closing; no balancer here.
     SHUTDOWN_DRAIN_MS: '0',
     ...settings,
@@ -82,6 +88,7 @@ export async function startBuiltServer(testSettings: Record<string, string>): Pr
   const url = `http://127.0.0.1:${port}`;
   const cleanUp = async () => {
     await issuer.close();
+    await erp.close();
     rmSync(dataDir, { recursive: true, force: true });
   };
 

@@ -7,7 +7,9 @@ import { promisify } from 'node:util';
 import PDFDocument from 'pdfkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateDemoTours } from '../../server/integrations/erp/demoData.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
+import { startErpServer } from '../helpers/erpServer.js';
 import { imageStage, repositoryRoot as root } from '../helpers/image.js';
 import { newIssuerKey, RealIssuer } from '../helpers/oidcIssuer.js';
 
@@ -17,6 +19,8 @@ const ADMIN_KEY = 'artifact-admin-key-0123456789abcdef';
 /** The image's /app: the build, package.json, and node_modules (here the checkout's, linked). */
 let app: string;
 let issuer: RealIssuer;
+/** Production refuses the demo ERP, so the demo's tours come over HTTP, as a real ERP sends them. */
+let erp: Awaited<ReturnType<typeof startErpServer>>;
 
 beforeAll(async () => {
   app = mkdtempSync(path.join(os.tmpdir(), 'tourline-artifact-'));
@@ -27,10 +31,12 @@ beforeAll(async () => {
   issuer = new RealIssuer([1001]);
   issuer.publish([key], key);
   await issuer.start();
+  erp = await startErpServer(generateDemoTours);
 }, 120_000);
 
 afterAll(async () => {
   await issuer?.kill();
+  await erp?.close();
   if (app) rmSync(app, { recursive: true, force: true });
 });
 
@@ -103,12 +109,15 @@ describe.each(databaseKinds)('the service started as the image starts it, on %s'
     const env = {
       ...inherited,
       ...stage.env,
-      // What a deployment adds: its port, volume, identity provider and admin key.
+      // What a deployment adds: its port, volume, identity provider, admin key, ERP and document store.
       PORT: '0',
       HOST: '127.0.0.1',
       DATA_DIR: dataDir,
       OIDC_ISSUER: issuer.url,
       ADMIN_API_KEY: ADMIN_KEY,
+      ERP_MODE: 'http',
+      ERP_BASE_URL: erp.url,
+      DOCUMENT_STORE: 'local',
       ...(kind === 'postgres' ? { DATABASE_URL: await createPostgresDatabase() } : {}),
     };
     const [command, ...args] = stage.cmd;
@@ -131,7 +140,7 @@ describe.each(databaseKinds)('the service started as the image starts it, on %s'
     }
     if (!url) throw new Error(`the service did not listen:\n${output}`);
     base = url;
-    // The demo ERP's import at start creates the driver accounts.
+    // The ERP import at start creates the driver accounts.
     while (Date.now() < deadline && !/ERP import of \S+ \(startup\) succeeded/.test(output))
       await new Promise((resolve) => setTimeout(resolve, 100));
   }, 120_000);
@@ -148,7 +157,15 @@ describe.each(databaseKinds)('the service started as the image starts it, on %s'
     expect(args.join(' ')).toContain('/livez');
     const port = new URL(base).port;
     await expect(run(process.execPath, args, { env: { ...process.env, PORT: port } })).resolves.toBeDefined();
-    expect(output).toContain(`(${kind}, auth oidc, ERP demo)`);
+    expect(output).toContain(`(${kind}, auth oidc, ERP http)`);
+  });
+
+  it('logs one production summary without the admin key, and warns that local documents serve one instance', () => {
+    const summaries = output.split('\n').filter((line) => line.includes('Production settings:'));
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]).toContain(`ERP http ${erp.url}`);
+    expect(output).not.toContain(ADMIN_KEY);
+    expect(output).toMatch(/DOCUMENT_STORE=local keeps documents in \S+data-\w+\/documents .*one instance only/);
   });
 
   it('serves a driver with a token of the identity provider and refuses one without', async () => {

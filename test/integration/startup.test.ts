@@ -96,6 +96,19 @@ function slowRequest(port: number, adminKey: string, body: string, agent: http.A
 // Loading the whole service with tsx and creating a fresh PGlite takes seconds, more on a busy machine.
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A production start that needs nothing outside: the issuer and the ERP are only asked later, and import is off. */
+const production = {
+  NODE_ENV: 'production',
+  OIDC_ISSUER: 'http://127.0.0.1:9/issuer',
+  ADMIN_API_KEY: 'startup-admin-key-0123456789abcdef',
+  ERP_MODE: 'http',
+  ERP_BASE_URL: 'http://127.0.0.1:9/erp',
+  ERP_IMPORT_ENABLED: 'false',
+  DOCUMENT_STORE: 'local',
+  SHUTDOWN_DRAIN_MS: '0',
+  LOG_LEVEL: 'info',
+};
+
 describe('starting and stopping the service', () => {
   const cleanup: (() => void)[] = [];
   afterEach(() => {
@@ -194,6 +207,39 @@ describe('starting and stopping the service', () => {
     expect(code).not.toBe(0);
     expect(service.output()).toMatch(/PORT/);
   }, 60_000);
+
+  it('refuses a production start without ERP_MODE and names the variable', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
+    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const service = startService({ ...production, DATA_DIR: dataDir, ERP_MODE: '' });
+    cleanup.push(() => service.child.kill('SIGKILL'));
+    expect(await service.exited).toBe(1);
+    expect(service.output()).toContain('ERP_MODE: is required in production');
+  }, 60_000);
+
+  it('logs one production summary without the admin key, and warns once that local documents serve one instance', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
+    const port = await freePort();
+    const service = startService({ ...production, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
+    cleanup.push(() => {
+      service.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+    await waitForHealth(`http://127.0.0.1:${port}`, service);
+    // The summary follows the listening line.
+    while (!service.output().includes('Production settings:')) await sleep(50);
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+    const lines = service.output().split('\n');
+    const summaries = lines.filter((line) => line.includes('Production settings:'));
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]).toContain(`ERP http ${production.ERP_BASE_URL}`);
+    expect(summaries[0]).toContain(`database PGlite in ${dataDir}`);
+    const warnings = lines.filter((line) => line.includes('one instance only'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(path.join(dataDir, 'documents'));
+    expect(service.output()).not.toContain(production.ADMIN_API_KEY);
+  }, 120_000);
 });
 
 describe.each(databaseKinds)('stopping the server with keep-alive clients on %s', (kind) => {

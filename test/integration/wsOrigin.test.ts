@@ -62,6 +62,16 @@ describe('the development default of CORS_ORIGINS', () => {
     expect(DEVELOPMENT_CORS_ORIGINS).toContain('http://localhost:5173');
     expect(loadConfig({ ...key, NODE_ENV: 'development', CORS_ORIGINS: APP }).corsOrigins).toEqual([APP]);
     expect(loadConfig({ ...key, NODE_ENV: 'test' }).corsOrigins).toEqual([]);
-    expect(loadConfig({ ...key, NODE_ENV: 'production', OIDC_ISSUER: 'https://id.example.com' }).corsOrigins).toEqual([]);
+    expect(
+      loadConfig({
+        ...key,
+        NODE_ENV: 'production',
+        OIDC_ISSUER: 'https://id.example.com',
+        ERP_MODE: 'http',
+        ERP_BASE_URL: 'https://erp.example.com',
+        DOCUMENT_STORE: 's3',
+        S3_BUCKET: 'documents',
+      }).corsOrigins,
+    ).toEqual([]);
   });
 });

@@ -4,9 +4,13 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, configVariables, loadConfig, loadDatabaseConfig } from '../../server/config.js';
 import { errorCatalogue } from '../../server/errors.js';
+import { productionSummary, productionWarnings } from '../../server/productionSummary.js';
 
 const issuer = 'https://idp.example.test';
 const adminKey = 'production-admin-key-0123456789';
+/** What production needs besides an issuer and an admin key: an ERP and a document store, both chosen. */
+const chosen = { ERP_MODE: 'http', ERP_BASE_URL: 'https://erp.example.test/api/', DOCUMENT_STORE: 's3', S3_BUCKET: 'tourline-documents' };
+const production = { NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey, ...chosen };
 
 function refusal(env: Record<string, string>): string {
   try {
@@ -46,7 +50,6 @@ describe('loadConfig', () => {
   });
 
   it('drains 5 s on SIGTERM in production and not at all elsewhere, unless SHUTDOWN_DRAIN_MS says otherwise', () => {
-    const production = { NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey };
     expect(loadConfig(production).shutdown).toEqual({ drainMs: 5000, webSocketBatchSize: 200 });
     expect(loadConfig({}).shutdown.drainMs).toBe(0);
     expect(loadConfig({ ...production, SHUTDOWN_DRAIN_MS: '0' }).shutdown.drainMs).toBe(0);
@@ -123,15 +126,78 @@ describe('loadConfig', () => {
   );
 
   it('refuses production without an issuer', () => {
-    expect(refusal({ NODE_ENV: 'production', ADMIN_API_KEY: adminKey })).toContain('OIDC_ISSUER');
+    expect(refusal({ NODE_ENV: 'production', ADMIN_API_KEY: adminKey, ...chosen })).toContain('OIDC_ISSUER');
   });
 
   it('refuses the development identity provider in production', () => {
-    expect(refusal({ NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey, AUTH_MODE: 'dev' })).toContain('AUTH_MODE');
+    expect(refusal({ ...production, AUTH_MODE: 'dev' })).toContain('AUTH_MODE');
   });
 
   it('refuses production without an admin key', () => {
-    expect(refusal({ NODE_ENV: 'production', OIDC_ISSUER: issuer })).toContain('ADMIN_API_KEY');
+    expect(refusal({ NODE_ENV: 'production', OIDC_ISSUER: issuer, ...chosen })).toContain('ADMIN_API_KEY');
+  });
+
+  it.each(['ERP_MODE', 'DOCUMENT_STORE'])('refuses production without %s, naming it, though other modes default it', (variable) => {
+    const env: Record<string, string> = { ...production, [variable]: '' };
+    expect(refusal(env)).toMatch(new RegExp(`${variable}: is required in production`));
+    expect(() => loadConfig({ ...env, NODE_ENV: 'development' })).not.toThrow();
+  });
+
+  it('refuses production with the demo ERP, which would import made-up tours', () => {
+    expect(refusal({ ...production, ERP_MODE: 'demo' })).toContain('ERP_MODE: demo is not allowed in production');
+  });
+
+  it('defaults to the demo ERP and local documents outside production only', () => {
+    expect(loadConfig({ NODE_ENV: 'test' })).toMatchObject({ erp: { mode: 'demo' }, documents: { mode: 'local' } });
+  });
+
+  it('accepts local documents in production with one warning that names the directory and one instance', () => {
+    const config = loadConfig({ ...production, DOCUMENT_STORE: 'local', DATA_DIR: '/srv/tourline' });
+    expect(config.documents.mode).toBe('local');
+    const warnings = productionWarnings(config);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(path.resolve('/srv/tourline/documents'));
+    expect(warnings[0]).toContain('one instance only');
+    expect(productionWarnings(loadConfig(production))).toEqual([]);
+  });
+
+  it('summarises production in one line with addresses and never a password, key or token', () => {
+    const config = loadConfig({
+      ...production,
+      DATABASE_URL: 'postgres://tourline:db-password-s3cret@db.internal:5432/tourline?sslmode=require',
+      DATABASE_DIRECT_URL: 'postgres://tourline:db-password-s3cret@db-primary.internal:5432/tourline',
+      ERP_BASE_URL: 'https://connector:erp-password@erp.example.test/api/?token=erp-token-s3cret',
+      S3_ENDPOINT: 'https://s3.example.test',
+      AWS_ACCESS_KEY_ID: 'access-key-id-s3cret',
+      AWS_SECRET_ACCESS_KEY: 'secret-access-key-s3cret',
+      METRICS_PORT: '9464',
+      CORS_ORIGINS: 'https://driver.example.test',
+    });
+    const line = productionSummary(config);
+    expect(line).not.toContain('\n');
+    for (const part of [
+      issuer,
+      'ERP http https://erp.example.test/api',
+      'bucket tourline-documents at https://s3.example.test',
+      'port 9464',
+      'https://driver.example.test',
+      'PostgreSQL db.internal:5432/tourline (direct db-primary.internal:5432/tourline)',
+    ])
+      expect(line).toContain(part);
+    for (const secret of [adminKey, 'db-password', 'erp-password', 'erp-token', 'access-key-id', 'secret-access-key', 's3cret'])
+      expect(line).not.toContain(secret);
+  });
+
+  it('summarises an HTTP document store without its token', () => {
+    const config = loadConfig({
+      ...production,
+      DOCUMENT_STORE: 'http',
+      DOCUMENT_STORE_URL: 'https://docs.example.test/store',
+      DOCUMENT_STORE_TOKEN: 'store-token-s3cret',
+    });
+    expect(productionSummary(config)).toContain('documents http https://docs.example.test/store;');
+    expect(productionSummary(config)).toContain(`database PGlite in ${config.dataDir}`);
+    expect(productionSummary(config)).not.toContain('s3cret');
   });
 
   it('takes LISTEN, migrations and session locks to DATABASE_DIRECT_URL, else to DATABASE_URL', () => {
@@ -190,8 +256,8 @@ describe('loadConfig', () => {
     });
   });
 
-  it('accepts production with an issuer and an admin key', () => {
-    expect(loadConfig({ NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey }).auth.mode).toBe('oidc');
+  it('accepts production with an issuer, an admin key, an ERP and a document store', () => {
+    expect(loadConfig(production).auth.mode).toBe('oidc');
   });
 });
 
