@@ -301,6 +301,14 @@ function deliveryFinder(sets: Map<string, WorkingSet>, events: SyncEvent[]): (ev
         : event.deliveryId;
 }
 
+/** The id an event names directly: a scan's line, a note event's note, else its delivery. */
+const targetOf = (event: SyncEvent): string | undefined =>
+  event.type === 'scan'
+    ? event.deliveryItemId
+    : event.type === 'note.update' || event.type === 'note.delete'
+      ? event.noteId
+      : event.deliveryId;
+
 async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
   // Ids a sender repeats in the work: the first copy counts, the others are answered after the
   // work with the state it left, as a copy arriving later would be. Two senders' copies both go
@@ -424,7 +432,13 @@ async function applyInTransaction(db: Db, work: Entry[], lockWaitMs?: number) {
       const payment =
         paymentRows.find((p) => p.clientEventId === first.event.eventId) ??
         (ws?.inserts.payments.find((p) => p.clientEventId === first.event.eventId) as PaymentRow | undefined);
-      const sameEvent = entry.event.type === first.event.type && deliveryOf(entry.event) === deliveryOf(first.event);
+      // The copy's own targets are not read: where its first copy found no delivery, it is the same
+      // event only if it names the same thing (else one naming a line that exists would pass for it).
+      const delivery = deliveryOf(first.event);
+      const sameEvent =
+        entry.event.type === first.event.type &&
+        deliveryOf(entry.event) === delivery &&
+        (delivery !== undefined || targetOf(entry.event) === targetOf(first.event));
       const entity = ws ? entityOf(ws, first.event, payment) : original.entity;
       out.set(
         entry,

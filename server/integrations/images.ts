@@ -16,6 +16,18 @@ export async function imageMetadata(bytes: Buffer) {
     .catch(() => undefined);
 }
 
+/**
+ * What the header of an image states (format, size, pages), or undefined when the bytes are no
+ * image sharp knows. Nothing is decoded, so sharp's own pixel limit is not applied: an image
+ * beyond it is one that is too large, not one that is no image (see `withinImageLimits`).
+ */
+export async function imageHeader(bytes: Buffer) {
+  const sharp = await loadSharp();
+  return sharp(bytes, { limitInputPixels: false })
+    .metadata()
+    .catch(() => undefined);
+}
+
 /** Larger images are refused (signatures and note images): a decode costs four bytes a pixel, and a photo of a note needs no more. */
 export const IMAGE_MAX_PIXELS = 4096 * 4096;
 /** Longer sides are refused too: libvips pays per row and per tile, so 1 x 16777216 pixels would take half a minute to decode. */
@@ -35,7 +47,7 @@ export type ImageCheck = { ok: true; format: string } | { ok: false; reason: 'no
  * `imageMetadata` but would fail every preview later.
  */
 export async function checkImage(bytes: Buffer, maxPixels = IMAGE_MAX_PIXELS): Promise<ImageCheck> {
-  const metadata = await imageMetadata(bytes);
+  const metadata = await imageHeader(bytes);
   if (!metadata) return { ok: false, reason: 'not_an_image' };
   if (!withinImageLimits(metadata, maxPixels)) return { ok: false, reason: 'too_many_pixels' };
   const sharp = await loadSharp();

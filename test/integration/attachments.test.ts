@@ -6,6 +6,7 @@ import { attachmentContents, attachments, changeLog, completions, notes } from '
 import type { DocumentStore } from '../../server/integrations/documents/store.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
+import { expectProblem } from '../helpers/problems.js';
 import { startTestServer, useTestServer, type TestServer } from '../helpers/server.js';
 import { blob, completionForm, rawPng, signaturePng } from '../helpers/uploads.js';
 import { inProcess } from '../helpers/target.js';
@@ -343,6 +344,18 @@ describe.each(databaseKinds)('note image upload on %s', (kind) => {
     const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(bytes, field), { token });
     expect(response.status).toBe(400);
     expect(response.body.code).toBe('validation');
+    expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toEqual([]);
+  });
+
+  it.each([
+    ['more than 4096 × 4096 pixels', rawPng(5000, 5000, { rows: 1 })],
+    ['more pixels than sharp reads by default (30000 × 30000)', rawPng(30000, 30000, { rows: 1 })],
+  ])('refuses an image of %s as too large with 400, not as no image', async (_what, bytes) => {
+    const { token, delivery: d } = await activeDelivery(api);
+    const response = await api.post(`/deliveries/${d.id}/notes/image`, await noteImageForm(bytes), { token });
+    expectProblem(response, 400, 'validation');
+    expect(response.body.detail).toBe('The image is too large');
+    expect(response.body.errors).toEqual([{ path: 'file', message: expect.stringContaining('at most 16777216 pixels') }]);
     expect(await api.db.select().from(notes).where(eq(notes.deliveryId, d.id))).toEqual([]);
   });
 

@@ -197,6 +197,18 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
     });
 
     it.each([
+      ['more than 4096 × 4096 pixels', () => rawPng(5000, 5000, { rows: 1 })],
+      ['more pixels than sharp reads by default (30000 × 30000)', () => rawPng(30000, 30000, { rows: 1 })],
+    ])('refuses a signature PNG of %s as too large with 400, not as no PNG', async (_what, png) => {
+      const { token, delivery } = await setup(api);
+      const response = await complete(api, token, delivery.id, { driver: png() });
+      expectProblem(response, 400, 'validation');
+      expect(response.body.detail).toBe('The driver_signature is too large');
+      expect(response.body.errors).toEqual([{ path: 'driver_signature', message: expect.stringContaining('at most 16777216 pixels') }]);
+      expect((await stateOf(api, delivery.id)).state).toBe('active');
+    });
+
+    it.each([
       ['no acknowledgements', null],
       ['acknowledgements that are not JSON', '{receiptConfirmed: true'],
       ['acknowledgements without receiptConfirmed', {}],

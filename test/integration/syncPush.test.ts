@@ -287,6 +287,69 @@ describe.each(databaseKinds)('POST /sync/push on %s', (kind) => {
     });
   });
 
+  it('answers a copy within the batch that is another event under the same id as a duplicate naming other_event, applying nothing of it', async () => {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const tour = await newTour(api.db, {
+      accountId,
+      deliveries: 3,
+      positions: [
+        { scannable: true, quantity: 5, scannedQuantity: 0, state: 'InProgress' },
+        { scannable: false, quantity: 1 },
+      ],
+    });
+    // No other event of the batch names the third delivery: nothing of it is read but for its copy.
+    const [mine, other, untouched] = tour.deliveries;
+    const [line, service] = mine.items;
+    const scanned = scan(line.id);
+    const held = onDelivery(other.delivery.id, 'delivery.hold', { reason: 'Kunde nicht da' });
+    const refused = scan(service.id);
+    const unknown = scan(randomUUID());
+    const response = await push(token, [
+      scanned,
+      { ...onDelivery(mine.delivery.id, 'delivery.hold', { reason: 'anders' }), eventId: scanned.eventId } /* another kind */,
+      { ...scan(other.items[0].id), eventId: scanned.eventId } /* another delivery's line */,
+      held,
+      { ...held, deliveryId: mine.delivery.id } /* another delivery */,
+      refused,
+      {
+        ...onDelivery(mine.delivery.id, 'delivery.cancel', { reason: 'x' }),
+        eventId: refused.eventId,
+      } /* the copy of a refusal, but another event */,
+      unknown,
+      { ...scan(untouched.items[0].id), eventId: unknown.eventId } /* a line that exists, where the first names none */,
+    ]);
+    expect(response.status).toBe(200);
+    const results = response.body.results as Array<{ status: string; reason?: string; code?: string; entity?: unknown }>;
+    expect(results.map((r) => [r.status, r.reason ?? null])).toEqual([
+      ['applied', null],
+      ['duplicate', 'other_event'],
+      ['duplicate', 'other_event'],
+      ['applied', null],
+      ['duplicate', 'other_event'],
+      ['rejected', 'not_scannable'],
+      ['duplicate', 'other_event'],
+      ['rejected', 'not_found'],
+      ['duplicate', 'other_event'],
+    ]);
+    for (const i of [1, 2, 4, 6, 8]) expect(results[i]).toMatchObject({ entity: null, message: expect.any(String) });
+    for (const i of [1, 2, 4, 6, 8]) expect(results[i].code).toBeUndefined();
+    const states = await api.db
+      .select()
+      .from(deliveries)
+      .where(inArray(deliveries.id, [mine.delivery.id, other.delivery.id]));
+    expect(Object.fromEntries(states.map((d) => [d.id, d.state]))).toEqual({ [mine.delivery.id]: 'active', [other.delivery.id]: 'held' });
+    const lines = await api.db
+      .select()
+      .from(deliveryItems)
+      .where(inArray(deliveryItems.id, [line.id, other.items[0].id, untouched.items[0].id]));
+    expect(Object.fromEntries(lines.map((l) => [l.id, l.scannedQuantity]))).toEqual({
+      [line.id]: 1,
+      [other.items[0].id]: 0,
+      [untouched.items[0].id]: 0,
+    });
+  });
+
   it('rejects a note.create whose noteId another delivery holds with conflict, and applies the events around it', async () => {
     const mine = await setup();
     const other = await setup();
