@@ -166,6 +166,8 @@ const Variables = z.object({
   SHUTDOWN_DRAIN_MS: z.coerce.number().int().min(0).max(600_000).optional(),
   SHUTDOWN_WS_BATCH_SIZE: z.coerce.number().int().min(1).default(200),
   COMPRESSION_MIN_BYTES: z.coerce.number().int().min(0).default(1024),
+  // Only behind TLS: a browser that saw it refuses plain HTTP to this host for that long.
+  HSTS_MAX_AGE_SECONDS: z.coerce.number().int().min(0).max(63_072_000).default(0),
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(1000).default(300),
 });
 
@@ -280,6 +282,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsPort: e.METRICS_PORT,
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     compressionMinBytes: e.COMPRESSION_MIN_BYTES,
+    hstsMaxAgeSeconds: e.HSTS_MAX_AGE_SECONDS,
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_MS ?? (e.NODE_ENV === 'production' ? 5000 : 0), webSocketBatchSize: e.SHUTDOWN_WS_BATCH_SIZE },
   };

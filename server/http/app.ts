@@ -6,11 +6,12 @@ import type { AppContext } from '../context.js';
 import { cors } from './cors.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
-import { refusalLimit } from './refusalLimit.js';
+import { forwardedWithoutTrust, refusalLimit } from './refusalLimit.js';
 import { bindRoutes } from './register.js';
 import { directRoutes } from './direct.js';
 import { requestLog } from './requestLog.js';
 import { requestMetrics } from './requestMetrics.js';
+import { securityHeaders } from './securityHeaders.js';
 import { answerDatabaseUnavailable } from './unavailable.js';
 import type { AnyRoute } from './route.js';
 
@@ -23,8 +24,10 @@ const docsPage = `<!doctype html>
 <link rel="stylesheet" href="/docs/assets/swagger-ui.css"></head>
 <body><div id="ui"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script>SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', persistAuthorization: true });</script>
+<script src="/docs/init.js"></script>
 </body></html>`;
+// A file rather than an inline script: the page's Content-Security-Policy runs only its own scripts.
+const docsInit = `SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', persistAuthorization: true });\n`;
 
 /** The service's request listener: express, with the routes marked `direct` answered before it (direct.ts). */
 export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: IncomingMessage, res: ServerResponse) => void {
@@ -34,16 +37,22 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: Incomi
   // answer, a push's among them, would cost each request a digest no client asks for.
   app.disable('etag');
   app.set('query parser', 'simple');
+  // One spelling per route: a guard keyed on a path (the refusal limit) and the route it guards
+  // can never disagree about another letter case or a trailing slash; such spellings get 404.
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
   // Behind a proxy the client's address comes from X-Forwarded-For, trusting this many hops.
   app.set('trust proxy', ctx.config.trustProxyHops);
   // In front of every route, in this order; each works on Node's own request and answer too.
   const front: RequestHandler[] = [
     requestLog(ctx.logger),
+    securityHeaders({ hstsMaxAgeSeconds: ctx.config.hstsMaxAgeSeconds }),
     cors(ctx.config.corsOrigins),
     requestMetrics(ctx.metrics),
     // Brotli or gzip as Accept-Encoding asks; only compressible types (JSON, text), never images or PDFs.
     compression({ threshold: ctx.config.compressionMinBytes }),
     refusalLimit({ limit: ctx.config.auth.refusalLimit, windowMs: ctx.config.auth.refusalWindowMs }),
+    ...(ctx.config.trustProxyHops === 0 ? [forwardedWithoutTrust(ctx.logger)] : []),
   ];
   const fallbacks: ErrorRequestHandler[] = [answerDatabaseUnavailable(ctx.database.health), problemHandler];
   const { router, direct } = bindRoutes(routes, ctx);
@@ -55,6 +64,9 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: Incomi
   });
   app.get('/docs', (_req, res) => {
     res.type('html').send(docsPage);
+  });
+  app.get('/docs/init.js', (_req, res) => {
+    res.type('js').send(docsInit);
   });
   app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
 

@@ -1,4 +1,5 @@
 import type { RequestHandler } from 'express';
+import type { Logger } from 'pino';
 import { sendProblem } from './problem.js';
 
 /** Clients tracked at most; past this the oldest windows are forgotten first. */
@@ -8,7 +9,9 @@ const maxClients = 10_000;
  * Guessing admin keys (which also mint development tokens) is slowed down: a client address
  * whose requests under `/admin/` and `/dev/` were refused (401) `limit` times within a window
  * gets 429 with `Retry-After` for every such request until the window ends, whatever it sends,
- * so the answer says nothing about a key tried meanwhile.
+ * so the answer says nothing about a key tried meanwhile. The path is compared in every spelling
+ * (letter case, doubled slashes, percent-encoded letters): routing answers only the canonical one,
+ * but the count must not depend on that.
  */
 export function refusalLimit(options: { limit: number; windowMs: number; now?: () => number }): RequestHandler {
   const now = options.now ?? Date.now;
@@ -28,7 +31,7 @@ export function refusalLimit(options: { limit: number; windowMs: number; now?: (
   };
 
   return (req, res, next) => {
-    if (!req.path.startsWith('/admin/') && !req.path.startsWith('/dev/')) return next();
+    if (!isGuarded(req.path)) return next();
     const client = req.ip ?? 'unknown';
     const window = current(client);
     if (window && window.refusals >= options.limit) {
@@ -38,6 +41,39 @@ export function refusalLimit(options: { limit: number; windowMs: number; now?: (
     res.once('finish', () => {
       if (res.statusCode === 401) recordRefusal(client);
     });
+    next();
+  };
+}
+
+const guarded = /^\/(admin|dev)(\/|$)/i;
+
+function isGuarded(path: string) {
+  if (guarded.test(path)) return true;
+  if (!path.includes('%') && !path.includes('//')) return false;
+  let decoded = path;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    // Not valid percent-encoding: compared as sent.
+  }
+  return guarded.test(decoded.replace(/\/{2,}/g, '/'));
+}
+
+/**
+ * With `TRUST_PROXY_HOPS=0` every client behind a proxy has the proxy's address, and so shares one
+ * refusal limit with all the others: the first request that shows a proxy's `X-Forwarded-For`
+ * makes one warning that names the setting.
+ */
+export function forwardedWithoutTrust(logger: Logger): RequestHandler {
+  let warned = false;
+  return (req, _res, next) => {
+    if (!warned && req.headers['x-forwarded-for'] !== undefined) {
+      warned = true;
+      logger.warn(
+        { setting: 'TRUST_PROXY_HOPS', peer: req.socket.remoteAddress },
+        'A request came through a proxy (X-Forwarded-For) while TRUST_PROXY_HOPS=0: every client behind it shares the proxy address and its refusal limit; set TRUST_PROXY_HOPS to the number of proxies',
+      );
+    }
     next();
   };
 }

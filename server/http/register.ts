@@ -38,7 +38,7 @@ export type BoundRoute = (req: Request, res: Response) => Promise<void>;
  * Binds route definitions: authenticate, read the body, parse params, query and body apart, call,
  * answer. `router` serves them in express. A path without parameters is found in a map by method
  * and path, before express's router, which tries every route's pattern in turn (the router still
- * answers the rest: parameters, another letter case, a trailing slash, HEAD, OPTIONS). `direct`
+ * answers the rest: parameters, HEAD, OPTIONS; matching case and slashes exactly). `direct`
  * holds the routes answered before express (`direct`), by `METHOD path`.
  */
 export function bindRoutes(routes: AnyRoute[], ctx: AppContext): { router: RequestHandler; direct: Map<string, BoundRoute> } {
@@ -55,7 +55,7 @@ export function bindRoutes(routes: AnyRoute[], ctx: AppContext): { router: Reque
       body: parsePart(route.body, json, 'body'),
     };
   };
-  const router = express.Router();
+  const router = express.Router({ caseSensitive: true, strict: true });
   const exact = new Map<string, RequestHandler>();
   const direct = new Map<string, BoundRoute>();
   for (const route of routes) {
@@ -83,7 +83,7 @@ export function bindRoutes(routes: AnyRoute[], ctx: AppContext): { router: Reque
     if (route.direct && (path !== route.path || route.conditional)) {
       throw new Error(`${route.method} ${route.path}: only a path without parameters and a plain answer can be direct`);
     }
-    // A direct route's exact path never reaches express: only its router entry (another letter case, a trailing slash) does.
+    // A direct route's request never reaches express; its router entry answers OPTIONS (the methods allowed).
     if (route.direct) direct.set(`${route.method.toUpperCase()} ${path}`, handler);
     else if (path === route.path) {
       // What express's router sets on a match: the latency metric and tracing name the route by it.

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 import type { Logger } from 'pino';
 import { withRequestId } from '../observability/requestContext.js';
+import { redactUrl } from '../observability/redact.js';
 
 const validRequestId = /^[\w.-]{1,100}$/;
 
@@ -13,7 +14,7 @@ export function recordError(res: Response, error: unknown) {
 /**
  * One log line per request, written when the answer is finished or the connection closed
  * before: request id (a valid incoming `X-Request-Id`, else a new one, echoed in the answer),
- * method, url, status, response time, and the error behind a 500 with its stack. The level
+ * method, url (credentials in its query redacted), status, response time, and the error behind a 500 with its stack. The level
  * follows the status. Nothing is built for a line below the log level: under load, a logger per
  * request cost a tenth of the service's time even where it wrote nothing.
  */
@@ -31,7 +32,7 @@ export function requestLog(logger: Logger): RequestHandler {
       const level = error || (res.statusCode >= 500 && res.statusCode !== 503) ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
       if (!logger.isLevelEnabled(level)) return;
       const line = {
-        req: { id, method: req.method, url: req.originalUrl },
+        req: { id, method: req.method, url: redactUrl(req.originalUrl) },
         res: { statusCode: res.statusCode },
         responseTime: Math.round(performance.now() - started),
         ...(error ? { err: error } : {}),

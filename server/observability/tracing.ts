@@ -8,6 +8,7 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { credentialParams } from './redact.js';
 import type { TracingSettings } from './tracingSettings.js';
 
 /**
@@ -28,7 +29,11 @@ export function startTracing(settings: TracingSettings) {
   registerInstrumentations({
     tracerProvider: provider,
     instrumentations: [
-      new HttpInstrumentation({ applyCustomAttributesOnSpan: nameServerSpan }),
+      new HttpInstrumentation({
+        applyCustomAttributesOnSpan: nameServerSpan,
+        redactedQueryParams: spelledCredentialParams,
+        redactedQueryParamsServer: spelledCredentialParams,
+      }),
       new UndiciInstrumentation(),
       new PgInstrumentation(),
     ],
@@ -48,3 +53,7 @@ function nameServerSpan(span: Span, request: unknown, response: unknown) {
   const requestId = (response as ServerResponse).getHeader('x-request-id');
   if (typeof requestId === 'string') span.setAttribute('tourline.request_id', requestId);
 }
+
+const spellCapitalised = (name: string) => name.replace(/(^|[-_])(\w)/g, (_all, gap: string, letter: string) => gap + letter.toUpperCase());
+/** OpenTelemetry compares names as written: each credential's name in the spellings clients send. */
+const spelledCredentialParams = credentialParams.flatMap((name) => [name, name.toUpperCase(), spellCapitalised(name)]);

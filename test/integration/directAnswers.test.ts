@@ -104,12 +104,14 @@ describe.each(databaseKinds)('a push answered before express on %s', (kind) => {
     expect(refused.headers.get('content-type')).toBe('application/problem+json; charset=utf-8');
   });
 
-  it('applies a push sent with a query string or a trailing slash as any other', async () => {
+  it('applies a push sent with a query string as any other, and answers another spelling of its path with 404', async () => {
     const { token, deliveryItemId } = await line(8903);
-    for (const path of ['/sync/push?v=2', '/sync/push/']) {
-      const answer = await api.post(path, { clientId: 'phone', events: scans(deliveryItemId, 1) }, { token });
-      expect(answer.status).toBe(200);
-      expect(answer.body.results[0].status).toBe('applied');
+    const answer = await api.post('/sync/push?v=2', { clientId: 'phone', events: scans(deliveryItemId, 1) }, { token });
+    expect(answer.status).toBe(200);
+    expect(answer.body.results[0].status).toBe('applied');
+    for (const path of ['/sync/push/', '/SYNC/push', '/sync//push']) {
+      const other = await api.post(path, { clientId: 'phone', events: scans(deliveryItemId, 1) }, { token });
+      expect(other.status, path).toBe(404);
     }
   });
 });

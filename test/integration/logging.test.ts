@@ -42,7 +42,7 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
 
   it.each<[string, string, number]>([
     ['a success', '/me/cars', 200],
-    ['an authentication failure', '/me/cars?token=x', 401],
+    ['an authentication failure', '/me/cars?date=2026-01-01', 401],
     ['an unknown route', '/nowhere', 404],
   ])('writes one line for %s with method, url, status, response time and request id', async (_what, path, status) => {
     const response = await api.get(path, { token: status === 401 ? 'not-a-token' : token });
@@ -104,5 +104,40 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
     expect(log).not.toContain('a-wrong-admin-key');
     expect(log.toLowerCase()).not.toContain('authorization');
     expect(log).not.toContain('session=abc');
+  });
+
+  it('redacts every credential a client puts into the query, in any spelling, and keeps the rest', async () => {
+    const secret = `${token.split('.')[2]}-in-the-query`;
+    const names = [
+      'access_token',
+      'token',
+      'key',
+      'api_key',
+      'ACCESS_TOKEN',
+      'Token',
+      'x-admin-api-key',
+      'authorization',
+      'cookie',
+      'access%5Ftoken',
+    ];
+    for (const name of names) {
+      const response = await api.get(`/me/tours?date=2026-01-01&${name}=${secret}`);
+      expect(response.status).toBe(401);
+      const [line] = linesFor(response.headers.get('x-request-id')!);
+      expect(line.req!.url).toBe(`/me/tours?date=2026-01-01&${name}=REDACTED`);
+    }
+    await api.get(`/admin/reviews?key=${secret}`, { admin: 'a-wrong-admin-key-0123456789' });
+    expect(written.join('')).not.toContain(secret);
+  });
+
+  it('warns once, naming TRUST_PROXY_HOPS, when a request comes through a proxy the service does not trust', async () => {
+    const warnings = () =>
+      written.map((l) => JSON.parse(l) as LogLine & { setting?: string }).filter((l) => l.setting === 'TRUST_PROXY_HOPS');
+    expect(warnings()).toHaveLength(0);
+    await api.get('/health', { headers: { 'x-forwarded-for': '203.0.113.7' } });
+    await api.get('/health', { headers: { 'x-forwarded-for': '203.0.113.8' } });
+    expect(warnings()).toHaveLength(1);
+    expect(warnings()[0]).toMatchObject({ level: 40 });
+    expect(warnings()[0].msg).toContain('TRUST_PROXY_HOPS');
   });
 });

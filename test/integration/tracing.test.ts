@@ -50,6 +50,7 @@ async function startCollector() {
 }
 
 const ADMIN_KEY = 'tracing-admin-key-0123456789abcdef';
+const querySecret = 'eyJhbGciOiJSUzI1NiJ9.a-token-in-the-query';
 let app: string;
 let issuer: RealIssuer;
 let collector: Awaited<ReturnType<typeof startCollector>>;
@@ -118,6 +119,10 @@ describe('traces, with an OTLP endpoint configured', () => {
       async (url) => {
         const response = await fetch(`${url}/me/tours`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'trace-me-1' } });
         expect(response.status).toBeLessThan(500);
+        const leaked = await fetch(`${url}/me/tours?date=2026-01-01&access_token=${querySecret}&Token=${querySecret}`, {
+          headers: { 'x-request-id': 'trace-me-2' },
+        });
+        expect(leaked.status).toBe(401);
       },
     );
     // Stopped with SIGTERM before the batch's delay (5 s): these spans were sent by the shutdown's flush.
@@ -132,6 +137,11 @@ describe('traces, with an OTLP endpoint configured', () => {
     // The key set of the identity provider, fetched to check the token: a client span.
     expect(children.some((s) => s.kind === CLIENT && attribute(s, 'url.full')?.startsWith(issuer.url))).toBe(true);
     expect(new Set(collector.received.map((r) => r.service))).toEqual(new Set(['tourline-test']));
+    // A credential in the query is in no span, nor in the log.
+    const refused = spans.find((s) => s.kind === SERVER && attribute(s, 'tourline.request_id') === 'trace-me-2');
+    expect(attribute(refused!, 'url.query')).toBe('date=2026-01-01&access_token=REDACTED&Token=REDACTED');
+    expect(JSON.stringify(spans)).not.toContain(querySecret);
+    expect(run.output).not.toContain(querySecret);
   }, 90_000);
 
   it('stops the start on an endpoint that is not a URL, naming the variable', async () => {
