@@ -197,12 +197,14 @@ export class TourlineClient {
   /** The app learned the network is back (NetInfo, `online` event): send at once instead of waiting for the backoff. */
   online() {
     this.parts.sender.offline = false;
+    if (this.parts.feed.liveWanted) this.parts.feed.live.start();
     this.parts.sender.wake();
   }
 
-  /** The app learned the network is gone: nothing is tried until `online()`. */
+  /** The app learned the network is gone: no request and no socket (nor its polling) until `online()`. */
   offline() {
     this.parts.sender.offline = true;
+    this.parts.feed.live.stop();
     this.parts.status.online = false;
     this.parts.core.emitStatus();
   }

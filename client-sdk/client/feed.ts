@@ -10,6 +10,8 @@ export class Feed {
   readonly live: LiveChanges;
   readonly serial = new Serial();
   status!: Status;
+  /** The app started the client with live changes: `online()` opens the socket again after `offline()`. */
+  liveWanted = false;
 
   constructor(private readonly core: ClientCore) {
     const { options } = core;
@@ -20,7 +22,10 @@ export class Feed {
       cursor: () => core.state.cursor,
       ingest: (changes, cursor) => this.serial.run(() => this.ingest(changes, cursor)),
       pull: () => this.pull(),
-      onConnected: () => core.emitStatus(),
+      onConnected: (connected) => {
+        if (connected) this.status.answered();
+        core.emitStatus();
+      },
       onError: (error) => this.status.recordError(error),
       onCursorRefused: () =>
         void this.pull()
@@ -53,7 +58,7 @@ export class Feed {
         }
         await this.resync();
       }
-      this.status.online = true;
+      this.status.answered();
       this.status.lastSyncAt = core.now();
       // The service answers again; an error stays news only while an entry waits to be sent again.
       if (!core.outbox.pending().some((e) => e.lastError)) this.status.lastError = null;

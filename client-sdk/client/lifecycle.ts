@@ -41,6 +41,7 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
   const status = new Status(core, feed.live);
   feed.status = status;
   const sender = new Sender(core, feed, status);
+  status.onAnswered = () => sender.serviceReached();
   const reads = new Reads(core, feed);
   const actions = new Actions(core, reads, () => sender.scheduleFlush());
   // Storage other tabs open too: only one of them sends at a time.
@@ -61,13 +62,15 @@ export class Lifecycle {
     if (sender.started || this.closed) return;
     sender.started = true;
     this.parts.tabs?.lead();
-    if (options.live ?? true) feed.live.start();
+    feed.liveWanted = options.live ?? true;
+    if (feed.liveWanted && !sender.offline) feed.live.start();
     sender.scheduleFlush();
   }
 
   stop() {
     this.parts.tabs?.resign();
     this.parts.sender.stop();
+    this.parts.feed.liveWanted = false;
     this.parts.feed.live.stop();
   }
 

@@ -28,6 +28,8 @@ export class Sender {
   private flushScheduled = false;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private retryAttempt = 0;
+  /** The retry waits because the service was out of reach (not because it asked to slow down). */
+  private waitingForNetwork = false;
 
   constructor(
     private readonly core: ClientCore,
@@ -62,6 +64,15 @@ export class Sender {
     this.scheduleFlush();
   }
 
+  /**
+   * The service answered something (the socket opened, a pull came back): what waits only for the
+   * network goes at once, not after the rest of its backoff. A wait the service asked for
+   * (429, 503 with Retry-After) is kept.
+   */
+  serviceReached() {
+    if (this.retryTimer && this.waitingForNetwork && !this.offline) this.wake();
+  }
+
   stop() {
     this.started = false;
     this.retryTimer = clearTimer(this.retryTimer);
@@ -76,6 +87,7 @@ export class Sender {
       if (this.core.outbox.all().some((e) => e.state === 'acknowledged')) await this.feed.pull();
     } catch (error) {
       if (this.status.needsSignIn) return;
+      this.waitingForNetwork = error instanceof NetworkError;
       const delay = backoffDelay(
         this.retryAttempt++,
         this.core.random,

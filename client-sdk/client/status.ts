@@ -38,7 +38,10 @@ export interface SyncStatus {
 
 /** What the app shows the driver about syncing: what waits, what was refused, whether the service answers. */
 export class Status {
-  online = true;
+  /** True only once the service answered: right after `open()` nothing has yet. */
+  online = false;
+  /** Called whenever the service answers (the sender sends what waited for the network). */
+  onAnswered: () => void = () => {};
   lastSyncAt: number | null = null;
   lastError: SyncStatus['lastError'] = null;
   nextRetryAt: number | null = null;
@@ -75,10 +78,16 @@ export class Status {
 
   /** The service answered: it is reachable, and the last error is news only while an entry still waits because of one. */
   reached(clearError: boolean) {
-    this.online = true;
+    this.answered();
     this.lastSyncAt = this.core.now();
     if (clearError) this.lastError = null;
     this.core.emitStatus();
+  }
+
+  /** The service answered something: it is reachable. */
+  answered() {
+    this.online = true;
+    this.onAnswered();
   }
 
   recordError(error: unknown) {

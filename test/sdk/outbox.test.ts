@@ -660,6 +660,54 @@ describe('retry timing', () => {
     expect(client.status()).toMatchObject({ pendingCount: 0, online: true, lastError: null });
   });
 
+  it('sends what waited for the network as soon as the service answers again, not after the rest of its backoff', async () => {
+    let down = true;
+    const { service, client } = await failingClient(() => (down ? 'network' : undefined));
+    await vi.advanceTimersByTimeAsync(10 * 60_000);
+    const tried = service.pushes().length;
+    expect(client.status().nextRetryAt! - Date.now()).toBeGreaterThan(1000);
+    down = false;
+    await client.pull();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(service.pushes().length).toBe(tried + 1);
+    expect(client.status()).toMatchObject({ pendingCount: 0, online: true, nextRetryAt: null });
+  });
+
+  it('keeps the wait the service asked for when another request is answered meanwhile', async () => {
+    let refused = 0;
+    const { service, client } = await failingClient((call) =>
+      call.path === '/sync/push' && refused++ === 0 ? problem(503, 'upstream_unavailable', 'busy', { 'retry-after': '30' }) : undefined,
+    );
+    await vi.advanceTimersByTimeAsync(1000);
+    await client.pull();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(service.pushes()).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(29_000);
+    expect(service.pushes()).toHaveLength(2);
+  });
+
+  it('makes no request and keeps no socket or polling while offline(), and starts again with online()', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch, webSocket: null, pollIntervalMs: 1000 });
+    const tour = newTour();
+    await client.state.putTour(tour);
+    client.start();
+    await vi.advanceTimersByTimeAsync(2500);
+    expect(service.calls.length).toBeGreaterThan(0);
+    client.offline();
+    await client.holdDelivery(tour.deliveries[0].id, 'later');
+    const before = service.calls.length;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(service.calls.length).toBe(before);
+    expect(client.status()).toMatchObject({ online: false, pendingCount: 1 });
+    client.online();
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(service.pushes()).toHaveLength(1);
+    expect(service.calls.filter((c) => c.path === '/sync/changes').length).toBeGreaterThan(0);
+    expect(client.status()).toMatchObject({ online: true, pendingCount: 0 });
+  });
+
   it('retries a 500 answer and recovers once the service works again', async () => {
     let failures = 3;
     const { service, client } = await failingClient((call) =>
@@ -673,6 +721,14 @@ describe('retry timing', () => {
 });
 
 describe('status', () => {
+  it('is online only once the service has answered', async () => {
+    const service = fakeService();
+    const client = await open({ fetch: service.fetch });
+    expect(client.status().online).toBe(false);
+    await client.pull();
+    expect(client.status().online).toBe(true);
+  });
+
   it('tells subscribers the pending count, the age of the oldest pending action, and when it synced', async () => {
     let now = Date.parse('2026-03-02T08:00:00Z');
     const service = fakeService();
