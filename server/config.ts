@@ -129,6 +129,10 @@ const Variables = z.object({
   ERP_BASE_URL: z.url().optional(),
   ERP_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   ERP_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  ERP_TOKEN: optionalText,
+  // RFC 7617: a user-id with a colon cannot be told from the password.
+  ERP_USERNAME: optionalText.refine((v) => v === undefined || !v.includes(':'), 'must not contain a colon (basic authentication)'),
+  ERP_PASSWORD: z.string().min(1).optional(),
   ERP_IMPORT_ENABLED: flag.default(true),
   ERP_IMPORT_CRON: z.string().default('0 5 * * *'),
   ERP_IMPORT_OFFSET_DAYS: z.coerce.number().int().min(-7).max(30).default(1),
@@ -181,6 +185,18 @@ const Env = Variables.superRefine((env, ctx) => {
   directNeedsPooled(env, ctx);
   if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL)
     ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
+  if (env.ERP_TOKEN && (env.ERP_USERNAME || env.ERP_PASSWORD))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['ERP_TOKEN'],
+      message: 'choose one way to authenticate to the ERP: ERP_TOKEN (bearer) or ERP_USERNAME with ERP_PASSWORD (basic), not both',
+    });
+  else if (!env.ERP_USERNAME !== !env.ERP_PASSWORD)
+    ctx.addIssue({
+      code: 'custom',
+      path: [env.ERP_USERNAME ? 'ERP_PASSWORD' : 'ERP_USERNAME'],
+      message: 'ERP_USERNAME and ERP_PASSWORD go together',
+    });
   if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL)
     ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
   if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET)
@@ -207,7 +223,15 @@ const Env = Variables.superRefine((env, ctx) => {
 });
 
 /** Secrets that may instead come from a file named by `<NAME>_FILE` (Docker and Kubernetes secrets). */
-const secretVariables = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'ADMIN_API_KEY', 'DOCUMENT_STORE_TOKEN', 'AWS_SECRET_ACCESS_KEY'] as const;
+const secretVariables = [
+  'DATABASE_URL',
+  'DATABASE_DIRECT_URL',
+  'ADMIN_API_KEY',
+  'DOCUMENT_STORE_TOKEN',
+  'AWS_SECRET_ACCESS_KEY',
+  'ERP_TOKEN',
+  'ERP_PASSWORD',
+] as const;
 
 /** The names of every environment variable the service reads (the README documents each). */
 export const configVariables = [...Object.keys(Variables.shape), ...secretVariables.map((name) => `${name}_FILE`)];
@@ -255,6 +279,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       baseUrl: e.ERP_BASE_URL,
       timeoutMs: e.ERP_TIMEOUT_MS,
       retries: e.ERP_RETRIES,
+      auth: erpAuth(e),
       importEnabled: e.ERP_IMPORT_ENABLED,
       importCron: e.ERP_IMPORT_CRON,
       importOffsetDays: e.ERP_IMPORT_OFFSET_DAYS,
@@ -287,6 +312,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_MS ?? (e.NODE_ENV === 'production' ? 5000 : 0), webSocketBatchSize: e.SHUTDOWN_WS_BATCH_SIZE },
   };
 }
+
+/** How every ERP call authenticates; the secrets go into headers only, never into a log line. */
+function erpAuth(e: z.infer<typeof Variables>): ErpAuth {
+  if (e.ERP_TOKEN) return { kind: 'bearer', token: e.ERP_TOKEN };
+  if (e.ERP_USERNAME && e.ERP_PASSWORD) return { kind: 'basic', username: e.ERP_USERNAME, password: e.ERP_PASSWORD };
+  return { kind: 'none' };
+}
+
+export type ErpAuth = { kind: 'none' } | { kind: 'bearer'; token: string } | { kind: 'basic'; username: string; password: string };
 
 function parse<T extends z.ZodType>(schema: T, env: Record<string, string | undefined>): z.infer<T> {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));

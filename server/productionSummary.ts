@@ -32,6 +32,9 @@ function documents(config: Config) {
   return `local ${path.join(config.dataDir, 'documents')}`;
 }
 
+// Which way the ERP is authenticated, never with what.
+const erpAuth = { none: '', bearer: ' with a bearer token', basic: ' with basic authentication' } as const;
+
 /**
  * The one line a production start logs: what the instance talks to, so an operator sees a wrong
  * setting at a glance. Addresses only: no password, key or token may ever reach it.
@@ -41,7 +44,7 @@ export function productionSummary(config: Config) {
   return [
     'Production settings:',
     `identity ${auth.mode} issuer ${auth.issuer ? address(auth.issuer) : '(development)'} audience ${auth.audience};`,
-    `ERP ${erp.mode}${erp.baseUrl ? ` ${address(erp.baseUrl)}` : ''}, import ${erp.importEnabled ? `at ${erp.importCron}` : 'off'};`,
+    `ERP ${erp.mode}${erp.baseUrl ? ` ${address(erp.baseUrl)}` : ''}${erpAuth[erp.auth.kind]}, import ${erp.importEnabled ? `at ${erp.importCron}` : 'off'};`,
     `documents ${documents(config)};`,
     `metrics ${config.metricsPort === undefined ? 'off' : `on port ${config.metricsPort}`};`,
     `CORS ${config.corsOrigins.length ? config.corsOrigins.join(', ') : 'no origins'};`,

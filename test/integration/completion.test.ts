@@ -101,6 +101,7 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
           paymentTerm: '30 Tage netto',
           creditAmountCents: 2000,
         },
+        idempotencyKey: `completion-${delivery.id}`,
       });
       expect(completion).toMatchObject({ erpPushStatus: 'succeeded', erpPushAttempts: 1, erpPushError: null, erpNextAttemptAt: null });
     });
@@ -580,7 +581,7 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
 
 /** An ERP whose write-back fails until told otherwise, recording every call. */
 function switchableErp() {
-  const calls: { document: ErpDocument; writeBack: CompletionWriteBack }[] = [];
+  const calls: { document: ErpDocument; writeBack: CompletionWriteBack; idempotencyKey: string }[] = [];
   const erp = {
     failing: true,
     calls,
@@ -589,8 +590,8 @@ function switchableErp() {
     },
     /** While set, a write-back waits for it to resolve: an ERP that hangs. */
     hanging: undefined as Promise<void> | undefined,
-    async pushCompletion(document: ErpDocument, writeBack: CompletionWriteBack) {
-      calls.push({ document, writeBack });
+    async pushCompletion(document: ErpDocument, writeBack: CompletionWriteBack, idempotencyKey: string) {
+      calls.push({ document, writeBack, idempotencyKey });
       await erp.hanging;
       if (erp.failing) throw upstream('ERP write-back failed: answered 503');
     },
@@ -676,6 +677,10 @@ describe.each(databaseKinds)('ERP write-back failures on %s', (kind) => {
     expect(erp.calls.length).toBeGreaterThan(calls);
     expect(erp.calls.at(-1)!.writeBack).not.toHaveProperty('quantity');
     expect((await completionOf(api, delivery.id)).erpPushStatus).toBe('succeeded');
+    // The first push, any background retry and both admin retries are copies of one write-back.
+    const keys = erp.calls.filter((call) => call.document.belegnummer === delivery.belegnummer).map((call) => call.idempotencyKey);
+    expect(keys.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(keys)).toEqual(new Set([`completion-${delivery.id}`]));
   });
 });
 

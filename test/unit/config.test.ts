@@ -143,6 +143,42 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ ...env, NODE_ENV: 'development' })).not.toThrow();
   });
 
+  it.each([
+    [{ ERP_TOKEN: 'erp-token', ERP_USERNAME: 'tourline', ERP_PASSWORD: 'secret' }],
+    [{ ERP_TOKEN: 'erp-token', ERP_USERNAME: 'tourline' }],
+    [{ ERP_TOKEN: 'erp-token', ERP_PASSWORD: 'secret' }],
+  ])('refuses a bearer token and basic authentication to the ERP together: %j', (env) => {
+    expect(refusal(env)).toContain(
+      'ERP_TOKEN: choose one way to authenticate to the ERP: ERP_TOKEN (bearer) or ERP_USERNAME with ERP_PASSWORD (basic), not both',
+    );
+  });
+
+  it.each([
+    [{ ERP_USERNAME: 'tourline' }, 'ERP_PASSWORD: ERP_USERNAME and ERP_PASSWORD go together'],
+    [{ ERP_PASSWORD: 'secret' }, 'ERP_USERNAME: ERP_USERNAME and ERP_PASSWORD go together'],
+    [{ ERP_USERNAME: 'tour:line', ERP_PASSWORD: 'secret' }, 'ERP_USERNAME: must not contain a colon'],
+  ])('refuses incomplete basic authentication to the ERP: %j', (env, message) => {
+    expect(refusal(env)).toContain(message);
+  });
+
+  it('reads the ERP credentials: a bearer token, basic authentication, or none', () => {
+    expect(loadConfig({}).erp.auth).toEqual({ kind: 'none' });
+    expect(loadConfig({ ERP_TOKEN: ' erp-token ' }).erp.auth).toEqual({ kind: 'bearer', token: 'erp-token' });
+    expect(loadConfig({ ERP_USERNAME: 'tourline', ERP_PASSWORD: ' pass:word ' }).erp.auth).toEqual({
+      kind: 'basic',
+      username: 'tourline',
+      password: ' pass:word ',
+    });
+  });
+
+  it('summarises the way to the ERP is authenticated, never its credentials', () => {
+    const bearer = productionSummary(loadConfig({ ...production, ERP_TOKEN: 'erp-token-s3cret' }));
+    expect(bearer).toContain('ERP http https://erp.example.test/api with a bearer token,');
+    const basic = productionSummary(loadConfig({ ...production, ERP_USERNAME: 'erp-user-s3cret', ERP_PASSWORD: 'erp-password-s3cret' }));
+    expect(basic).toContain('ERP http https://erp.example.test/api with basic authentication,');
+    expect(`${bearer}${basic}`).not.toContain('s3cret');
+  });
+
   it('refuses production with the demo ERP, which would import made-up tours', () => {
     expect(refusal({ ...production, ERP_MODE: 'demo' })).toContain('ERP_MODE: demo is not allowed in production');
   });
@@ -243,12 +279,22 @@ describe('loadConfig', () => {
         DOCUMENT_STORE: 'http',
         DOCUMENT_STORE_URL: 'https://docs.example.test',
         DOCUMENT_STORE_TOKEN_FILE: secret('docs', 'store-token'),
+        ERP_TOKEN_FILE: secret('erp-token', 'erp-token\n'),
       });
       expect(config).toMatchObject({
         databaseUrl: 'postgres://u:secret@db/tourline',
         auth: { adminApiKeys: [adminKey] },
         documents: { token: 'store-token' },
+        erp: { auth: { kind: 'bearer', token: 'erp-token' } },
       });
+      expect(loadConfig({ ERP_USERNAME: 'tourline', ERP_PASSWORD_FILE: secret('erp-password', 'pass word\n') }).erp.auth).toEqual({
+        kind: 'basic',
+        username: 'tourline',
+        password: 'pass word',
+      });
+      expect(refusal({ ERP_TOKEN: 'erp-token', ERP_TOKEN_FILE: secret('erp-token-2', 'other') })).toContain(
+        'ERP_TOKEN_FILE: set either ERP_TOKEN or ERP_TOKEN_FILE, not both',
+      );
     });
 
     it('checks a secret read from a file like one given directly', () => {

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { delay, http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { DomainError } from '../../server/errors.js';
+import { completionIdempotencyKey } from '../../server/integrations/erp/gateway.js';
 import { createHttpErp } from '../../server/integrations/erp/http.js';
 import { generateDemoTours } from '../../server/integrations/erp/demoData.js';
 
@@ -12,6 +14,13 @@ const config = (env: Record<string, string> = {}) =>
   loadConfig({ ERP_MODE: 'http', ERP_BASE_URL: `${ERP}/`, ERP_TIMEOUT_MS: '200', ERP_RETRIES: '2', ...env }).erp;
 const logger = pino({ level: 'silent' });
 const erp = (env?: Record<string, string>) => createHttpErp(config(env), logger, { backoffMs: () => 5 });
+
+const writeBack = {
+  deliveredAt: '2026-03-10T09:30:00.000Z',
+  state: 'completed' as const,
+  paymentTerm: 'Sofort',
+  creditAmountCents: 2000,
+};
 
 const msw = setupServer();
 beforeAll(() => msw.listen({ onUnhandledRequest: 'error' }));
@@ -119,13 +128,7 @@ describe('ERP over HTTP', () => {
         return new HttpResponse(null, { status: 204 });
       }),
     );
-    const writeBack = {
-      deliveredAt: '2026-03-10T09:30:00.000Z',
-      state: 'completed' as const,
-      paymentTerm: 'Sofort',
-      creditAmountCents: 2000,
-    };
-    await erp().pushCompletion({ belegartId: 20, belegnummer: 'LS 4711/A' }, writeBack);
+    await erp().pushCompletion({ belegartId: 20, belegnummer: 'LS 4711/A' }, writeBack, 'completion-1');
     expect(received).toEqual([{ path: '20/LS 4711/A', body: writeBack }]);
   });
 
@@ -135,7 +138,67 @@ describe('ERP over HTTP', () => {
       erp().pushCompletion(
         { belegartId: 20, belegnummer: '1' },
         { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 },
+        'completion-1',
       ),
     );
+  });
+
+  it('sends one Idempotency-Key on every attempt of a completion, and another for another delivery', async () => {
+    const keys: (string | null)[] = [];
+    msw.use(
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, ({ request }) => {
+        keys.push(request.headers.get('idempotency-key'));
+        return keys.length === 1 ? new HttpResponse('busy', { status: 500 }) : new HttpResponse(null, { status: 204 });
+      }),
+    );
+    const first = randomUUID();
+    const other = randomUUID();
+    await erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, writeBack, completionIdempotencyKey(first));
+    await erp().pushCompletion({ belegartId: 20, belegnummer: '2' }, writeBack, completionIdempotencyKey(other));
+    expect(keys).toEqual([`completion-${first}`, `completion-${first}`, `completion-${other}`]);
+  });
+});
+
+describe('ERP authentication', () => {
+  /** The Authorization header of the import and of the write-back. */
+  async function authorizationOf(env: Record<string, string>) {
+    const seen: (string | null)[] = [];
+    msw.use(
+      http.get(`${ERP}/tours`, ({ request }) => {
+        seen.push(request.headers.get('authorization'));
+        return HttpResponse.json({ tours: [] });
+      }),
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, ({ request }) => {
+        seen.push(request.headers.get('authorization'));
+        return new HttpResponse(null, { status: 204 });
+      }),
+    );
+    const gateway = erp(env);
+    await gateway.fetchTours('2026-03-10');
+    await gateway.pushCompletion({ belegartId: 20, belegnummer: '1' }, writeBack, 'completion-1');
+    return seen;
+  }
+
+  it('sends ERP_TOKEN as a bearer token on the import and the write-back', async () => {
+    expect(await authorizationOf({ ERP_TOKEN: 'erp-token-0123' })).toEqual(['Bearer erp-token-0123', 'Bearer erp-token-0123']);
+  });
+
+  it('sends ERP_USERNAME and ERP_PASSWORD as basic authentication on the import and the write-back', async () => {
+    const basic = `Basic ${Buffer.from('tourline:pässwörd:1', 'utf8').toString('base64')}`;
+    expect(await authorizationOf({ ERP_USERNAME: 'tourline', ERP_PASSWORD: 'pässwörd:1' })).toEqual([basic, basic]);
+  });
+
+  it('sends no Authorization header when no credentials are configured', async () => {
+    expect(await authorizationOf({})).toEqual([null, null]);
+  });
+
+  it('never logs the credentials of a failing call', async () => {
+    const lines: string[] = [];
+    const recording = pino({ level: 'trace' }, { write: (line: string) => lines.push(line) });
+    msw.use(http.get(`${ERP}/tours`, () => new HttpResponse(null, { status: 503 })));
+    const gateway = createHttpErp(config({ ERP_TOKEN: 'erp-token-s3cret', ERP_RETRIES: '1' }), recording, { backoffMs: () => 1 });
+    await upstreamError(gateway.fetchTours('2026-03-10'));
+    expect(lines.length).toBeGreaterThan(0);
+    expect(lines.join('')).not.toContain('s3cret');
   });
 });

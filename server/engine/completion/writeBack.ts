@@ -3,6 +3,7 @@ import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
 import { completions, deliveries, tours } from '../../db/schema.js';
 import { DomainError, notFound } from '../../errors.js';
+import { completionIdempotencyKey } from '../../integrations/erp/gateway.js';
 
 type WriteBackDeps = Pick<AppContext, 'database' | 'erp' | 'logger' | 'config'>;
 
@@ -40,6 +41,7 @@ export async function pushCompletion(deps: WriteBackDeps, deliveryId: string): P
         paymentTerm: delivery.paymentTerm,
         creditAmountCents: delivery.creditAmountCents ?? 0,
       },
+      completionIdempotencyKey(completion.deliveryId),
     );
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

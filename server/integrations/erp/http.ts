@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { SyncTourRequest } from '../../../shared/schemas/tours.js';
-import type { Config } from '../../config.js';
+import type { Config, ErpAuth } from '../../config.js';
 import { upstream } from '../../errors.js';
 import { requestIdHeader } from '../../observability/requestContext.js';
 import type { ErpDay, ErpGateway } from './gateway.js';
@@ -38,10 +38,18 @@ export interface HttpErpOptions {
   backoffMs?: (attempt: number) => number;
 }
 
+function authorization(auth: ErpAuth): Record<string, string> {
+  if (auth.kind === 'bearer') return { authorization: `Bearer ${auth.token}` };
+  if (auth.kind === 'basic')
+    return { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`, 'utf8').toString('base64')}` };
+  return {};
+}
+
 /** The contract's ERP HTTP API, with a timeout per attempt and retries with backoff. */
 export function createHttpErp(config: Config['erp'], logger: Logger, options: HttpErpOptions = {}): ErpGateway {
   const base = (config.baseUrl ?? '').replace(/\/+$/, '');
   const backoff = options.backoffMs ?? ((attempt) => Math.min(200 * 2 ** (attempt - 1), 5_000));
+  const credentials = authorization(config.auth);
 
   async function call<T>(what: string, path: string, init: RequestInit, read: (response: Response) => Promise<T>): Promise<T> {
     let lastError = '';
@@ -53,7 +61,7 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
           // A redirect is an answer other than the contract's 2xx, not a way to another server.
           response = await fetch(`${base}${path}`, {
             ...init,
-            headers: { ...(init.headers as Record<string, string>), ...requestIdHeader() },
+            headers: { ...(init.headers as Record<string, string>), ...requestIdHeader(), ...credentials },
             redirect: 'manual',
             signal: AbortSignal.timeout(config.timeoutMs),
           });
@@ -86,11 +94,16 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
         if (!parsed.success) throw upstream(`ERP tour read failed: the answer does not fit the contract (${issuesOf(parsed.error)})`);
         return toursOf(parsed.data.tours, date);
       }),
-    pushCompletion: (document, writeBack) =>
+    // Every attempt, and every later push of this completion, carries the same key: the ERP deduplicates by it.
+    pushCompletion: (document, writeBack, idempotencyKey) =>
       call(
         'write-back',
         `/documents/${document.belegartId}/${encodeURIComponent(document.belegnummer)}/completion`,
-        { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(writeBack) },
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+          body: JSON.stringify(writeBack),
+        },
         async (response) => {
           await response.body?.cancel();
         },
