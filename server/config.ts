@@ -133,6 +133,10 @@ const Variables = z.object({
   // RFC 7617: a user-id with a colon cannot be told from the password.
   ERP_USERNAME: optionalText.refine((v) => v === undefined || !v.includes(':'), 'must not contain a colon (basic authentication)'),
   ERP_PASSWORD: z.string().min(1).optional(),
+  ERP_OAUTH_TOKEN_URL: z.url().optional(),
+  ERP_OAUTH_CLIENT_ID: optionalText,
+  ERP_OAUTH_CLIENT_SECRET: z.string().min(1).optional(),
+  ERP_OAUTH_SCOPE: optionalText,
   ERP_IMPORT_ENABLED: flag.default(true),
   ERP_IMPORT_CRON: z.string().default('0 5 * * *'),
   ERP_IMPORT_OFFSET_DAYS: z.coerce.number().int().min(-7).max(30).default(1),
@@ -185,13 +189,27 @@ const Env = Variables.superRefine((env, ctx) => {
   directNeedsPooled(env, ctx);
   if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL)
     ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
-  if (env.ERP_TOKEN && (env.ERP_USERNAME || env.ERP_PASSWORD))
+  const erpWays = [
+    env.ERP_TOKEN && 'ERP_TOKEN',
+    (env.ERP_USERNAME || env.ERP_PASSWORD) && 'ERP_USERNAME',
+    (env.ERP_OAUTH_TOKEN_URL || env.ERP_OAUTH_CLIENT_ID || env.ERP_OAUTH_CLIENT_SECRET) && 'ERP_OAUTH_TOKEN_URL',
+  ].filter(Boolean);
+  if (erpWays.length > 1)
     ctx.addIssue({
       code: 'custom',
-      path: ['ERP_TOKEN'],
-      message: 'choose one way to authenticate to the ERP: ERP_TOKEN (bearer) or ERP_USERNAME with ERP_PASSWORD (basic), not both',
+      path: [erpWays[0] as string],
+      message:
+        'choose one way to authenticate to the ERP: ERP_TOKEN (bearer), ERP_USERNAME with ERP_PASSWORD (basic) or ERP_OAUTH_* (OAuth 2 client credentials), not several',
     });
-  else if (!env.ERP_USERNAME !== !env.ERP_PASSWORD)
+  else if (env.ERP_OAUTH_TOKEN_URL || env.ERP_OAUTH_CLIENT_ID || env.ERP_OAUTH_CLIENT_SECRET) {
+    for (const name of ['ERP_OAUTH_TOKEN_URL', 'ERP_OAUTH_CLIENT_ID', 'ERP_OAUTH_CLIENT_SECRET'] as const)
+      if (!env[name])
+        ctx.addIssue({
+          code: 'custom',
+          path: [name],
+          message: 'ERP_OAUTH_TOKEN_URL, ERP_OAUTH_CLIENT_ID and ERP_OAUTH_CLIENT_SECRET go together',
+        });
+  } else if (!env.ERP_USERNAME !== !env.ERP_PASSWORD)
     ctx.addIssue({
       code: 'custom',
       path: [env.ERP_USERNAME ? 'ERP_PASSWORD' : 'ERP_USERNAME'],
@@ -231,6 +249,7 @@ const secretVariables = [
   'AWS_SECRET_ACCESS_KEY',
   'ERP_TOKEN',
   'ERP_PASSWORD',
+  'ERP_OAUTH_CLIENT_SECRET',
 ] as const;
 
 /** The names of every environment variable the service reads (the README documents each). */
@@ -317,10 +336,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 function erpAuth(e: z.infer<typeof Variables>): ErpAuth {
   if (e.ERP_TOKEN) return { kind: 'bearer', token: e.ERP_TOKEN };
   if (e.ERP_USERNAME && e.ERP_PASSWORD) return { kind: 'basic', username: e.ERP_USERNAME, password: e.ERP_PASSWORD };
+  if (e.ERP_OAUTH_TOKEN_URL && e.ERP_OAUTH_CLIENT_ID && e.ERP_OAUTH_CLIENT_SECRET)
+    return {
+      kind: 'oauth',
+      tokenUrl: e.ERP_OAUTH_TOKEN_URL,
+      clientId: e.ERP_OAUTH_CLIENT_ID,
+      clientSecret: e.ERP_OAUTH_CLIENT_SECRET,
+      scope: e.ERP_OAUTH_SCOPE,
+    };
   return { kind: 'none' };
 }
 
-export type ErpAuth = { kind: 'none' } | { kind: 'bearer'; token: string } | { kind: 'basic'; username: string; password: string };
+export type ErpAuth =
+  | { kind: 'none' }
+  | { kind: 'bearer'; token: string }
+  | { kind: 'basic'; username: string; password: string }
+  | { kind: 'oauth'; tokenUrl: string; clientId: string; clientSecret: string; scope: string | undefined };
 
 function parse<T extends z.ZodType>(schema: T, env: Record<string, string | undefined>): z.infer<T> {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));

@@ -33,7 +33,12 @@ function documents(config: Config) {
 }
 
 // Which way the ERP is authenticated, never with what.
-const erpAuth = { none: '', bearer: ' with a bearer token', basic: ' with basic authentication' } as const;
+function erpAuth(auth: Config['erp']['auth']) {
+  if (auth.kind === 'bearer') return ' with a bearer token';
+  if (auth.kind === 'basic') return ' with basic authentication';
+  if (auth.kind === 'oauth') return ` with OAuth 2 client credentials from ${address(auth.tokenUrl)}`;
+  return '';
+}
 
 /**
  * The one line a production start logs: what the instance talks to, so an operator sees a wrong
@@ -44,7 +49,7 @@ export function productionSummary(config: Config) {
   return [
     'Production settings:',
     `identity ${auth.mode} issuer ${auth.issuer ? address(auth.issuer) : '(development)'} audience ${auth.audience};`,
-    `ERP ${erp.mode}${erp.baseUrl ? ` ${address(erp.baseUrl)}` : ''}${erpAuth[erp.auth.kind]}, import ${erp.importEnabled ? `at ${erp.importCron}` : 'off'};`,
+    `ERP ${erp.mode}${erp.baseUrl ? ` ${address(erp.baseUrl)}` : ''}${erpAuth(erp.auth)}, import ${erp.importEnabled ? `at ${erp.importCron}` : 'off'};`,
     `documents ${documents(config)};`,
     `metrics ${config.metricsPort === undefined ? 'off' : `on port ${config.metricsPort}`};`,
     `CORS ${config.corsOrigins.length ? config.corsOrigins.join(', ') : 'no origins'};`,

@@ -10,6 +10,11 @@ const issuer = 'https://idp.example.test';
 const adminKey = 'production-admin-key-0123456789';
 /** What production needs besides an issuer and an admin key: an ERP and a document store, both chosen. */
 const chosen = { ERP_MODE: 'http', ERP_BASE_URL: 'https://erp.example.test/api/', DOCUMENT_STORE: 's3', S3_BUCKET: 'tourline-documents' };
+const oauthClient = {
+  ERP_OAUTH_TOKEN_URL: 'https://idp.example.test/oauth/token',
+  ERP_OAUTH_CLIENT_ID: 'tourline',
+  ERP_OAUTH_CLIENT_SECRET: 'client-secret-s3cret',
+};
 const production = { NODE_ENV: 'production', OIDC_ISSUER: issuer, ADMIN_API_KEY: adminKey, ...chosen };
 
 function refusal(env: Record<string, string>): string {
@@ -147,10 +152,35 @@ describe('loadConfig', () => {
     [{ ERP_TOKEN: 'erp-token', ERP_USERNAME: 'tourline', ERP_PASSWORD: 'secret' }],
     [{ ERP_TOKEN: 'erp-token', ERP_USERNAME: 'tourline' }],
     [{ ERP_TOKEN: 'erp-token', ERP_PASSWORD: 'secret' }],
-  ])('refuses a bearer token and basic authentication to the ERP together: %j', (env) => {
-    expect(refusal(env)).toContain(
-      'ERP_TOKEN: choose one way to authenticate to the ERP: ERP_TOKEN (bearer) or ERP_USERNAME with ERP_PASSWORD (basic), not both',
+    [{ ERP_TOKEN: 'erp-token', ...oauthClient }],
+    [{ ERP_USERNAME: 'tourline', ERP_PASSWORD: 'secret', ERP_OAUTH_CLIENT_ID: 'tourline' }],
+  ])('refuses two ways to authenticate to the ERP together: %j', (env) => {
+    expect(refusal(env)).toMatch(
+      /ERP_(TOKEN|USERNAME): choose one way to authenticate to the ERP: ERP_TOKEN \(bearer\), ERP_USERNAME with ERP_PASSWORD \(basic\) or ERP_OAUTH_\* \(OAuth 2 client credentials\), not several/,
     );
+  });
+
+  it.each(['ERP_OAUTH_TOKEN_URL', 'ERP_OAUTH_CLIENT_ID', 'ERP_OAUTH_CLIENT_SECRET'])(
+    'refuses an OAuth client for the ERP without %s',
+    (name) => {
+      expect(refusal({ ...oauthClient, [name]: '' })).toContain(
+        `${name}: ERP_OAUTH_TOKEN_URL, ERP_OAUTH_CLIENT_ID and ERP_OAUTH_CLIENT_SECRET go together`,
+      );
+    },
+  );
+
+  it('reads an OAuth client for the ERP and summarises it by its token endpoint only', () => {
+    const config = loadConfig({ ...production, ...oauthClient, ERP_OAUTH_SCOPE: 'erp.write' });
+    expect(config.erp.auth).toEqual({
+      kind: 'oauth',
+      tokenUrl: oauthClient.ERP_OAUTH_TOKEN_URL,
+      clientId: 'tourline',
+      clientSecret: 'client-secret-s3cret',
+      scope: 'erp.write',
+    });
+    const line = productionSummary(config);
+    expect(line).toContain('with OAuth 2 client credentials from https://idp.example.test/oauth/token,');
+    expect(line).not.toContain('s3cret');
   });
 
   it.each([

@@ -202,3 +202,112 @@ describe('ERP authentication', () => {
     expect(lines.join('')).not.toContain('s3cret');
   });
 });
+
+describe('ERP authentication by OAuth 2 client credentials', () => {
+  const TOKEN_URL = 'http://idp.test/oauth/token';
+  const oauth = {
+    ERP_OAUTH_TOKEN_URL: TOKEN_URL,
+    ERP_OAUTH_CLIENT_ID: 'tour line',
+    ERP_OAUTH_CLIENT_SECRET: 'se:cret',
+    ERP_OAUTH_SCOPE: 'erp',
+  };
+
+  /** A token endpoint that hands out token-1, token-2, … and records each request. */
+  function tokenEndpoint(expiresIn: number | undefined = 3600) {
+    const requests: { authorization: string | null; form: Record<string, string> }[] = [];
+    msw.use(
+      http.post(TOKEN_URL, async ({ request }) => {
+        requests.push({
+          authorization: request.headers.get('authorization'),
+          form: Object.fromEntries(new URLSearchParams(await request.text())),
+        });
+        return HttpResponse.json({ access_token: `token-${requests.length}`, token_type: 'Bearer', expires_in: expiresIn });
+      }),
+    );
+    return requests;
+  }
+
+  /** An ERP that records the Authorization of each call and answers `status(authorization)`. */
+  function recordingErp(status: (authorization: string | null) => number = () => 200) {
+    const seen: (string | null)[] = [];
+    const answer = (request: Request, body: () => Response) => {
+      const authorization = request.headers.get('authorization');
+      seen.push(authorization);
+      const code = status(authorization);
+      return code === 200 ? body() : new HttpResponse(null, { status: code });
+    };
+    msw.use(
+      http.get(`${ERP}/tours`, ({ request }) => answer(request, () => HttpResponse.json({ tours: [] }))),
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, ({ request }) =>
+        answer(request, () => new HttpResponse(null, { status: 204 })),
+      ),
+    );
+    return seen;
+  }
+
+  it('gets one token by client credentials and sends it as a bearer token on the import and the write-back', async () => {
+    const requests = tokenEndpoint();
+    const seen = recordingErp();
+    const gateway = erp(oauth);
+    await gateway.fetchTours('2026-03-10');
+    await gateway.pushCompletion({ belegartId: 20, belegnummer: '1' }, writeBack, 'completion-1');
+    expect(seen).toEqual(['Bearer token-1', 'Bearer token-1']);
+    expect(requests).toEqual([
+      {
+        authorization: `Basic ${Buffer.from('tour%20line:se%3Acret').toString('base64')}`,
+        form: { grant_type: 'client_credentials', scope: 'erp' },
+      },
+    ]);
+  });
+
+  it('asks for a new token when the cached one is about to expire', async () => {
+    const requests = tokenEndpoint(10);
+    const seen = recordingErp();
+    const gateway = erp(oauth);
+    await gateway.fetchTours('2026-03-10');
+    await gateway.fetchTours('2026-03-10');
+    expect(seen).toEqual(['Bearer token-1', 'Bearer token-2']);
+    expect(requests).toHaveLength(2);
+  });
+
+  it('asks for a new token once when the ERP answers 401, and fails on a second 401', async () => {
+    tokenEndpoint();
+    const seen = recordingErp((authorization) => (authorization === 'Bearer token-1' ? 401 : 200));
+    const gateway = erp(oauth);
+    await gateway.fetchTours('2026-03-10');
+    expect(seen).toEqual(['Bearer token-1', 'Bearer token-2']);
+
+    const refusing = recordingErp(() => 401);
+    const error = await upstreamError(erp(oauth).fetchTours('2026-03-10'));
+    expect(error.message).toContain('401');
+    expect(refusing).toHaveLength(2);
+  });
+
+  it('fails the call without retry when the token endpoint refuses the client, and never says the secret', async () => {
+    let calls = 0;
+    msw.use(
+      http.post(TOKEN_URL, () => {
+        calls += 1;
+        return HttpResponse.json({ error: 'invalid_client' }, { status: 401 });
+      }),
+    );
+    const seen = recordingErp();
+    const error = await upstreamError(erp(oauth).fetchTours('2026-03-10'));
+    expect(error.message).toBe('ERP authentication failed: the OAuth token endpoint answered 401');
+    expect(calls).toBe(1);
+    expect(seen).toEqual([]);
+  });
+
+  it('retries a token endpoint that answers 5xx like a failed attempt', async () => {
+    let calls = 0;
+    msw.use(
+      http.post(TOKEN_URL, () => {
+        calls += 1;
+        return calls === 1 ? new HttpResponse(null, { status: 503 }) : HttpResponse.json({ access_token: 'late-token', expires_in: 3600 });
+      }),
+    );
+    const seen = recordingErp();
+    await erp(oauth).fetchTours('2026-03-10');
+    expect(seen).toEqual(['Bearer late-token']);
+  });
+});

@@ -5,6 +5,7 @@ import type { Config, ErpAuth } from '../../config.js';
 import { upstream } from '../../errors.js';
 import { requestIdHeader } from '../../observability/requestContext.js';
 import type { ErpDay, ErpGateway } from './gateway.js';
+import { createOAuthTokens, TokenEndpointUnavailable } from './oauth.js';
 
 const ToursAnswer = z.object({ tours: z.array(z.unknown()) });
 
@@ -38,7 +39,7 @@ export interface HttpErpOptions {
   backoffMs?: (attempt: number) => number;
 }
 
-function authorization(auth: ErpAuth): Record<string, string> {
+function staticAuthorization(auth: ErpAuth): Record<string, string> {
   if (auth.kind === 'bearer') return { authorization: `Bearer ${auth.token}` };
   if (auth.kind === 'basic')
     return { authorization: `Basic ${Buffer.from(`${auth.username}:${auth.password}`, 'utf8').toString('base64')}` };
@@ -49,26 +50,41 @@ function authorization(auth: ErpAuth): Record<string, string> {
 export function createHttpErp(config: Config['erp'], logger: Logger, options: HttpErpOptions = {}): ErpGateway {
   const base = (config.baseUrl ?? '').replace(/\/+$/, '');
   const backoff = options.backoffMs ?? ((attempt) => Math.min(200 * 2 ** (attempt - 1), 5_000));
-  const credentials = authorization(config.auth);
+  const credentials = staticAuthorization(config.auth);
+  const oauth = config.auth.kind === 'oauth' ? createOAuthTokens(config.auth, config.timeoutMs) : undefined;
+
+  /** One request; with OAuth, a 401 is answered once more with a freshly asked-for token. */
+  async function send(url: string, init: RequestInit): Promise<Response> {
+    for (let renewed = false; ; renewed = true) {
+      let token: string | undefined;
+      try {
+        token = oauth && (await oauth.token());
+      } catch (error) {
+        if (error instanceof TokenEndpointUnavailable) throw new Retryable(error.message);
+        throw error;
+      }
+      const headers = { ...(init.headers as Record<string, string>), ...requestIdHeader(), ...credentials };
+      if (token) headers.authorization = `Bearer ${token}`;
+      let response: Response;
+      try {
+        // A redirect is an answer other than the contract's 2xx, not a way to another server.
+        response = await fetch(url, { ...init, headers, redirect: 'manual', signal: AbortSignal.timeout(config.timeoutMs) });
+      } catch (error) {
+        const timedOut = (error as Error).name === 'TimeoutError';
+        throw new Retryable(timedOut ? `no answer within ${config.timeoutMs} ms` : `unreachable (${(error as Error).message})`);
+      }
+      if (response.status !== 401 || !token || renewed) return response;
+      await response.body?.cancel();
+      oauth!.refused(token);
+    }
+  }
 
   async function call<T>(what: string, path: string, init: RequestInit, read: (response: Response) => Promise<T>): Promise<T> {
     let lastError = '';
     for (let attempt = 0; attempt <= config.retries; attempt++) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, backoff(attempt)));
       try {
-        let response: Response;
-        try {
-          // A redirect is an answer other than the contract's 2xx, not a way to another server.
-          response = await fetch(`${base}${path}`, {
-            ...init,
-            headers: { ...(init.headers as Record<string, string>), ...requestIdHeader(), ...credentials },
-            redirect: 'manual',
-            signal: AbortSignal.timeout(config.timeoutMs),
-          });
-        } catch (error) {
-          const timedOut = (error as Error).name === 'TimeoutError';
-          throw new Retryable(timedOut ? `no answer within ${config.timeoutMs} ms` : `unreachable (${(error as Error).message})`);
-        }
+        const response = await send(`${base}${path}`, init);
         if (response.status >= 500) throw new Retryable(`answered ${response.status}`);
         if (!response.ok) throw upstream(`ERP ${what} failed: answered ${response.status}`);
         return await read(response);
