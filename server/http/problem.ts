@@ -142,7 +142,7 @@ export function answerUnparsableRequest(error: Error & { code?: string }, socket
           : [400, 'validation', 'The request is not valid HTTP'];
   const body = JSON.stringify(problemBody(code, detail, undefined, status));
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nX-Content-Type-Options: nosniff\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
   );
   // A peer that never reads or closes must not keep the socket.

@@ -92,6 +92,7 @@ describe.each(databaseKinds)('errors on %s', (kind) => {
     expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
     expect(head).toMatch(/content-type: application\/problem\+json/i);
     expect(head).toMatch(/x-request-id: [\w-]+/i);
+    expect(head).toMatch(/x-content-type-options: nosniff/i);
     expect(JSON.parse(body)).toMatchObject({ status, code, title: errorCatalogue[code as keyof typeof errorCatalogue].title });
   });
 

@@ -194,7 +194,14 @@ describe.each(databaseKinds)('Prometheus metrics on METRICS_PORT on %s', (kind) 
     const response = await fetch(new URL(path, api.running.metricsUrl), { method });
     expect(response.status).toBe(404);
     expect(response.headers.get('content-type')).toBe('application/problem+json');
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(await response.json()).toMatchObject({ code: 'not_found' });
+  });
+
+  it('sends the scrape with nosniff, like every answer of the service', async () => {
+    const response = await fetch(api.running.metricsUrl!);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
   it('does not serve /metrics on the public port', async () => {

@@ -9,6 +9,7 @@ import { problemBody } from '../problem.js';
  */
 export async function startMetricsServer(metrics: Metrics, port: number, host: string, logger: Logger): Promise<http.Server> {
   const server = http.createServer((req, res) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     if (path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) {
       const body = JSON.stringify(problemBody('not_found', 'Only GET /metrics is served on this port'));
