@@ -122,7 +122,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       db: database.db,
       verifyToken,
       adminKeyMatches: adminKeyMatcher(admin.keys),
-      onFailure: (reason) => logger.debug({ reason }, 'token rejected'),
+      onFailure: (refused) => logger.warn(refused, 'token refused'),
     }),
     erp: options.erp ?? createErpGateway(config.erp, logger),
     documents,
@@ -146,7 +146,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   // not hold the stop until its idle timeout.
   let stopping = false;
   const unfinished = new Set<http.ServerResponse>();
+  let servedDuringDrain = 0;
   server.on('request', (_req, res: http.ServerResponse) => {
+    if (ctx.lifecycle.draining) servedDuringDrain += 1;
     if (stopping && !res.headersSent) res.setHeader('Connection', 'close');
     unfinished.add(res);
     res.once('close', () => {
@@ -191,6 +193,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const close = () =>
     (closing ??= (async () => {
       ctx.lifecycle.draining = true;
+      const started = performance.now();
+      const webSockets = sockets.stats().clients;
       // Requests are still served while the load balancer notices /readyz failing.
       if (config.shutdown.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, config.shutdown.drainMs));
       await sockets.close(config.shutdown.webSocketBatchSize);
@@ -213,6 +217,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           metricsServer.close(resolve);
           metricsServer.closeAllConnections();
         });
+      logger.info(
+        { requestsDuringDrain: servedDuringDrain, webSocketsClosed: webSockets, durationMs: Math.round(performance.now() - started) },
+        'Tourline stopped',
+      );
     })());
 
   return { url, ctx, adminKey: admin.keys[0], server, metricsUrl, importJobs, close };

@@ -6,7 +6,7 @@ import { accounts } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
 import { unauthorized, unavailable } from '../errors.js';
 import { IssuerUnreachable } from './issuerKeys.js';
-import type { VerifiedToken } from './tokens.js';
+import { describeToken, TokenError, type TokenRefusal, type VerifiedToken } from './tokens.js';
 
 export interface Authenticator {
   /** A driver whose token is valid and whose account exists and is active: 401 otherwise. */
@@ -55,11 +55,20 @@ function accountReader(db: Db) {
   };
 }
 
+export interface TokenRefused {
+  reason: TokenRefusal;
+  detail: string;
+  kid?: string;
+  iss?: string;
+  aud?: string | string[];
+}
+
 export function createAuthenticator(deps: {
   db: Db;
   verifyToken: (token: string) => Promise<VerifiedToken>;
   adminKeyMatches: (key: string | undefined) => boolean;
-  onFailure?: (reason: string) => void;
+  /** Called once per refused bearer token (not for a missing one): the reason code, the unverified `kid`, `iss`, `aud`, never the token. */
+  onFailure?: (refusal: TokenRefused) => void;
 }): Authenticator {
   const readAccount = accountReader(deps.db);
   const verify = async (authorization: string | undefined): Promise<DriverActor> => {
@@ -69,9 +78,10 @@ export function createAuthenticator(deps: {
     try {
       verified = await deps.verifyToken(bearer);
     } catch (error) {
+      const reason = error instanceof IssuerUnreachable ? 'issuer_unreachable' : error instanceof TokenError ? error.reason : 'malformed';
+      deps.onFailure?.({ reason, detail: (error as Error).message, ...describeToken(bearer) });
       if (error instanceof IssuerUnreachable)
         throw unavailable(`The identity provider cannot be asked: ${error.message}`, error.retryAfterSeconds);
-      deps.onFailure?.((error as Error).message);
       throw unauthorized();
     }
     return { kind: 'driver', personalnummer: verified.personalnummer, tokenExpiresAt: verified.expiresAt, syncRole: verified.syncRole };

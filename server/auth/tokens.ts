@@ -1,6 +1,6 @@
-import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
 import { asymmetricAlgorithms } from '../config.js';
-import { createIssuerKeys, IssuerUnreachable } from './issuerKeys.js';
+import { createIssuerKeys, IssuerUnreachable, KeyNotPublished } from './issuerKeys.js';
 import { RecentCache } from './recentCache.js';
 
 export interface TokenVerifierOptions {
@@ -40,7 +40,67 @@ export function claimHasRole(value: unknown, role: string): boolean {
   return names.includes(role);
 }
 
-export class TokenError extends Error {}
+/** Why a token was refused, for the log line an operator alerts on. */
+export type TokenRefusal =
+  | 'malformed'
+  | 'algorithm'
+  | 'issuer'
+  | 'audience'
+  | 'expired'
+  | 'not_yet_valid'
+  | 'unknown_key'
+  | 'signature'
+  | 'claims'
+  | 'issuer_unreachable';
+
+export class TokenError extends Error {
+  constructor(
+    readonly reason: TokenRefusal,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function refusal(error: unknown): TokenRefusal {
+  if (error instanceof KeyNotPublished) return 'unknown_key';
+  if (error instanceof errors.JWTExpired) return 'expired';
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.claim === 'aud') return 'audience';
+    if (error.claim === 'iss') return 'issuer';
+    if (error.claim === 'nbf' || error.claim === 'iat') return 'not_yet_valid';
+    return 'claims';
+  }
+  if (error instanceof errors.JWSSignatureVerificationFailed) return 'signature';
+  if (error instanceof errors.JOSEAlgNotAllowed) return 'algorithm';
+  if (error instanceof errors.JWKSNoMatchingKey) return 'unknown_key';
+  return 'malformed';
+}
+
+const shortClaim = (value: unknown) => (typeof value === 'string' ? value.slice(0, 200) : undefined);
+
+/**
+ * What a refused token's log line may name: the header's `kid` and the claims `iss` and `aud`,
+ * read without verifying. Never the token, nor its signature: a refused token may still be valid
+ * elsewhere.
+ */
+export function describeToken(token: string): { kid?: string; iss?: string; aud?: string | string[] } {
+  const described: { kid?: string; iss?: string; aud?: string | string[] } = {};
+  try {
+    described.kid = shortClaim(decodeProtectedHeader(token).kid);
+  } catch {
+    // A header that does not decode names nothing.
+  }
+  try {
+    const { iss, aud } = decodeJwt(token);
+    described.iss = shortClaim(iss);
+    described.aud = Array.isArray(aud) ? aud.slice(0, 10).map((a) => String(a).slice(0, 200)) : shortClaim(aud);
+  } catch {
+    // Nor does a payload that is not JSON.
+  }
+  for (const key of ['kid', 'iss', 'aud'] as const) if (described[key] === undefined) delete described[key];
+  return described;
+}
 
 /**
  * What can be judged without the issuer: a JWT whose header names an accepted algorithm and whose
@@ -54,13 +114,13 @@ function readUnverified(token: string, algorithms: string[], issuers: string[], 
     ({ alg } = decodeProtectedHeader(token));
     payload = decodeJwt(token);
   } catch (error) {
-    throw new TokenError((error as Error).message);
+    throw new TokenError('malformed', (error as Error).message);
   }
-  if (!alg || !algorithms.includes(alg)) throw new TokenError(`algorithm ${alg} is not accepted`);
-  if (typeof payload.iss !== 'string' || !issuers.includes(payload.iss)) throw new TokenError('unexpected "iss" claim value');
+  if (!alg || !algorithms.includes(alg)) throw new TokenError('algorithm', `algorithm ${alg} is not accepted`);
+  if (typeof payload.iss !== 'string' || !issuers.includes(payload.iss)) throw new TokenError('issuer', 'unexpected "iss" claim value');
   // jose checks `iat` only against a maximum token age.
   if (typeof payload.iat === 'number' && payload.iat > Date.now() / 1000 + clockToleranceSeconds)
-    throw new TokenError('"iat" claim is in the future');
+    throw new TokenError('not_yet_valid', '"iat" claim is in the future');
   return payload;
 }
 
@@ -105,12 +165,12 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
       ));
     } catch (error) {
       if (error instanceof IssuerUnreachable) throw error;
-      throw new TokenError((error as Error).message);
+      throw new TokenError(refusal(error), (error as Error).message);
     }
     const raw = payload[options.personalnummerClaim];
     const personalnummer = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
     if (typeof personalnummer !== 'number' || !Number.isSafeInteger(personalnummer) || personalnummer <= 0) {
-      throw new TokenError(`claim ${options.personalnummerClaim} is missing or not a number`);
+      throw new TokenError('claims', `claim ${options.personalnummerClaim} is missing or not a number`);
     }
     const syncRole = !!options.syncRoleClaim && !!options.syncRole && claimHasRole(payload[options.syncRoleClaim], options.syncRole);
     return { personalnummer, expiresAt: payload.exp! * 1000, syncRole, generation };

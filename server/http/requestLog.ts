@@ -11,6 +11,11 @@ export function recordError(res: Response, error: unknown) {
   res.locals.error = error;
 }
 
+/** The level of the request's log line, where its status alone would say too much (a readiness 503 while draining is planned). */
+export function logAt(res: Response, level: 'info' | 'warn') {
+  res.locals.logLevel = level;
+}
+
 /**
  * One log line per request, written when the answer is finished or the connection closed
  * before: request id (a valid incoming `X-Request-Id`, else a new one, echoed in the answer),
@@ -29,7 +34,9 @@ export function requestLog(logger: Logger): RequestHandler {
       res.off('close', done);
       const error = res.locals.error as unknown;
       // A 503 is an outage the database health logs once, not an error of this request.
-      const level = error || (res.statusCode >= 500 && res.statusCode !== 503) ? 'error' : res.statusCode >= 400 ? 'warn' : 'info';
+      const level =
+        (res.locals.logLevel as 'info' | 'warn' | undefined) ??
+        (error || (res.statusCode >= 500 && res.statusCode !== 503) ? 'error' : res.statusCode >= 400 ? 'warn' : 'info');
       if (!logger.isLevelEnabled(level)) return;
       const line = {
         req: { id, method: req.method, url: redactUrl(req.originalUrl) },

@@ -2,6 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { http, HttpResponse } from 'msw';
 import { setupServer } from 'msw/node';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { IssuerUnreachable } from '../../server/auth/issuerKeys.js';
 import { createTokenVerifier, TokenError } from '../../server/auth/tokens.js';
@@ -9,6 +10,7 @@ import { DomainError } from '../../server/errors.js';
 import { apiRoutes } from '../../server/http/routes/index.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { startTestServer, TEST_ADMIN_KEY, useTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
+import { inProcess } from '../helpers/target.js';
 import { SyncSocket } from '../helpers/wsClient.js';
 
 const ISSUER = 'https://idp.example.test';
@@ -119,6 +121,69 @@ function expectUnauthorized(response: ApiResponse) {
   expect(typeof response.body.type).toBe('string');
   expect(typeof response.body.detail).toBe('string');
 }
+
+inProcess.describe.each(databaseKinds)('the log line of a refused token on %s', (kind) => {
+  const written: string[] = [];
+  let api: TestServer;
+  const driver = 3051;
+  beforeAll(async () => {
+    const logger = pino({ level: 'info' }, { write: (line: string) => void written.push(line) });
+    api = await startTestServer(kind, { ...oidcEnv, LOG_LEVEL: 'info' }, { logger });
+    await api.seedAccount(driver);
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it.each<[string, string, () => Promise<string>, () => Record<string, string | undefined>]>([
+    ['a token for another audience', 'audience', () => idpToken(driver, { audience: 'another-app' }), () => ({ aud: 'another-app' })],
+    ['an expired token', 'expired', () => idpToken(driver, { expiresAt: now() - 60 }), () => ({ aud: AUDIENCE })],
+    [
+      'a token of another issuer',
+      'issuer',
+      () => idpToken(driver, { issuer: 'https://evil.example.test' }),
+      () => ({ iss: 'https://evil.example.test' }),
+    ],
+    ['nbf in the future', 'not_yet_valid', () => idpToken(driver, { notBefore: now() + 3600 }), () => ({ aud: AUDIENCE })],
+    [
+      'a kid the issuer does not publish',
+      'unknown_key',
+      () => idpToken(driver, { kid: 'withdrawn-key' }),
+      () => ({ kid: 'withdrawn-key' }),
+    ],
+    [
+      'a signature of another key under a published kid',
+      'signature',
+      async () => idpToken(driver, { key: await newKey('RS256'), kid: rsaKey.kid }),
+      () => ({ kid: rsaKey.kid }),
+    ],
+    ['alg none', 'algorithm', async () => unsignedToken(driver), () => ({ kid: rsaKey.kid })],
+    ['no JWT at all', 'malformed', async () => 'not-a-jwt', () => ({ kid: undefined, iss: undefined, aud: undefined })],
+  ])('writes one warning for %s with reason %s, its kid, iss and aud, and never the token', async (_name, reason, makeToken, named) => {
+    const token = await makeToken();
+    const from = written.length;
+    expectUnauthorized(await api.get('/me/cars', { token }));
+    const lines = written.slice(from);
+    const refused = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'token refused');
+    expect(refused).toHaveLength(1);
+    const expected = { kid: rsaKey.kid, iss: ISSUER, aud: AUDIENCE, ...named() };
+    for (const [key, value] of Object.entries(expected)) {
+      if (value === undefined) expect(refused[0]).not.toHaveProperty(key);
+      else expect(refused[0]).toHaveProperty(key, value);
+    }
+    expect(refused[0]).toMatchObject({ level: 40, reason });
+    const text = lines.join('');
+    expect(text).not.toContain(token);
+    const signature = token.split('.')[2];
+    if (signature) expect(text).not.toContain(signature);
+  });
+
+  it('writes no refusal line for an accepted token', async () => {
+    const from = written.length;
+    expect((await api.get('/me/cars', { token: await idpToken(driver) })).status).toBe(200);
+    expect(written.slice(from).filter((l) => l.includes('token refused'))).toEqual([]);
+  });
+});
 
 describe.each(databaseKinds)('bearer tokens of a third-party OIDC issuer on %s', (kind) => {
   const api = useTestServer(kind, oidcEnv);

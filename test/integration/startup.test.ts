@@ -159,7 +159,7 @@ describe('starting and stopping the service', () => {
       DATA_DIR: dataDir,
       PORT: String(port),
       HOST: '127.0.0.1',
-      LOG_LEVEL: 'warn',
+      LOG_LEVEL: 'info',
       SHUTDOWN_DRAIN_MS: '1500',
     });
     cleanup.push(() => {
@@ -196,6 +196,14 @@ describe('starting and stopping the service', () => {
     expect(closed.code).toBe(1012);
     expect(Date.now() - signalled).toBeGreaterThanOrEqual(1500);
     expect(await service.exited).toBe(0);
+    // A planned drain is no incident: no line at error level, and a last line with its counts.
+    const lines = service
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; msg: string });
+    expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+    expect(lines.at(-1)).toMatchObject({ level: 30, msg: 'Tourline stopped', webSocketsClosed: 1 });
   }, 150_000);
 
   it('refuses to start with a bad PORT and names the variable', async () => {

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { DomainError, type FieldProblem } from '../../errors.js';
+import type { FieldProblem } from '../../errors.js';
+import { sendProblem } from '../problem.js';
+import { logAt } from '../requestLog.js';
 import { migrationsApplied } from '../../queries/serviceState.js';
 import { route } from '../route.js';
 
@@ -43,7 +45,7 @@ export const probeRoutes = [
     description:
       '503 problem+json (`upstream_unavailable`, with Retry-After) names each failing check in `errors`: ' +
       '`draining` (SIGTERM received, requests still served), `listener`, `database`, `migrations`.',
-    handler: async ({ ctx }) => {
+    handler: async ({ ctx, res }) => {
       const problems: FieldProblem[] = [];
       if (ctx.lifecycle.draining) problems.push({ path: 'draining', message: 'shutting down: send new requests elsewhere' });
       if (!ctx.database.health.listening)
@@ -56,7 +58,14 @@ export const probeRoutes = [
       if (migrated === undefined) problems.push({ path: 'database', message: `did not answer within ${ms} ms` });
       else if (migrated instanceof Error) problems.push({ path: 'database', message: 'unavailable' });
       else if (!migrated) problems.push({ path: 'migrations', message: 'the database lacks migrations this version ships' });
-      if (problems.length) throw new DomainError('upstream_unavailable', 'Not ready', problems, 503, 1);
+      if (problems.length) {
+        // Not ready is a state the probe asks about, not a failure of this request: no stack. A
+        // drain is planned, so its 503s are logged at info; an outage is logged once by `health`.
+        logAt(res, ctx.lifecycle.draining ? 'info' : 'warn');
+        res.setHeader('Retry-After', '1');
+        sendProblem(res, 'upstream_unavailable', 'Not ready', problems, 503);
+        return;
+      }
       return { status: 'ready' as const };
     },
   }),
