@@ -124,31 +124,27 @@ describe.each(databaseKinds)('readiness with a busy database on %s', (kind) => {
   }
 });
 
-describe.each(databaseKinds)('the log of a planned drain on %s', (kind) => {
-  inProcess.it(
-    'writes nothing at error level while /readyz is probed, and ends with one line that the instance stopped',
-    async () => {
-      const written: string[] = [];
-      const logger = pino({ level: 'info' }, { write: (line: string) => void written.push(line) });
-      const api = await startTestServer(kind, { LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '600' }, { logger });
-      try {
-        const closed = api.close();
-        for (let i = 0; i < 4; i += 1) expect((await api.get('/readyz')).status).toBe(503);
-        await closed;
-      } finally {
-        await api.close();
-      }
-      const lines = written.map((l) => JSON.parse(l) as { level: number; msg: string; err?: unknown; res?: { statusCode: number } });
-      expect(lines.filter((l) => l.level >= 50)).toEqual([]);
-      const probes = lines.filter((l) => l.res?.statusCode === 503);
-      expect(probes).toHaveLength(4);
-      for (const probe of probes) expect(probe).toMatchObject({ level: 30, msg: 'request completed' });
-      expect(probes.filter((l) => l.err)).toEqual([]);
-      const stopped = lines.filter((l) => l.msg === 'Tourline stopped');
-      expect(stopped).toHaveLength(1);
-      expect(stopped[0]).toMatchObject({ level: 30, requestsDuringDrain: 4, webSocketsClosed: 0 });
-      expect((stopped[0] as unknown as { durationMs: number }).durationMs).toBeGreaterThanOrEqual(600);
-    },
-    60_000,
-  );
+inProcess.describe.each(databaseKinds)('the log of a planned drain on %s', (kind) => {
+  it('writes nothing at error level while /readyz is probed, and ends with one line that the instance stopped', async () => {
+    const written: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void written.push(line) });
+    const api = await startTestServer(kind, { LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '600' }, { logger });
+    try {
+      const closed = api.close();
+      for (let i = 0; i < 4; i += 1) expect((await api.get('/readyz')).status).toBe(503);
+      await closed;
+    } finally {
+      await api.close();
+    }
+    const lines = written.map((l) => JSON.parse(l) as { level: number; msg: string; err?: unknown; res?: { statusCode: number } });
+    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+    const probes = lines.filter((l) => l.res?.statusCode === 503);
+    expect(probes).toHaveLength(4);
+    for (const probe of probes) expect(probe).toMatchObject({ level: 30, msg: 'request completed' });
+    expect(probes.filter((l) => l.err)).toEqual([]);
+    const stopped = lines.filter((l) => l.msg === 'Tourline stopped');
+    expect(stopped).toHaveLength(1);
+    expect(stopped[0]).toMatchObject({ level: 30, requestsDuringDrain: 4, webSocketsClosed: 0 });
+    expect((stopped[0] as unknown as { durationMs: number }).durationMs).toBeGreaterThanOrEqual(600);
+  }, 60_000);
 });
