@@ -8,20 +8,12 @@ export function loadSharp(): Promise<typeof sharpModule> {
   return loaded;
 }
 
-/** What sharp reads of an image (format, size, pages), or undefined when the bytes are no image it knows. */
-export async function imageMetadata(bytes: Buffer) {
-  const sharp = await loadSharp();
-  return sharp(bytes)
-    .metadata()
-    .catch(() => undefined);
-}
-
 /**
  * What the header of an image states (format, size, pages), or undefined when the bytes are no
  * image sharp knows. Nothing is decoded, so sharp's own pixel limit is not applied: an image
  * beyond it is one that is too large, not one that is no image (see `withinImageLimits`).
  */
-export async function imageHeader(bytes: Buffer) {
+export async function imageMetadata(bytes: Buffer) {
   const sharp = await loadSharp();
   return sharp(bytes, { limitInputPixels: false })
     .metadata()
@@ -47,7 +39,7 @@ export type ImageCheck = { ok: true; format: string } | { ok: false; reason: 'no
  * `imageMetadata` but would fail every preview later.
  */
 export async function checkImage(bytes: Buffer, maxPixels = IMAGE_MAX_PIXELS): Promise<ImageCheck> {
-  const metadata = await imageHeader(bytes);
+  const metadata = await imageMetadata(bytes);
   if (!metadata) return { ok: false, reason: 'not_an_image' };
   if (!withinImageLimits(metadata, maxPixels)) return { ok: false, reason: 'too_many_pixels' };
   const sharp = await loadSharp();

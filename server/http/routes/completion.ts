@@ -3,7 +3,7 @@ import { Uuid } from '../../../shared/schemas/common.js';
 import { CompleteDeliveryAcknowledgements, DeliveryResponse } from '../../../shared/schemas/deliveries.js';
 import { completeDelivery } from '../../engine/completion/complete.js';
 import { validation } from '../../errors.js';
-import { IMAGE_MAX_PIXELS, IMAGE_MAX_SIDE, imageHeader, plainPng, withinImageLimits } from '../../integrations/images.js';
+import { IMAGE_MAX_PIXELS, IMAGE_MAX_SIDE, imageMetadata, plainPng, withinImageLimits } from '../../integrations/images.js';
 import { readMultipart, type MultipartBody, type UploadedFile } from '../multipart.js';
 import { parseInput } from '../problem.js';
 import { route } from '../route.js';
@@ -15,7 +15,7 @@ async function signaturePng(body: MultipartBody, part: (typeof SIGNATURE_PARTS)[
   const file = body.files.get(part);
   if (!file || file.bytes.length === 0)
     throw validation(`Missing signature: ${part}`, [{ path: part, message: 'a PNG image is required' }]);
-  const header = await imageHeader(file.bytes);
+  const header = await imageMetadata(file.bytes);
   if (header?.format === 'png' && !withinImageLimits(header))
     throw validation(`The ${part} is too large`, [
       {
