@@ -37,6 +37,7 @@ const blackBox = [
   'test/sdk/browser.test.ts',
   'test/sdk/settleOnEvents.test.ts',
   'test/sdk/sync.integration.test.ts',
+  'test/sdk/verdicts.integration.test.ts',
 ];
 
 export default defineConfig({

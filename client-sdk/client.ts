@@ -5,6 +5,7 @@ import type { Actions, RetryChanges } from './client/actions.js';
 import type { ClientEvents, EventInput, TourlineClientOptions } from './client/core.js';
 import { Lifecycle, openParts, type Parts } from './client/lifecycle.js';
 import type { Reads } from './client/reads.js';
+import type { CheckedAction, Refusal } from './client/localVerdicts.js';
 import type { RejectedEvent, SyncStatus } from './client/status.js';
 
 export type { EventInput, TourlineClientOptions } from './client/core.js';
@@ -141,6 +142,14 @@ export class TourlineClient {
   /** Any event of the sync protocol, for actions without a helper. */
   enqueue(input: EventInput) {
     return this.parts.actions.enqueue(input);
+  }
+
+  /**
+   * The verdict an action would get now, without queueing it: the refusal its call would reject
+   * with, or null when the rules accept it on what the device knows (the service may still refuse).
+   */
+  check(action: CheckedAction): Refusal | null {
+    return this.parts.actions.verdicts.check(action);
   }
 
   // ---------- status ----------

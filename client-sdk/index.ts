@@ -2,6 +2,8 @@ export { TourlineClient } from './client.js';
 export type { TourlineClientOptions, SyncStatus, RejectedEvent, EventInput, RetryChanges } from './client.js';
 export type { Outcome } from './client/outcomes.js';
 export type { Queued } from './client/actions.js';
+export { RefusalError } from './client/localVerdicts.js';
+export type { CheckedAction, Refusal } from './client/localVerdicts.js';
 export { TourlineApi, AdminApi, Transport } from './api.js';
 export type { GetToken, FetchLike, TransportOptions, Binary, CompletionUpload, NoteImageUpload } from './api.js';
 export { ProblemError, NetworkError, parseRetryAfter, isTransient } from './problem.js';

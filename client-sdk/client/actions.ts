@@ -4,6 +4,7 @@ import { noteText } from '../../shared/rules/notes.js';
 import type { Binary } from '../api.js';
 import { attachmentsOf, orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction, type OutboxEntry } from '../outbox.js';
 import type { ClientCore, EventInput } from './core.js';
+import { Verdicts } from './localVerdicts.js';
 import type { Outcome } from './outcomes.js';
 import type { Reads } from './reads.js';
 
@@ -20,12 +21,16 @@ export interface Queued {
 /** The driver's actions: each resolves once it is durable in the outbox. */
 export class Actions {
   private addChain: Promise<unknown> = Promise.resolve();
+  /** Each action is checked once the calls before it are in the outbox, on the view they make. */
+  readonly verdicts: Verdicts;
 
   constructor(
     private readonly core: ClientCore,
     private readonly reads: Reads,
     private readonly queued: () => void,
-  ) {}
+  ) {
+    this.verdicts = new Verdicts(core, reads);
+  }
 
   scan(deliveryItemId: string, options: ItemOptions = {}) {
     return this.itemAction(deliveryItemId, 'scan', options);
@@ -140,6 +145,7 @@ export class Actions {
     const id = this.core.randomId();
     const occurredAt = this.core.isoNow();
     const { outcome } = await this.add(id, async (): Promise<CompletionAction> => {
+      this.verdicts.refuse({ type: 'delivery.complete', deliveryId, ...input });
       const customerSignature = await this.attach(`${id}.customer`, input.customerSignature, 'image/png');
       const driverSignature = await this.attach(`${id}.driver`, input.driverSignature, 'image/png');
       return {
@@ -192,7 +198,12 @@ export class Actions {
               followUpEventId: this.core.randomId(),
               ...('text' in changes ? { text: noteText(changes.text) } : {}),
             };
-      queued = { eventId: id, outcome: (await this.add(id, () => next)).outcome };
+      const check = () => {
+        if (next.kind === 'completion')
+          this.verdicts.refuse({ type: 'delivery.complete', deliveryId: next.deliveryId, acknowledgements: next.acknowledgements });
+        return next;
+      };
+      queued = { eventId: id, outcome: (await this.add(id, check)).outcome };
     }
     await this.core.outbox.remove(entry);
     this.core.emitStatus();
@@ -221,7 +232,11 @@ export class Actions {
   private async queueEvent(build: () => EventInput): Promise<Queued> {
     const eventId = this.core.randomId();
     const occurredAt = this.core.isoNow();
-    const { outcome } = await this.add(eventId, () => ({ kind: 'event', event: { ...build(), eventId, occurredAt } as SyncEvent }));
+    const { outcome } = await this.add(eventId, () => {
+      const input = build();
+      this.verdicts.refuse(input);
+      return { kind: 'event', event: { ...input, eventId, occurredAt } as SyncEvent };
+    });
     return { eventId, outcome };
   }
 
@@ -239,7 +254,12 @@ export class Actions {
     // Taken before anything is sent, so that no answer can come before someone listens.
     const outcome = core.outcomes.of(id);
     const added = this.addChain.then(async () => {
-      const action = await build();
+      const action = await Promise.resolve()
+        .then(build)
+        .catch((error: unknown) => {
+          core.outcomes.forget(id);
+          throw error;
+        });
       await core.outbox.add(id, action, core.now(), this.orderKey(action));
       core.emitChange(core.tourOfAction(action));
       core.emitStatus();

@@ -42,6 +42,11 @@ export interface TourlineClientOptions {
    * when the storage is shared by name (IndexedDB) and the platform has them; null: this client always sends.
    */
   tabs?: TabCoordinator | null;
+  /**
+   * Default true: an action the rules refuse on what the device knows is not queued, its call
+   * rejects with a RefusalError (see `check`). False queues every action and leaves every verdict to the service.
+   */
+  checkLocally?: boolean;
 }
 
 export interface ClientEvents extends Record<string, unknown> {

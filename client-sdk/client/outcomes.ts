@@ -20,6 +20,11 @@ export class Outcomes {
     return waiting.promise;
   }
 
+  /** The action never made it into the outbox: nothing will settle it. */
+  forget(id: string) {
+    this.waiting.delete(id);
+  }
+
   settle(id: string, outcome: Outcome) {
     const waiting = this.waiting.get(id);
     if (!waiting) return;

@@ -1,9 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { applyItemAction } from '../../shared/rules/items.js';
-import { acceptsWork, nextDeliveryState, reasonProblem, type DeliveryOperation } from '../../shared/rules/delivery.js';
-import { creditProblems, paymentProblem } from '../../shared/rules/money.js';
-import { goesWithUnremove, noteHasContent, noteImageReference, noteText } from '../../shared/rules/notes.js';
-import { serviceValueProblem } from '../../shared/rules/services.js';
+import { nextDeliveryState, type DeliveryOperation } from '../../shared/rules/delivery.js';
+import { goesWithUnremove, noteImageReference, noteText } from '../../shared/rules/notes.js';
+import {
+  carInactiveRefusal,
+  creditRefusal,
+  itemVerdict,
+  noteContentRefusal,
+  noteLineRefusal,
+  paymentRefusal,
+  serviceValueRefusal,
+  transitionRefusal,
+  workRefusal,
+  type Refusal,
+} from '../../shared/rules/refusals.js';
 import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import type { EventEntity, SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
@@ -46,11 +55,8 @@ const rejected = (code: ErrorCode, reason: string, message: string, errors?: Fie
 const invalid = (message: string, reason: string, errors?: FieldProblem[]) => rejected('validation', reason, message, errors);
 const notOwnCar = (path: 'authorCarId' | 'carId') =>
   invalid('The car does not belong to your account', 'car_not_of_account', [{ path, message: 'is not a car of your account' }]);
-const notActive = (ws: WorkingSet) =>
-  rejected('invalid_state_transition', 'delivery_not_active', `The delivery is ${ws.delivery.state}, not active`);
-
-// Scan rejections that concern the state of a line rather than the request.
-const stateReasons = new Set(['item_removed', 'invalid_action']);
+/** A refusal of the rules the SDK runs too (shared/rules/refusals.ts). */
+const refused = (rejection: Refusal): Outcome => ({ ok: false, rejection });
 
 function checkCar(lookups: Lookups, carId: string | null | undefined): Outcome | undefined {
   if (carId && !lookups.cars.has(carId)) return notOwnCar('authorCarId');
@@ -95,12 +101,12 @@ function scan(input: OperationInput, event: SyncEventOf<'scan'>, eventId: string
   const { ws } = input;
   const item = ws.items.get(event.deliveryItemId);
   if (!item) return rejected('not_found', 'not_found', 'Delivery item not found');
-  if (ws.delivery.state !== 'active') return notActive(ws);
+  const work = workRefusal(ws.delivery.state);
+  if (work) return refused(work);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
-  const outcome = applyItemAction({ ...item.row, scannable: item.scannable }, event.action, event.quantity);
-  if (!outcome.ok)
-    return rejected(stateReasons.has(outcome.code) ? 'invalid_state_transition' : 'validation', outcome.code, outcome.message);
+  const outcome = itemVerdict({ ...item.row, scannable: item.scannable }, event.action, event.quantity);
+  if (!outcome.ok) return refused(outcome.refusal);
   const { state, scannedQuantity, creditedQuantity } = outcome.item;
   item.row = { ...item.row, state, scannedQuantity, creditedQuantity };
   item.dirty = true;
@@ -135,27 +141,23 @@ function changeDelivery(ws: WorkingSet, changes: Partial<DeliveryRow>) {
 
 function transition(input: OperationInput, operation: DeliveryOperation, reason: string | null): Outcome {
   const { ws } = input;
-  // The state comes first: an operation the state does not allow is refused as such, whatever it carries.
-  const next = nextDeliveryState(ws.delivery.state, operation);
-  if (!next)
-    return rejected('invalid_state_transition', 'invalid_state_transition', `Cannot ${operation} a delivery that is ${ws.delivery.state}`);
-  const problem = reason === null ? null : reasonProblem(reason);
-  if (problem) return invalid(`A reason to ${operation} is required`, 'validation', [problem]);
-  changeDelivery(ws, { state: next, stateReason: reason?.trim() ?? null });
+  const problem = transitionRefusal(ws.delivery.state, operation, reason);
+  if (problem) return refused(problem);
+  changeDelivery(ws, { state: nextDeliveryState(ws.delivery.state, operation)!, stateReason: reason?.trim() ?? null });
   return { ok: true, entity: currentDelivery(ws) };
 }
 
 function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: string): Outcome {
   const { ws } = input;
-  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
+  const work = workRefusal(ws.delivery.state);
+  if (work) return refused(work);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
+  const problem = creditRefusal(event, ws.delivery.creditAmountCents !== null);
+  if (problem) return refused(problem);
   if (event.action === 'set') {
-    const problems = creditProblems(event.amountCents, event.reason);
-    if (problems.length) return invalid(problems.map((p) => `${p.path} ${p.message}`).join('; '), 'invalid_credit', problems);
     changeDelivery(ws, { creditAmountCents: event.amountCents!, creditReason: event.reason!.trim(), creditUpdatedAt: input.occurredAt });
   } else {
-    if (ws.delivery.creditAmountCents === null) return invalid('There is no money credit to remove', 'no_credit');
     changeDelivery(ws, { creditAmountCents: null, creditReason: null, creditUpdatedAt: input.occurredAt });
   }
   ws.inserts.credits.push({
@@ -173,17 +175,18 @@ function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: st
 
 function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: string): Outcome {
   const { ws } = input;
-  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
+  const work = workRefusal(ws.delivery.state);
+  if (work) return refused(work);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
   const method = input.lookups.paymentMethods.get(event.paymentMethodId);
   const open = openAmount(ws);
-  const problem = paymentProblem({
+  const problem = paymentRefusal({
     methodActive: method?.active ?? false,
     openAmountCents: open,
     expectedAmountCents: event.expectedAmountCents,
   });
-  if (problem) return invalid(problem.message, problem.code, problem.path ? [{ path: problem.path, message: problem.message }] : undefined);
+  if (problem) return refused(problem);
   const row: PaymentRow = {
     id: randomUUID(),
     clientEventId: eventId,
@@ -202,14 +205,11 @@ function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: 
 
 function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): Outcome {
   const { ws } = input;
-  if (!noteHasContent(event)) return invalid('A note needs text or an image', 'note_without_content');
+  const content = noteContentRefusal(event);
+  if (content) return refused(content);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
-  if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) {
-    return invalid('creditDeliveryItemId is not a line of this delivery', 'validation', [
-      { path: 'creditDeliveryItemId', message: 'is not a line of this delivery' },
-    ]);
-  }
+  if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) return refused(noteLineRefusal());
   if (ws.notes!.has(event.noteId)) return rejected('conflict', 'conflict', 'A note with this id exists');
   const now = new Date();
   const row = {
@@ -248,7 +248,8 @@ function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): O
     ...(event.imageAttachment !== undefined ? { imageAttachment: noteImageReference(event.imageAttachment) } : {}),
     updatedAt: new Date(),
   };
-  if (!noteHasContent(next)) return invalid('A note needs text or an image', 'note_without_content');
+  const content = noteContentRefusal(next);
+  if (content) return refused(content);
   note.row = next;
   if (note.state === 'clean') note.state = 'dirty';
   if (input.ws.noteImages.get(next.id)?.reference !== next.imageAttachment) releaseImage(input.ws, next.id);
@@ -277,10 +278,8 @@ function serviceSet(input: OperationInput, event: SyncEventOf<'service.set'>): O
   const { ws } = input;
   const service = input.lookups.services.get(event.serviceId);
   if (!service) return rejected('not_found', 'not_found', 'Service not found');
-  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
-  if (!service.active) return invalid('The service is inactive', 'service_inactive');
-  const problem = serviceValueProblem(service, event);
-  if (problem) return invalid(`${problem.path} ${problem.message}`, 'invalid_service_value', [problem]);
+  const problem = serviceValueRefusal(ws.delivery.state, service, event);
+  if (problem) return refused(problem);
   const row = {
     deliveryId: ws.delivery.id,
     serviceId: service.id,
@@ -296,7 +295,8 @@ function serviceSet(input: OperationInput, event: SyncEventOf<'service.set'>): O
 function serviceClear(input: OperationInput, event: SyncEventOf<'service.clear'>): Outcome {
   const { ws } = input;
   if (!input.lookups.services.has(event.serviceId)) return rejected('not_found', 'not_found', 'Service not found');
-  if (!acceptsWork(ws.delivery.state)) return notActive(ws);
+  const work = workRefusal(ws.delivery.state);
+  if (work) return refused(work);
   const value = ws.serviceValues!.get(event.serviceId);
   if (value && value.state !== 'deleted') value.state = 'deleted';
   return { ok: true, entity: null };
@@ -307,7 +307,7 @@ function assignCar(input: OperationInput, event: SyncEventOf<'delivery.assignCar
   if (event.carId) {
     const car = input.lookups.cars.get(event.carId);
     if (!car) return notOwnCar('carId');
-    if (!car.active) return invalid('The car is inactive', 'car_inactive');
+    if (!car.active) return refused(carInactiveRefusal());
   }
   changeDelivery(ws, { assignedCarId: event.carId });
   return { ok: true, entity: currentDelivery(ws) };

@@ -42,6 +42,8 @@ async function client(dirs: string[], fetch = fakeService().fetch, deliveries = 
     webSocket: null,
     storage,
     attachments,
+    // The scans go past their lines' quantities: measured is the outbox, not the verdicts.
+    checkLocally: false,
   });
   const tour = newTour({ deliveries, positions: 4 });
   await sdk.state.putTour(tour);

@@ -17,8 +17,15 @@ afterEach(async () => {
   while (dirs.length) await rm(dirs.pop()!, { recursive: true, force: true });
 });
 
+/** The fake service scripts every verdict: nothing is refused on the device (test/sdk/verdicts.test.ts covers that). */
 async function open(options: Partial<TourlineClientOptions> & Pick<TourlineClientOptions, 'fetch'>) {
-  const client = await TourlineClient.open({ baseUrl: 'http://tourline.test', getToken: () => 'token', webSocket: null, ...options });
+  const client = await TourlineClient.open({
+    baseUrl: 'http://tourline.test',
+    getToken: () => 'token',
+    webSocket: null,
+    checkLocally: false,
+    ...options,
+  });
   clients.push(client);
   return client;
 }

@@ -4,12 +4,14 @@ import { fakeService, newTour, problem, type FakeCall } from './fakes.js';
 
 const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
+/** The fake service refuses what the tests want refused: nothing is refused on the device. */
 function open(fetch: ReturnType<typeof fakeService>['fetch'], attachments = new MemoryAttachmentStore()) {
   return TourlineClient.open({
     baseUrl: 'http://tourline.test',
     getToken: () => 'token',
     fetch,
     webSocket: null,
+    checkLocally: false,
     storage: new MemoryStore(),
     attachments,
   });

@@ -1,6 +1,7 @@
 import { and, asc, desc, eq } from 'drizzle-orm';
-import { completionProblem, paymentSettlement, type PaymentSettlement } from '../../../shared/rules/completion.js';
-import { INTERNAL_NOTE_MAX, internalNote as keptNote } from '../../../shared/rules/notes.js';
+import { paymentSettlement, type PaymentSettlement } from '../../../shared/rules/completion.js';
+import { internalNote as keptNote } from '../../../shared/rules/notes.js';
+import { completionRefusal, internalNoteRefusal } from '../../../shared/rules/refusals.js';
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../../shared/schemas/deliveries.js';
 import type { DriverActor } from '../../context.js';
 import type { Db } from '../../db/client.js';
@@ -46,13 +47,9 @@ export type Evaluation =
 
 /** The internal note as kept; longer than the limit is refused. */
 function keptInternalNote(value: string | null | undefined): string | null {
-  const kept = keptNote(value);
-  if (kept === undefined) {
-    throw validation(`The internal note has more than ${INTERNAL_NOTE_MAX} characters`, [
-      { path: 'acknowledgements.internalNote', message: `at most ${INTERNAL_NOTE_MAX} characters` },
-    ]);
-  }
-  return kept;
+  const refused = internalNoteRefusal(value);
+  if (refused) throw new DomainError(refused.code, refused.message, refused.errors);
+  return keptNote(value)!;
 }
 
 /** A delivery of one of the account's tours, locked; undefined when unknown or foreign. */
@@ -89,7 +86,8 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
   }
 
   const noteIds = new Set((await tx.select({ id: notes.id }).from(notes).where(eq(notes.deliveryId, deliveryId))).map((n) => n.id));
-  const method = await effectiveMethod(tx, delivery, ack);
+  const chosen = await effectiveMethod(tx, delivery, ack);
+  const method = chosen === 'invalid' ? undefined : chosen;
   const [latest] = await tx
     .select()
     .from(paymentProtocol)
@@ -103,16 +101,9 @@ async function evaluate(tx: Db, actor: DriverActor, deliveryId: string, ack: Com
     acknowledgements: ack,
     openAmountCents: toDelivery(delivery, items).openAmountCents,
     latestPaymentCents: latest?.amountCents ?? null,
-    method: method === 'invalid' ? null : (method ?? null),
+    method: method ?? null,
   };
-  const problem = completionProblem(gate);
-  // A chosen method that cannot be used is a payment problem: reported after the gates before it.
-  if (problem && problem.reason !== 'payment_not_collected') throw new DomainError(problem.code, problem.message, problem.errors);
-  if (method === 'invalid') {
-    throw validation('The payment method does not exist or is inactive', [
-      { path: 'acknowledgements.paymentMethodId', message: 'unknown or inactive payment method' },
-    ]);
-  }
+  const problem = completionRefusal({ ...gate, chosenMethodInvalid: chosen === 'invalid' });
   if (problem) throw new DomainError(problem.code, problem.message, problem.errors);
   const payment = paymentOutcome(paymentSettlement(gate), gate.openAmountCents, method, latest, ack);
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { missingSignatureRefusal } from '../../../shared/rules/refusals.js';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { CompleteDeliveryAcknowledgements, DeliveryResponse } from '../../../shared/schemas/deliveries.js';
 import { completeDelivery } from '../../engine/completion/complete.js';
@@ -13,8 +14,10 @@ const SIGNATURE_PARTS = ['customer_signature', 'driver_signature'] as const;
 /** A signature must be a PNG that decodes, whatever the part's name or declared type says. */
 async function signaturePng(body: MultipartBody, part: (typeof SIGNATURE_PARTS)[number]): Promise<UploadedFile> {
   const file = body.files.get(part);
-  if (!file || file.bytes.length === 0)
-    throw validation(`Missing signature: ${part}`, [{ path: part, message: 'a PNG image is required' }]);
+  if (!file || file.bytes.length === 0) {
+    const missing = missingSignatureRefusal(part);
+    throw validation(missing.message, missing.errors);
+  }
   const header = await imageMetadata(file.bytes);
   if (header?.format === 'png' && !withinImageLimits(header))
     throw validation(`The ${part} is too large`, [
