@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configVariables } from '../../server/config.js';
+import { configVariables } from '../../server/config/variables.js';
 import { createPostgresDatabase, databaseKinds } from '../helpers/databases.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -129,7 +129,7 @@ describe.each(databaseKinds)('the runnable blocks of the runbook, the service on
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
-    const database = kind === 'postgres' ? { DATABASE_URL: await createPostgresDatabase() } : {};
+    const database: Record<string, string> = kind === 'postgres' ? { DATABASE_URL: await createPostgresDatabase() } : {};
     server = await startTestServer(kind, { METRICS_PORT: '0', ...database });
     work = mkdtempSync(path.join(os.tmpdir(), 'tourline-runbook-'));
     const dataDir = path.join(work, 'data');

@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, DEVELOPMENT_CORS_ORIGINS } from '../../server/config.js';
+import { loadConfig } from '../../server/config.js';
+import { DEVELOPMENT_CORS_ORIGINS } from '../../server/config/variables.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { useTestServer } from '../helpers/server.js';
 

@@ -2,7 +2,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, configVariables, loadConfig, loadDatabaseConfig } from '../../server/config.js';
+import {
+  README,
+  REFERENCE,
+  configurationReference,
+  newcomerSettings,
+  settings,
+  withNewcomerTable,
+} from '../../server/cli/configReference.js';
+import { ConfigError, loadConfig, loadDatabaseConfig } from '../../server/config.js';
+import { configVariables } from '../../server/config/variables.js';
 import { errorCatalogue } from '../../server/errors.js';
 import { productionSummary, productionWarnings } from '../../server/productionSummary.js';
 
@@ -337,21 +346,40 @@ describe('loadConfig', () => {
   });
 });
 
-describe('the README', () => {
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-  const documented = [...readme.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]);
+describe('the settings reference (npm run docs:config writes it)', () => {
+  const reference = readFileSync(REFERENCE, 'utf8');
+  const readme = readFileSync(README, 'utf8');
+  const rowsOf = (text: string) => [...text.matchAll(/^\| `([A-Z][A-Z0-9_]+)` \|/gm)].map((m) => m[1]);
 
-  it('documents every configuration variable once in its table', () => {
+  it('is the one server/config/variables.ts gives, in docs/configuration.md and in the README', () => {
+    expect(reference).toBe(configurationReference());
+    expect(readme).toBe(withNewcomerTable(readme));
+  });
+
+  it('documents every variable the service reads exactly once, and no other', () => {
+    const documented = rowsOf(reference);
     expect(configVariables.length).toBeGreaterThan(20);
-    expect(configVariables.filter((name) => !documented.includes(name))).toEqual([]);
+    expect([...documented].sort()).toEqual([...configVariables].sort());
     expect(documented.filter((name, i) => documented.indexOf(name) !== i)).toEqual([]);
   });
 
-  it('documents no variable that the service does not read', () => {
-    expect(documented.filter((name) => !configVariables.includes(name))).toEqual([]);
+  it('gives each setting its default, range and meaning', () => {
+    for (const setting of settings()) {
+      expect(setting.meaning.length, setting.name).toBeGreaterThan(10);
+      expect(setting.range, setting.name).not.toBe('');
+    }
+    const port = settings().find((s) => s.name === 'PORT');
+    expect(port).toMatchObject({ defaultValue: '`3000`', range: 'integer 0–65535' });
   });
 
-  it('lists every error code of the catalogue with its status', () => {
+  it('keeps the README to the settings a newcomer needs, each once, and links the rest', () => {
+    const inReadme = rowsOf(readme);
+    expect(inReadme).toEqual(newcomerSettings);
+    expect(inReadme.length).toBeLessThanOrEqual(12);
+    expect(readme).toContain('(docs/configuration.md)');
+  });
+
+  it('lists every error code of the catalogue with its status in the README', () => {
     for (const [code, { status }] of Object.entries(errorCatalogue)) {
       expect(readme, code).toContain(`| \`${code}\` | ${status} |`);
     }
