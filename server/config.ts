@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { DEVELOPMENT_CORS_ORIGINS, secretVariables, Variables } from './config/variables.js';
+import { DEVELOPMENT_CORS_ORIGINS } from './config/access.js';
+import { secretVariables, Variables } from './config/variables.js';
 
 // The direct connection sits beside a pooled one; alone it would leave the service on PGlite.
 const directNeedsPooled = (env: { DATABASE_URL?: string; DATABASE_DIRECT_URL?: string }, ctx: z.RefinementCtx) => {

@@ -1,5 +1,5 @@
 import { decodeJwt, decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
-import { asymmetricAlgorithms } from '../config/variables.js';
+import { asymmetricAlgorithms } from '../config/access.js';
 import { createIssuerKeys, IssuerUnreachable, KeyNotPublished } from './issuerKeys.js';
 import { RecentCache } from './recentCache.js';
 

@@ -38,7 +38,7 @@ const code = (value: unknown) => `\`${String(value)}\``;
 
 function describe(name: string, schema: z.ZodType): Setting {
   const meta = (schema.meta() ?? {}) as { description?: string; derived?: string; range?: string };
-  if (!meta.description) throw new Error(`${name} has no description in server/config/variables.ts`);
+  if (!meta.description) throw new Error(`${name} has no description in server/config/`);
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   const def = (schema as z.ZodType & { _zod: { def: { type: string; defaultValue?: unknown } } })._zod.def;
   const given = def.type === 'default' ? def.defaultValue : json.default;

@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.js';
-import { DEVELOPMENT_CORS_ORIGINS } from '../../server/config/variables.js';
+import { DEVELOPMENT_CORS_ORIGINS } from '../../server/config/access.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { useTestServer } from '../helpers/server.js';
 
