@@ -15,6 +15,7 @@ const blackBox = [
   'test/integration/attachments.test.ts',
   'test/integration/authorization.test.ts',
   'test/integration/changeEventIds.test.ts',
+  'test/integration/clientWindow.test.ts',
   'test/integration/compression.test.ts',
   'test/integration/cors.test.ts',
   'test/integration/deliveryOperations.test.ts',

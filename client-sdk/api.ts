@@ -3,6 +3,8 @@ import type * as S from '../shared/index.js';
 import { detectMultipart, type FileData, type MultipartBuilder, type MultipartPart } from './multipart.js';
 import { NetworkError, ProblemError, parseRetryAfter } from './problem.js';
 import { clearTimer } from './timers.js';
+import { CLIENT_HEADER } from '../shared/rules/clientVersion.js';
+import { SDK_CLIENT_NAME } from './version.js';
 
 type Out<T extends z.ZodType> = z.output<T>;
 type In<T extends z.ZodType> = z.input<T>;
@@ -134,7 +136,11 @@ export class Transport {
     signal: AbortSignal | undefined,
   ): Promise<Response> {
     const url = joinUrl(this.options.baseUrl, path) + queryString(spec.query);
-    const headers: Record<string, string> = { accept: 'application/json, application/problem+json, */*', ...this.options.headers };
+    const headers: Record<string, string> = {
+      accept: 'application/json, application/problem+json, */*',
+      [CLIENT_HEADER]: SDK_CLIENT_NAME,
+      ...this.options.headers,
+    };
     if (token) headers.authorization = `Bearer ${token}`;
     let body: BodyInit | undefined;
     if (spec.multipart) body = this.multipart(spec.multipart) as BodyInit;

@@ -218,9 +218,13 @@ export class TourlineClient {
     this.parts.core.emitStatus();
   }
 
-  /** The app is in front again, or the driver signed in again: clears `needsSignIn` and sends at once. */
+  /**
+   * The app is in front again, or the driver signed in again: clears `needsSignIn` (and
+   * `needsUpdate`, in case the service serves this release again) and sends at once.
+   */
   resume() {
     this.parts.status.needsSignIn = false;
+    this.parts.status.needsUpdate = false;
     this.parts.sender.wake();
   }
 

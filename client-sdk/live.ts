@@ -1,7 +1,9 @@
 import type { Change } from '../shared/schemas/sync.js';
+import { CLIENT_QUERY_PARAMETER } from '../shared/rules/clientVersion.js';
 import { joinUrl } from './api.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { clearTimer } from './timers.js';
+import { SDK_CLIENT_NAME } from './version.js';
 
 /** The part of the WebSocket API the SDK uses: the browser's, React Native's and the `ws` package's all fit. */
 export interface WebSocketLike {
@@ -94,8 +96,10 @@ export class LiveChanges {
   }
 
   private wsUrl() {
-    // By hand: Hermes has no URL, and React Native's cannot set a protocol.
-    return joinUrl(this.options.baseUrl, 'sync/ws').replace(/^http/, 'ws');
+    // By hand: Hermes has no URL, and React Native's cannot set a protocol. The SDK's name goes
+    // in the query: a browser cannot set a header on a WebSocket.
+    const url = joinUrl(this.options.baseUrl, 'sync/ws').replace(/^http/, 'ws');
+    return `${url}?${CLIENT_QUERY_PARAMETER}=${encodeURIComponent(SDK_CLIENT_NAME)}`;
   }
 
   private async connect(forceRefresh = false) {

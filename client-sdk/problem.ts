@@ -14,6 +14,8 @@ export class ProblemError extends Error {
    * error page is not the service's verdict on the request.
    */
   readonly fromService: boolean;
+  /** With 426 `client_too_old`: the oldest SDK release the service serves. */
+  readonly minimumVersion: string | undefined;
 
   constructor(status: number, problem: Partial<Problem> & { code?: string }, retryAfterMs?: number, fromService = true) {
     super(problem.detail ?? problem.title ?? `HTTP ${status}`);
@@ -27,6 +29,7 @@ export class ProblemError extends Error {
     this.errors = problem.errors;
     this.retryAfterMs = retryAfterMs;
     this.fromService = fromService;
+    this.minimumVersion = typeof problem.minimumVersion === 'string' ? problem.minimumVersion : undefined;
   }
 
   /** Worth repeating later: the service was unavailable or asked to slow down. */
@@ -57,6 +60,7 @@ function codeForStatus(status: number): string {
   if (status === 409) return 'conflict';
   if (status === 413) return 'payload_too_large';
   if (status === 415) return 'unsupported_media_type';
+  if (status === 426) return 'client_too_old';
   if (status === 502 || status === 503 || status === 504) return 'upstream_unavailable';
   if (status >= 500) return 'internal';
   return 'validation';

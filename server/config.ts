@@ -138,6 +138,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     compressionMinBytes: e.COMPRESSION_MIN_BYTES,
     hstsMaxAgeSeconds: e.HSTS_MAX_AGE_SECONDS,
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,
+    clientMinVersion: e.CLIENT_MIN_VERSION,
     shutdown: { drainMs: e.SHUTDOWN_DRAIN_MS ?? (e.NODE_ENV === 'production' ? 5000 : 0), webSocketBatchSize: e.SHUTDOWN_WS_BATCH_SIZE },
   };
 }

@@ -39,6 +39,12 @@ export const errorCatalogue: Record<ErrorCode, { status: number; title: string; 
     title: 'Too many requests',
     cause: 'Too many refused requests to `/admin/...` or `/dev/...` from one address; `Retry-After` says when to try again.',
   },
+  client_too_old: {
+    status: 426,
+    title: 'Client too old',
+    cause:
+      'The app names an SDK release (`Tourline-Client`) older than the service serves (`CLIENT_MIN_VERSION`), or a protocol it no longer speaks; `minimumVersion` names the oldest served. The app keeps its outbox and sends it once updated.',
+  },
   upstream_unavailable: {
     status: 502,
     title: 'Upstream unavailable',
@@ -62,6 +68,8 @@ export class DomainError extends Error {
     readonly status?: number,
     /** Sent as `Retry-After`: the failure passes, and the client should try again, not give up. */
     readonly retryAfterSeconds?: number,
+    /** Members of the problem beyond the standard ones (`minimumVersion`). */
+    readonly extensions?: Record<string, string>,
   ) {
     super(message);
   }

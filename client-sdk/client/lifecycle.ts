@@ -10,6 +10,7 @@ import { Sender } from './sender.js';
 import { Status } from './status.js';
 import { detectTabs } from '../tabs.js';
 import { Tabs } from './tabs.js';
+import { requeueRefusedAsTooOld } from './upgrade.js';
 
 const CLIENT_ID_KEY = 'clientId';
 
@@ -29,6 +30,7 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
   const kv: KeyValueStore = options.storage ?? new MemoryStore();
   const store = new JsonStore(kv);
   const outbox = await Outbox.load(store);
+  await requeueRefusedAsTooOld(outbox);
   const state = await LocalState.load(store);
   let clientId = await store.get<string>(CLIENT_ID_KEY);
   if (!clientId) {

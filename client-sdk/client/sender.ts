@@ -7,7 +7,7 @@ import { clearTimer } from '../timers.js';
 import { Serial, type ClientCore } from './core.js';
 import type { Feed } from './feed.js';
 import { toRejected, type Status } from './status.js';
-import { isClientError, isOutOfReach, isRejection, problemRefusal, resultRefusal } from './verdicts.js';
+import { isClientError, isOutOfReach, isRejection, isTooOld, problemRefusal, resultRefusal } from './verdicts.js';
 
 /** A photo or signature the attachment store no longer has: the entry can never be sent. */
 class AttachmentMissing extends Error {
@@ -48,7 +48,8 @@ export class Sender {
   offline = false;
 
   scheduleFlush() {
-    if (!this.started || !this.leading || this.flushScheduled || this.retryTimer || this.offline || this.status.needsSignIn) return;
+    if (!this.started || !this.leading || this.flushScheduled || this.retryTimer || this.offline) return;
+    if (this.status.needsSignIn || this.status.needsUpdate) return;
     this.flushScheduled = true;
     void Promise.resolve().then(() => {
       this.flushScheduled = false;
@@ -86,7 +87,8 @@ export class Sender {
       this.retryAttempt = 0;
       if (this.core.outbox.all().some((e) => e.state === 'acknowledged')) await this.feed.pull();
     } catch (error) {
-      if (this.status.needsSignIn) return;
+      // Only the driver (signing in) or an update of the app helps; the outbox keeps everything meanwhile.
+      if (this.status.needsSignIn || this.status.needsUpdate) return;
       this.waitingForNetwork = error instanceof NetworkError;
       const delay = backoffDelay(
         this.retryAttempt++,
@@ -136,7 +138,7 @@ export class Sender {
         this.core.sending = sent.catch(() => undefined);
         await sent;
       } catch (error) {
-        if (isOutOfReach(error)) throw error;
+        if (isOutOfReach(error) || isTooOld(error)) throw error;
         failure ??= error;
       }
     }

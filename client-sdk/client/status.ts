@@ -3,7 +3,7 @@ import type { OutboxAction, OutboxEntry, Refusal } from '../outbox.js';
 import type { SetAside } from '../storage/keyValue.js';
 import { NetworkError, ProblemError } from '../problem.js';
 import type { ClientCore } from './core.js';
-import { isOutOfReach } from './verdicts.js';
+import { isOutOfReach, isTooOld } from './verdicts.js';
 
 export interface RejectedEvent {
   id: string;
@@ -34,6 +34,13 @@ export interface SyncStatus {
   setAside: SetAside[];
   /** The service refused a freshly refreshed token: nothing is sent until the driver signs in again and the app calls `resume()`. */
   needsSignIn: boolean;
+  /**
+   * The service no longer serves this release of the SDK (426 `client_too_old`): nothing is sent,
+   * the outbox stays, and the app should ask the driver to update; the updated app sends it all.
+   */
+  needsUpdate: boolean;
+  /** The oldest release the service serves, when it said so. */
+  minimumVersion: string | null;
 }
 
 /** What the app shows the driver about syncing: what waits, what was refused, whether the service answers. */
@@ -46,6 +53,8 @@ export class Status {
   lastError: SyncStatus['lastError'] = null;
   nextRetryAt: number | null = null;
   needsSignIn = false;
+  needsUpdate = false;
+  minimumVersion: string | null = null;
 
   constructor(
     private readonly core: ClientCore,
@@ -68,6 +77,8 @@ export class Status {
       lastError: this.lastError,
       nextRetryAt: this.nextRetryAt,
       needsSignIn: this.needsSignIn,
+      needsUpdate: this.needsUpdate,
+      minimumVersion: this.minimumVersion,
       setAside: this.core.store.setAside,
     };
   }
@@ -94,6 +105,10 @@ export class Status {
     if (isOutOfReach(error)) this.online = false;
     // The transport already tried a fresh token: only the driver signing in again helps.
     if (error instanceof ProblemError && error.status === 401) this.needsSignIn = true;
+    if (isTooOld(error)) {
+      this.needsUpdate = true;
+      this.minimumVersion = error.minimumVersion ?? this.minimumVersion;
+    }
     this.lastError = {
       message: error instanceof Error ? error.message : String(error),
       code: error instanceof ProblemError ? error.code : error instanceof NetworkError ? 'network' : (error as { code?: string })?.code,

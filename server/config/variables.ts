@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { browsers, identity } from './access.js';
 import { documents, erp } from './integrations.js';
+import { isRelease } from '../../shared/rules/clientVersion.js';
 import { httpUrl, postgresUrl } from './values.js';
 
 /**
@@ -133,6 +134,11 @@ const sync = z.object({
     .min(1024)
     .default(1024 * 1024)
     .describe('A WebSocket client that lets more unsent data pile up is closed as too slow.'),
+  CLIENT_MIN_VERSION: z.string().refine(isRelease, 'must be a release such as 0.2.0').default('0.1.0').meta({
+    description:
+      'The oldest SDK release served; an older app (its `Tourline-Client` header; none counts as 0.1.0) gets 426 `client_too_old` and keeps its outbox until updated (docs/sync-protocol.md#versions).',
+    range: 'a release such as `0.2.0`',
+  }),
 });
 
 const operations = z.object({

@@ -168,7 +168,7 @@ const RUN_INTERVAL_MS = 8;
  * combined less and cost PostgreSQL a fifth more CPU per push, docs/benchmarks.md). At most 16
  * go together: a wave of small pushes then goes in several short transactions, whose first
  * answers need not wait for the last requests' writes; a cap on events instead would keep large
- * batches from ever going together (CHANGELOG.md, "Performance history"). A failure of the
+ * batches from ever going together (measured in the commit history). A failure of the
  * combined work leaves each request to fail or succeed on its own.
  *
  * A delivery locked elsewhere (a long transaction, another instance) must not hold up other

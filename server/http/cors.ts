@@ -3,7 +3,7 @@ import vary from 'vary';
 
 const allowedMethods = 'GET, POST, PUT, PATCH, DELETE';
 // The headers the SDK and a web app send; the browser asks before it sends any of them cross-origin.
-const allowedHeaders = 'Authorization, Content-Type, X-Request-Id, If-None-Match';
+const allowedHeaders = 'Authorization, Content-Type, X-Request-Id, If-None-Match, Tourline-Client';
 // What a web app must read from an answer: the version, the request's id, when to try again, the next page.
 const exposedHeaders = 'ETag, X-Request-Id, Retry-After, Link';
 // Browsers cap the cache of a preflight themselves (Chromium at 2 hours); 10 minutes keeps a changed list quick to take effect.

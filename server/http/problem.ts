@@ -13,7 +13,13 @@ import { sendJson } from './sendJson.js';
 export const MAX_LISTED_PROBLEMS = 25;
 
 /** The RFC 9457 body; also written by hand where there is no express response (refused WebSocket upgrades). */
-export function problemBody(code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
+export function problemBody(
+  code: ErrorCode,
+  detail: string,
+  errors?: FieldProblem[],
+  status?: number,
+  extensions?: Record<string, string>,
+) {
   const entry = errorCatalogue[code];
   const cut = (errors?.length ?? 0) > MAX_LISTED_PROBLEMS;
   return {
@@ -23,11 +29,19 @@ export function problemBody(code: ErrorCode, detail: string, errors?: FieldProbl
     detail: cut ? `${detail} (the first ${MAX_LISTED_PROBLEMS} of ${errors!.length} problems are listed)` : detail,
     code,
     ...(errors?.length ? { errors: errors.slice(0, MAX_LISTED_PROBLEMS) } : {}),
+    ...extensions,
   };
 }
 
-export function sendProblem(res: Response, code: ErrorCode, detail: string, errors?: FieldProblem[], status?: number) {
-  const body = problemBody(code, detail, errors, status);
+export function sendProblem(
+  res: Response,
+  code: ErrorCode,
+  detail: string,
+  errors?: FieldProblem[],
+  status?: number,
+  extensions?: Record<string, string>,
+) {
+  const body = problemBody(code, detail, errors, status, extensions);
   sendJson(res, body.status, body, 'application/problem+json');
 }
 
@@ -103,7 +117,7 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
   if (error instanceof DomainError) {
     if (error.code === 'internal' || (error.status ?? 0) >= 500) recordError(res, error);
     if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
-    sendProblem(res, error.code, error.message, error.errors, error.status);
+    sendProblem(res, error.code, error.message, error.errors, error.status, error.extensions);
     return;
   }
   if (error instanceof z.ZodError) {

@@ -2,6 +2,7 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 import type { z } from 'zod';
 import type { AppContext, Actor } from '../context.js';
 import { DomainError } from '../errors.js';
+import { checkClient } from './clientWindow.js';
 import { ifNoneMatch } from './etag.js';
 import { densityBudget } from './jsonBudget.js';
 import { readJsonBody } from './jsonBody.js';
@@ -16,10 +17,13 @@ function parsePart(schema: z.ZodType | undefined, value: unknown, where: string)
 }
 
 async function authenticate(route: AnyRoute, req: Request, ctx: AppContext): Promise<Actor | undefined> {
-  if (route.auth === 'bearer' && route.checksAccount) return ctx.auth.token(req.headers.authorization);
   // Node's own header map: a route answered directly has no express request.
   const adminKey = req.headers['x-admin-api-key'] as string | undefined;
-  if (route.auth === 'bearer' || (route.auth === 'sync' && adminKey === undefined)) {
+  const driver = route.auth === 'bearer' || (route.auth === 'sync' && adminKey === undefined);
+  // Before the token: an app too old to be served learns that whatever its token says.
+  if (driver) checkClient(req, ctx.config.clientMinVersion);
+  if (route.auth === 'bearer' && route.checksAccount) return ctx.auth.token(req.headers.authorization);
+  if (driver) {
     return ctx.auth.driver(req.headers.authorization);
   }
   if (route.auth === 'admin' || route.auth === 'sync') {

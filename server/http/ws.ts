@@ -7,6 +7,7 @@ import type { AppContext, DriverActor } from '../context.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError, unavailable } from '../errors.js';
 import { inactiveAccounts } from '../queries/accounts.js';
+import { checkClient } from './clientWindow.js';
 import { problemBody } from './problem.js';
 import { Deadlines } from './deadlines.js';
 import { HeartbeatWheel } from './heartbeatWheel.js';
@@ -34,7 +35,7 @@ export interface SyncSocketServer {
 }
 
 function refuse(socket: Duplex, code: ErrorCode, detail: string, error?: DomainError) {
-  const body = JSON.stringify(problemBody(code, detail, undefined, error?.status));
+  const body = JSON.stringify(problemBody(code, detail, undefined, error?.status, error?.extensions));
   const status = JSON.parse(body).status as number;
   const retryAfter = error?.retryAfterSeconds === undefined ? '' : `Retry-After: ${error.retryAfterSeconds}\r\n`;
   socket.end(
@@ -151,9 +152,10 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
     const token = upgradeToken(req);
     let actor: DriverActor;
     try {
+      checkClient(req, ctx.config.clientMinVersion);
       actor = await ctx.auth.driver(token ? `Bearer ${token}` : undefined);
     } catch (error) {
-      // Refused credentials (401) or an identity provider that cannot be asked (503).
+      // An app too old (426), refused credentials (401) or an identity provider that cannot be asked (503).
       if (error instanceof DomainError) return refuse(socket, error.code, error.message, error);
       if (isDatabaseUnavailable(error)) {
         ctx.database.health.failed(error);

@@ -72,6 +72,7 @@ export const errorCodes = [
   'payload_too_large',
   'unsupported_media_type',
   'rate_limited',
+  'client_too_old',
   'upstream_unavailable',
   'internal',
 ] as const;
@@ -86,6 +87,8 @@ export const Problem = z
     detail: z.string(),
     code: ErrorCode,
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+    /** With `client_too_old`: the oldest SDK release the service serves. */
+    minimumVersion: z.string().optional(),
   })
   .meta({ id: 'Problem' });
 export type Problem = z.infer<typeof Problem>;

@@ -163,7 +163,7 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
 
     // Each scenario starts from a checkpoint: the gigabytes of WAL that floor and push write would
     // otherwise have PostgreSQL checkpoint in the middle of the next one, whose tail then measures
-    // that (push_small p99 117–178 against 44 ms; CHANGELOG.md).
+    // that (push_small p99 117–178 against 44 ms).
     const checkpoint = () => server.ctx.database.db.execute(sql`CHECKPOINT`);
     if (which.floor) {
       await checkpoint();

@@ -18,7 +18,11 @@ function corsOf(headers: Headers) {
   return corsHeaders.filter((name) => headers.has(name));
 }
 
-function preflight(origin: string, method = 'POST', requested = 'authorization, content-type, x-request-id, if-none-match') {
+function preflight(
+  origin: string,
+  method = 'POST',
+  requested = 'authorization, content-type, x-request-id, if-none-match, tourline-client',
+) {
   return { origin: origin, 'access-control-request-method': method, 'access-control-request-headers': requested };
 }
 
@@ -33,7 +37,9 @@ describe.each(databaseKinds)('CORS on %s', (kind) => {
       expect(response.headers.get('access-control-allow-origin')).toBe(origin);
       expect(response.headers.get('access-control-allow-methods')).toBe('GET, POST, PUT, PATCH, DELETE');
       const allowed = response.headers.get('access-control-allow-headers')!.toLowerCase().split(', ');
-      expect(allowed).toEqual(expect.arrayContaining(['authorization', 'content-type', 'x-request-id', 'if-none-match']));
+      expect(allowed).toEqual(
+        expect.arrayContaining(['authorization', 'content-type', 'x-request-id', 'if-none-match', 'tourline-client']),
+      );
       expect(Number(response.headers.get('access-control-max-age'))).toBeGreaterThan(0);
       expect(response.headers.get('vary')).toMatch(/origin/i);
       expect(response.headers.has('access-control-allow-credentials')).toBe(false);

@@ -68,7 +68,7 @@ describe('live changes', () => {
     const { changes, sockets } = live();
     changes.start();
     await vi.waitFor(() => expect(sockets).toHaveLength(1));
-    expect(sockets[0].url).toBe('wss://tourline.test/api/sync/ws');
+    expect(sockets[0].url).toBe('wss://tourline.test/api/sync/ws?client=%40tourline%2Fclient%2F0.2.0%3B%20protocol%3D1');
     expect(sockets[0].protocols).toEqual(['bearer', 'old']);
     sockets[0].open();
     expect(sockets[0].sent).toEqual([{ type: 'resume', cursor: 'cursor-7' }]);
