@@ -39,10 +39,10 @@ describe('an SDK older than the service serves', () => {
     let refused = true;
     const service = fakeService({ intercept: () => (refused ? tooOld() : undefined) });
     const client = await open(service.fetch);
-    const tour = newTour();
+    const tour = newTour({ deliveries: 3, positions: 0 });
     await client.state.putTour(tour);
-    await client.holdDelivery(tour.deliveries[0].id, 'zu');
-    await client.holdDelivery(tour.deliveries[1].id, 'auch');
+    await client.holdDelivery(tour.deliveries[1].id, 'zu');
+    await client.holdDelivery(tour.deliveries[2].id, 'auch');
     await client.complete(tour.deliveries[0].id, {
       customerSignature: new Uint8Array([1]),
       driverSignature: new Uint8Array([2]),
