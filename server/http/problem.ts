@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, Response } from 'express';
 import { z } from 'zod';
 import type { ErrorCode } from '../../shared/schemas/common.js';
@@ -115,7 +116,8 @@ export const problemHandler: ErrorRequestHandler = (error, _req, res, _next) => 
     return;
   }
   if (error instanceof DomainError) {
-    if (error.code === 'internal' || (error.status ?? 0) >= 500) recordError(res, error);
+    // A 503 is a passing state (an outage, a drain), not a fault of this request: logged without a stack.
+    if (error.code === 'internal' || ((error.status ?? 0) >= 500 && error.status !== 503)) recordError(res, error);
     if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
     sendProblem(res, error.code, error.message, error.errors, error.status, error.extensions);
     return;
@@ -154,11 +156,22 @@ export function answerUnparsableRequest(error: Error & { code?: string }, socket
         : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
           ? [408, 'validation', 'The request did not arrive in time']
           : [400, 'validation', 'The request is not valid HTTP'];
-  const body = JSON.stringify(problemBody(code, detail, undefined, status));
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\nX-Content-Type-Options: nosniff\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  endWithProblem(socket, new DomainError(code, detail, undefined, status));
   // A peer that never reads or closes must not keep the socket.
   socket.setTimeout(5_000, () => socket.destroy());
+}
+
+/**
+ * A problem written straight onto the connection, where no HTTP response object exists (a request
+ * Node could not parse, a refused WebSocket upgrade), with `Retry-After` as the handler sends it;
+ * the connection is closed after it.
+ */
+export function endWithProblem(socket: Duplex, error: DomainError) {
+  const body = problemBody(error.code, error.message, error.errors, error.status, error.extensions);
+  const json = JSON.stringify(body);
+  const retryAfter = error.retryAfterSeconds === undefined ? '' : `Retry-After: ${error.retryAfterSeconds}\r\n`;
+  socket.end(
+    `HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\nContent-Type: application/problem+json\r\nX-Content-Type-Options: nosniff\r\n${retryAfter}` +
+      `Content-Length: ${Buffer.byteLength(json)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${json}`,
+  );
 }

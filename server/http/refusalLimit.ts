@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Logger } from 'pino';
-import { sendProblem } from './problem.js';
+import { DomainError } from '../errors.js';
 
 /** Clients tracked at most; past this the oldest windows are forgotten first. */
 const maxClients = 10_000;
@@ -35,8 +35,10 @@ export function refusalLimit(options: { limit: number; windowMs: number; now?: (
     const client = req.ip ?? 'unknown';
     const window = current(client);
     if (window && window.refusals >= options.limit) {
-      res.setHeader('Retry-After', String(Math.max(1, Math.ceil((window.endsAt - now()) / 1000))));
-      return sendProblem(res, 'rate_limited', 'Too many refused requests from this address; try again later');
+      const seconds = Math.max(1, Math.ceil((window.endsAt - now()) / 1000));
+      return next(
+        new DomainError('rate_limited', 'Too many refused requests from this address; try again later', undefined, undefined, seconds),
+      );
     }
     res.once('finish', () => {
       if (res.statusCode === 401) recordRefusal(client);

@@ -1,14 +1,13 @@
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
-import type { ErrorCode } from '../../shared/schemas/common.js';
 import { bearerToken } from '../auth/authenticate.js';
 import type { AppContext, DriverActor } from '../context.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { DomainError, unavailable } from '../errors.js';
 import { inactiveAccounts } from '../queries/accounts.js';
 import { checkClient } from './clientWindow.js';
-import { problemBody } from './problem.js';
+import { endWithProblem } from './problem.js';
 import { Deadlines } from './deadlines.js';
 import { HeartbeatWheel } from './heartbeatWheel.js';
 import { CloseCode, sharedReader, SyncConnection } from './wsConnection.js';
@@ -32,16 +31,6 @@ export interface SyncSocketServer {
   close(batchSize?: number): Promise<void>;
   /** Open sockets, and the lowest seq sent to a resumed one (metrics). */
   stats(): { clients: number; slowestSeq: number | undefined };
-}
-
-function refuse(socket: Duplex, code: ErrorCode, detail: string, error?: DomainError) {
-  const body = JSON.stringify(problemBody(code, detail, undefined, error?.status, error?.extensions));
-  const status = JSON.parse(body).status as number;
-  const retryAfter = error?.retryAfterSeconds === undefined ? '' : `Retry-After: ${error.retryAfterSeconds}\r\n`;
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n${retryAfter}` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }
 
 /** What `ws` would refuse in its own words (text/html), found first so that the answer is a problem. */
@@ -146,9 +135,9 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer) {
     socket.on('error', destroyOnError);
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-    if (path !== SYNC_WS_PATH) return refuse(socket, 'not_found', `No WebSocket endpoint at ${path}`);
+    if (path !== SYNC_WS_PATH) return endWithProblem(socket, new DomainError('not_found', `No WebSocket endpoint at ${path}`));
     if (!originAllowed(req, allowedOrigins))
-      return refuse(socket, 'forbidden', 'The page of this Origin may not open the live feed (see CORS_ORIGINS)');
+      return endWithProblem(socket, new DomainError('forbidden', 'The page of this Origin may not open the live feed (see CORS_ORIGINS)'));
     const token = upgradeToken(req);
     let actor: DriverActor;
     try {
@@ -156,17 +145,17 @@ export function createSyncSocketServer(ctx: AppContext): SyncSocketServer {
       actor = await ctx.auth.driver(token ? `Bearer ${token}` : undefined);
     } catch (error) {
       // An app too old (426), refused credentials (401) or an identity provider that cannot be asked (503).
-      if (error instanceof DomainError) return refuse(socket, error.code, error.message, error);
+      if (error instanceof DomainError) return endWithProblem(socket, error);
       if (isDatabaseUnavailable(error)) {
         ctx.database.health.failed(error);
-        return refuse(socket, 'upstream_unavailable', DATABASE_UNAVAILABLE, unavailable(DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS));
+        return endWithProblem(socket, unavailable(DATABASE_UNAVAILABLE, RETRY_AFTER_SECONDS));
       }
       ctx.logger.error({ err: error }, 'WebSocket authentication failed');
-      return refuse(socket, 'internal', 'An internal error occurred');
+      return endWithProblem(socket, new DomainError('internal', 'An internal error occurred'));
     }
     if (closing || socket.destroyed) return socket.destroy();
     const problem = handshakeProblem(req);
-    if (problem) return refuse(socket, 'validation', problem);
+    if (problem) return endWithProblem(socket, new DomainError('validation', problem));
     wss.handleUpgrade(req, socket, head, (ws) => {
       ws.on('error', logError);
       const connection = new SyncConnection(ws, actor, ctx, maxBufferedBytes, readPage);

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import type { FieldProblem } from '../../errors.js';
-import { sendProblem } from '../problem.js';
+import { DomainError, type FieldProblem } from '../../errors.js';
 import { logAt } from '../requestLog.js';
 import { migrationsApplied } from '../../queries/serviceState.js';
 import { route } from '../route.js';
@@ -62,9 +61,7 @@ export const probeRoutes = [
         // Not ready is a state the probe asks about, not a failure of this request: no stack. A
         // drain is planned, so its 503s are logged at info; an outage is logged once by `health`.
         logAt(res, ctx.lifecycle.draining ? 'info' : 'warn');
-        res.setHeader('Retry-After', '1');
-        sendProblem(res, 'upstream_unavailable', 'Not ready', problems, 503);
-        return;
+        throw new DomainError('upstream_unavailable', 'Not ready', problems, 503, 1);
       }
       return { status: 'ready' as const };
     },
