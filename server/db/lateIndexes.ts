@@ -17,7 +17,7 @@ const lateIndexes = [
   // The removals and their undoing among every scan ever: the review's changes, read from the index alone.
   { name: 'scan_audit_review_idx', on: `scan_audit (delivery_id, received_at) WHERE action IN ('remove', 'unremove')` },
   // The few lines removed or reduced among every line ever: the modified flag of the lists (adminShapes.ts), which
-  // otherwise hashed a scan of all positions for a day's completed deliveries (docs/benchmarks.md).
+  // otherwise hashed a scan of all positions for a day's completed deliveries (measured in 3caf8da).
   { name: 'delivery_items_modified_idx', on: `delivery_items (delivery_id) WHERE state = 'Removed' OR credited_quantity > 0` },
   // The deliveries whose review waits (changed after their latest confirmation), oldest change first: the review's
   // candidates among every delivery that ever deviated (queries/adminReviews.ts).

@@ -8,8 +8,8 @@ import type { BoundRoute } from './register.js';
  * the same binding of the route and the same error handlers (`fallbacks`), on Node's own request
  * and answer. For a push, express's own work per request (its prototypes set onto both objects,
  * its router's walk through the middleware) was a fifth of the service's CPU, and at 15,000
- * drivers it was much of what kept the main thread two-thirds busy (docs/benchmarks.md, "The push
- * without express"). Answers false for any other request, which express then serves.
+ * drivers it was much of what kept the main thread two-thirds busy (measured in
+ * f511958). Answers false for any other request, which express then serves.
  */
 export function directRoutes(routes: Map<string, BoundRoute>, front: RequestHandler[], fallbacks: ErrorRequestHandler[]) {
   return (req: IncomingMessage, res: ServerResponse): boolean => {

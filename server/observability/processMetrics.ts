@@ -4,7 +4,7 @@ import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
 /**
  * prom-client's defaults that walk every handle or read /proc/self/fd on the event loop at each
  * scrape: with 15,000 sockets open a scrape held the loop 26–65 ms on an idle host, and every push
- * that arrived meanwhile waited (docs/benchmarks.md, "A scrape that held every push").
+ * that arrived meanwhile waited (measured in 3e85a45).
  */
 const WALKS_EVERY_SOCKET = [
   'nodejs_active_handles',

@@ -86,7 +86,7 @@ const toItem = (r: CompletedRow): CompletedDeliveryItem => ({
  * The list's entries as the JSON text `JSON.stringify(toItem(row))` gives: the start kept on each
  * delivery at its completion (engine/completedEntries.ts), then the customer's name and the mail's
  * time as they are now. A page is joined, not built per entry from the tour and the lines and
- * parsed (docs/benchmarks.md); the customers are master data, hashed whole or looked up.
+ * parsed (measured in ebf30d5); the customers are master data, hashed whole or looked up.
  */
 const completedJsonList = (range: DayRange) => sql`SELECT ${deliveries.completedEntryHead} || to_json(${customers.name})::text
     || ',"mail_sent_at":' || COALESCE(to_json(${isoMs(deliveries.mailSentAt)})::text, 'null') || '}' AS json
@@ -107,7 +107,7 @@ const ONE_READ = 5000;
 /**
  * The completed deliveries of a range, oldest completion first. A list of up to `ONE_READ`
  * entries, a day's, is read by one statement: a transaction with a count and a cursor's pages
- * costs a round trip each, most of a day's answer (docs/benchmarks.md). A longer one (without
+ * costs a round trip each, most of a day's answer (measured in ebf30d5). A longer one (without
  * bounds it is every completion ever, 625,000 at a year of a mid-size company) is never held
  * whole: it is read again in pages from a cursor in one read-only snapshot (the count and the
  * entries agree). Pages are small: a page's rows live until the socket has taken them.

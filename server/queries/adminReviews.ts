@@ -240,7 +240,7 @@ function describeChanges(scans: ScanChangeRow[], credits: CreditChangeRow[], rea
  * set or removed) is newer than their latest confirmation, or that were never confirmed: the
  * predicate of the partial index deliveries_review_pending_idx (db/lateIndexes.ts), which holds
  * only these. Comparing every deviating delivery's audit times instead grew with every delivery
- * that ever deviated (docs/benchmarks.md).
+ * that ever deviated (measured in 1bcf742).
  */
 const changedSinceConfirmed = sql`(${deliveries.reviewChangedAt} > ${deliveries.reviewResolvedAt}
   OR (${deliveries.reviewChangedAt} IS NOT NULL AND ${deliveries.reviewResolvedAt} IS NULL))`;

@@ -92,7 +92,7 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
     const processes = Math.ceil((count + size.secondDevices) / size.socketsPerProcess);
     for (let p = 0; p < processes; p++) loads.push(startLoad());
     // All booted before the first run: a process still loading when the run starts would send every push it is late
-    // for at once, a synchronised burst of new connections that waits in the listen backlog (docs/benchmarks.md).
+    // for at once, a synchronised burst of new connections that waits in the listen backlog (docs/operations.md, "Connection bursts").
     await Promise.all(
       loads.map((load, p) =>
         load.ask({
@@ -253,7 +253,7 @@ async function seed(target: Target, url: string, count: number, secondDevices: n
         CROSS JOIN (SELECT id, 10 * row_number() OVER (ORDER BY article_number) AS line FROM articles WHERE article_number LIKE 'LIVE-%') AS a`);
       // Yesterday's scans: a service that has run before holds days of event ids (the deduplication
       // window). On empty tables the engine's generic plans would scan them, and keep scanning as
-      // they grow faster than autovacuum renews their statistics (docs/benchmarks.md).
+      // they grow faster than autovacuum renews their statistics (measured in d676c7a).
       await tx.execute(sql`WITH e AS (
           SELECT gen_random_uuid() AS id, t.account_id, d.id AS delivery_id, i.id AS item_id, now() - interval '1 day' AS at
           FROM tours t JOIN deliveries d ON d.tour_id = t.id JOIN delivery_items i ON i.delivery_id = d.id CROSS JOIN generate_series(1, ${EARLIER_SCANS_PER_LINE})),

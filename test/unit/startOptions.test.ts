@@ -21,7 +21,7 @@ describe('the Node options the service starts with', () => {
   });
 
   // Node's default is four helper threads, whatever the machine; on two CPUs a full collection's
-  // marking on all four starved the main thread (docs/benchmarks.md, "V8's helper threads").
+  // marking on all four starved the main thread (docs/operations.md, "V8's helper threads").
   it.runIf(process.platform === 'linux')('give V8 one helper thread fewer than the CPUs, at least one', async () => {
     const helpers = Math.max(1, os.availableParallelism() - 1);
     expect((await threads([])) - (await threads(imageOptions))).toBe(4 - helpers);
