@@ -131,6 +131,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     companyName: e.COMPANY_NAME,
     changeLogRetentionDays: e.CHANGE_LOG_RETENTION_DAYS,
     processedEventRetentionDays: e.PROCESSED_EVENT_RETENTION_DAYS,
+    devices: { retentionDays: e.DEVICE_RETENTION_DAYS, maxPerAccount: e.DEVICES_PER_ACCOUNT },
     tourCacheBytes: Math.round(e.TOUR_CACHE_MB * 1024 * 1024),
     sync: { heartbeatMs: e.WS_HEARTBEAT_SECONDS * 1000, maxBufferedBytes: e.WS_MAX_BUFFERED_BYTES },
     metricsPort: e.METRICS_PORT,

@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import type { Authenticator } from './auth/authenticate.js';
 import type { Database } from './db/client.js';
 import type { ChangeNotifier } from './engine/changeNotifier.js';
+import type { DeviceReports } from './engine/deviceReports.js';
 import type { ErpGateway } from './integrations/erp/gateway.js';
 import type { DocumentStore } from './integrations/documents/store.js';
 import type { PreviewService } from './integrations/previews/service.js';
@@ -26,6 +27,8 @@ export interface AppContext {
   /** What requests leave running after their answer; stopping waits for it. */
   background: BackgroundWork;
   metrics: Metrics;
+  /** Devices' health reports: the latest per device, capped in rate. */
+  devices: DeviceReports;
   /** Set on SIGTERM: readiness answers 503 while requests are still served (the drain). */
   lifecycle: { draining: boolean };
 }

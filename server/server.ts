@@ -26,6 +26,7 @@ import { startImportJobs, type ImportJobs } from './jobs/scheduler.js';
 import { withDatabaseDocuments } from './integrations/documents/database.js';
 import { createTourReader } from './queries/renderedTours.js';
 import { createMetrics } from './observability/metrics.js';
+import { createDeviceReports } from './engine/deviceReports.js';
 import { loggerOptions } from './observability/requestContext.js';
 import { startMetricsServer } from './http/routes/metrics.js';
 
@@ -131,6 +132,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     tours: createTourReader(config.tourCacheBytes),
     background: createBackgroundWork(),
     metrics: createMetrics(),
+    devices: createDeviceReports({ maxPerAccount: config.devices.maxPerAccount }),
     lifecycle: { draining: false },
   };
 
@@ -162,6 +164,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     db: database.db,
     retentionDays: config.changeLogRetentionDays,
     eventRetentionDays: config.processedEventRetentionDays,
+    deviceRetentionDays: config.devices.retentionDays,
     logger,
   });
   await new Promise<void>((resolve, reject) => {

@@ -4,3 +4,4 @@ export * from './schemas/tours.js';
 export * from './schemas/deliveries.js';
 export * from './schemas/sync.js';
 export * from './schemas/admin.js';
+export * from './schemas/devices.js';

@@ -121,6 +121,19 @@ const sync = z.object({
     .describe(
       'How long event ids are remembered for deduplication; an event that occurred earlier is refused (`event_too_old`). Longer than any phone stays offline; the same on every instance.',
     ),
+  DEVICE_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(30)
+    .describe("How long a device's last health report is kept after it was last seen (`GET /admin/devices`, docs/operations.md)."),
+  DEVICES_PER_ACCOUNT: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(100)
+    .describe('Most devices whose reports are kept per account; a new one past it replaces the one seen longest ago that holds no work.'),
   WS_HEARTBEAT_SECONDS: z.coerce
     .number()
     .int()

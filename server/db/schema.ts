@@ -2,3 +2,4 @@
 export * from './tables/masterData.js';
 export * from './tables/deliveries.js';
 export * from './tables/history.js';
+export * from './tables/devices.js';

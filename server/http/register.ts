@@ -48,7 +48,8 @@ export type BoundRoute = (req: Request, res: Response) => Promise<void>;
 export function bindRoutes(routes: AnyRoute[], ctx: AppContext): { router: RequestHandler; direct: Map<string, BoundRoute> } {
   const checkDensity = densityBudget(ctx.config.bodyLimitBytes);
   const readInput = async (route: AnyRoute, req: Request) => {
-    const json = route.body ? await readJsonBody(req, { limitBytes: ctx.config.bodyLimitBytes, check: checkDensity }) : undefined;
+    const limitBytes = Math.min(route.bodyLimitBytes ?? Infinity, ctx.config.bodyLimitBytes);
+    const json = route.body ? await readJsonBody(req, { limitBytes, check: checkDensity }) : undefined;
     // A body that is not JSON (no or another content type) must not pass for an empty one.
     if (route.body && json === undefined && hasBody(req)) {
       throw new DomainError('unsupported_media_type', 'Send the body as application/json');

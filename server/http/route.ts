@@ -53,6 +53,8 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown, A extend
   query?: Q;
   body?: B;
   rawBody?: RawBody;
+  /** A JSON body larger than this is refused (413) before it is parsed; below BODY_LIMIT_BYTES. */
+  bodyLimitBytes?: number;
   /** JSON response schema for 200; omitted for 204 and for handlers that write the response. */
   response?: z.ZodType;
   status?: 200 | 204;

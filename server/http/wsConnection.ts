@@ -177,12 +177,16 @@ export class SyncConnection {
       this.send({
         type: 'error',
         code: 'validation',
-        message: 'Send JSON text messages: {"type":"resume","cursor":"..."} or {"type":"ping"}',
+        message: 'Send JSON text messages: {"type":"resume","cursor":"..."}, {"type":"ping"} or {"type":"device","report":{...}}',
       });
       return;
     }
     if (message.type === 'ping') {
       this.send({ type: 'pong' });
+      return;
+    }
+    if (message.type === 'device') {
+      void this.storeReport(message.report);
       return;
     }
     let seq: number | undefined;
@@ -197,6 +201,17 @@ export class SyncConnection {
     this.generation += 1;
     this.announce = true;
     void this.pump();
+  }
+
+  /** A device report is answered with a `device` message, never an `error`: that would make the client resync. */
+  private async storeReport(report: unknown) {
+    const { ctx } = this;
+    const answer = await ctx.devices.answer(ctx.database.db, this.actor.personalnummer, report).catch((error: unknown) => {
+      if (isDatabaseUnavailable(error)) ctx.database.health.failed(error);
+      else ctx.logger.error({ err: error }, 'storing a device report failed');
+      return { status: 'refused' as const, code: 'internal', message: 'Not stored; send it again later' };
+    });
+    this.send({ type: 'device', ...answer });
   }
 
   wake(upTo: number, accounts?: ReadonlySet<number>) {

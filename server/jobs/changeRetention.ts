@@ -5,6 +5,7 @@ import type { Db } from '../db/client.js';
 import { meta } from '../db/schema.js';
 import { HORIZON_KEY } from '../engine/changeFeed.js';
 import { stableHead } from '../engine/changeLog.js';
+import { pruneDevices } from '../engine/deviceReports.js';
 import { eventWindowStart, pruneProcessedEvents } from './eventRetention.js';
 import { asJobRun } from '../observability/requestContext.js';
 
@@ -52,6 +53,8 @@ export function startChangeRetention(options: {
   db: Db;
   retentionDays: number;
   eventRetentionDays: number;
+  /** Device reports not renewed for this long go (DEVICE_RETENTION_DAYS). */
+  deviceRetentionDays: number;
   logger: Logger;
   /** How soon a run that failed on the database is tried again, and the first run after start (tests shorten them). */
   retryMs?: number;
@@ -64,6 +67,8 @@ export function startChangeRetention(options: {
       if (deleted > 0) options.logger.info({ deleted, horizon }, 'change log pruned');
       const forgotten = await pruneProcessedEvents(options.db, eventWindowStart(options.eventRetentionDays));
       if (forgotten > 0) options.logger.info({ deleted: forgotten }, 'processed event ids pruned');
+      const dropped = await pruneDevices(options.db, new Date(Date.now() - options.deviceRetentionDays * DAY_MS));
+      if (dropped > 0) options.logger.info({ deleted: dropped }, 'device reports past their retention dropped');
     } catch (error) {
       if (!isDatabaseUnavailable(error)) {
         options.logger.error({ err: error }, 'retention pruning failed');

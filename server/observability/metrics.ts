@@ -3,6 +3,7 @@ import type { EventResult, SyncEvent } from '../../shared/schemas/sync.js';
 import type { WriteTiming } from '../engine/apply.js';
 import type { Db } from '../db/client.js';
 import { changeLogHead, erpWriteBackBacklog, importRunsByResult } from '../queries/serviceState.js';
+import { deviceMetrics } from './deviceMetrics.js';
 import { processMetrics } from './processMetrics.js';
 
 /** What the gauges read at scrape time; known only once the service is built. */
@@ -147,6 +148,7 @@ export function createMetrics() {
             this.set({ result }, rows.find((r) => r.result === result)?.count ?? 0);
         }),
       });
+      deviceMetrics(registry, sources.db, guarded);
     },
   };
 }

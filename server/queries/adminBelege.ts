@@ -69,7 +69,8 @@ export function belegDetails(db: Db, belegnummer: string): Promise<DeliveryDetai
       const warehouseOf = new Map(bundle.warehouses.map((w) => [w.id, w]));
 
       const details = rows.map(({ delivery: row, tour, driverName }, index): AdminDeliveryDetails => {
-        const { positions, contacts, notes, serviceValues, latestPayment, attachments, ...delivery } = bundle.deliveries[index];
+        const { positions, contacts, notes, serviceValues, latestPayment, attachments, pendingOnDevice, ...delivery } =
+          bundle.deliveries[index];
         const articleIds = new Set(positions.map((p) => p.articleId));
         const articles = [...articleIds].map((id) => articleOf.get(id)!);
         const warehouseIds = new Set([...positions.map((p) => p.warehouseId), ...articles.map((a) => a.defaultWarehouseId)]);
@@ -97,6 +98,7 @@ export function belegDetails(db: Db, belegnummer: string): Promise<DeliveryDetai
           latest_payment: latestPayment && snakeKeys(latestPayment),
           completion: completion ? adminCompletion(completion) : null,
           attachments: attachments.map(snakeKeys),
+          pending_on_device: pendingOnDevice ? snakeKeys(pendingOnDevice) : null,
         };
       });
       return { belegnummer, deliveries: details };

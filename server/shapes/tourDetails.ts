@@ -47,6 +47,7 @@ function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
 /** A tour as its account sees it (placeholders of a prepared statement): another account's tour is not there. */
 type TourKey = { id: Placeholder; accountId: Placeholder };
 type JsonRows = Record<string, unknown>[] | null;
+type HeldRow = { delivery_id: string; device_id: string; completed_at: string; reported_at: string };
 type DetailRows = Record<string, JsonRows> & { version: string; tour: Record<string, unknown> | null };
 
 /**
@@ -78,11 +79,26 @@ function detailRows(selection: SQL, tour: TourKey | undefined, withRows = true):
     p AS MATERIALIZED (SELECT DISTINCT ON (x.delivery_id) ${r}x.xmin AS v FROM payment_protocol x
       WHERE x.delivery_id IN (SELECT id FROM d) ORDER BY x.delivery_id, x.received_at DESC, x.id DESC),
     a AS MATERIALIZED (SELECT ${r}x.xmin AS v, x.created_at FROM attachments x WHERE x.delivery_id IN (SELECT id FROM d)),
+    hd AS MATERIALIZED (${heldOnDevices}),
     version AS MATERIALIZED (SELECT count(*) || '.' || coalesce(sum(hashtextextended(v::text, tag)), 0) AS v FROM (
       SELECT v, 1 AS tag FROM tr UNION ALL SELECT v, 2 FROM d UNION ALL SELECT v, 3 FROM li UNION ALL SELECT v, 4 FROM ar
       UNION ALL SELECT v, 5 FROM w UNION ALL SELECT v, 6 FROM c UNION ALL SELECT v, 7 FROM cs UNION ALL SELECT v, 8 FROM ch
-      UNION ALL SELECT v, 9 FROM n UNION ALL SELECT v, 10 FROM sv UNION ALL SELECT v, 11 FROM p UNION ALL SELECT v, 12 FROM a) rows)`;
+      UNION ALL SELECT v, 9 FROM n UNION ALL SELECT v, 10 FROM sv UNION ALL SELECT v, 11 FROM p UNION ALL SELECT v, 12 FROM a
+      UNION ALL SELECT v, 13 FROM hd) rows)`;
 }
+
+/**
+ * The completions that phones of the tour's account hold unsent for these deliveries (those not
+ * completed on the service yet), from the devices' latest reports; the newest report wins.
+ * A device's report changes the tour's version only while it holds one of them.
+ */
+const heldOnDevices = sql`
+  SELECT DISTINCT ON (e.delivery_id) x.xmin AS v, e.delivery_id, x.device_id, e.completed_at, x.last_seen_at AS reported_at
+  FROM devices x CROSS JOIN LATERAL jsonb_to_recordset(x.pending_completions) AS e(delivery_id uuid, completed_at text)
+  WHERE x.pending_completion_count > 0
+    AND x.account_id IN (SELECT t.account_id FROM tours t JOIN deliveries y ON y.tour_id = t.id WHERE y.id IN (SELECT id FROM d))
+    AND e.delivery_id IN (SELECT y.id FROM deliveries y WHERE y.id IN (SELECT id FROM d) AND y.state <> 'completed')
+  ORDER BY e.delivery_id, x.last_seen_at DESC, x.device_id`;
 
 /** The version and every table's rows as a JSON array in ONE statement: one round trip and one snapshot whatever the number of deliveries. */
 function detailsJson(selection: SQL, tour?: TourKey): SQL {
@@ -99,7 +115,9 @@ function detailsJson(selection: SQL, tour?: TourKey): SQL {
       (SELECT json_agg(r ORDER BY created_at, id) FROM n) AS notes,
       (SELECT json_agg(r) FROM sv) AS service_values,
       (SELECT json_agg(r) FROM p) AS payments,
-      (SELECT json_agg(r ORDER BY created_at) FROM a) AS attachments
+      (SELECT json_agg(r ORDER BY created_at) FROM a) AS attachments,
+      (SELECT json_agg(json_build_object('delivery_id', delivery_id, 'device_id', device_id, 'completed_at', completed_at,
+        'reported_at', reported_at)) FROM hd) AS held
     FROM version`;
 }
 
@@ -115,11 +133,13 @@ function assemble(row: DetailRows) {
   const attachmentRows = fromJsonRows(attachments, row.attachments);
   const attachmentsOf = groupBy(attachmentRows, (a) => a.deliveryId);
   const paymentOf = new Map(fromJsonRows(paymentProtocol, row.payments).map((p) => [p.deliveryId, p]));
+  const heldOf = new Map(((row.held ?? []) as unknown as HeldRow[]).map((h) => [h.delivery_id, h]));
   const noteImage = new Map(attachmentRows.filter((a) => a.kind === 'note_image' && a.noteId).map((a) => [a.noteId!, a.id]));
 
   const details: DeliveryDetails[] = fromJsonRows(deliveries, row.deliveries).map((delivery) => {
     const items = itemsOf.get(delivery.id) ?? [];
     const payment = paymentOf.get(delivery.id);
+    const held = heldOf.get(delivery.id);
     return {
       ...toDelivery(delivery, items),
       positions: items.map((item) => toItem(item, scannable.get(item.articleId)!)),
@@ -128,6 +148,9 @@ function assemble(row: DetailRows) {
       serviceValues: (valuesOf.get(delivery.id) ?? []).map(toServiceValue),
       latestPayment: payment ? toPayment(payment) : null,
       attachments: (attachmentsOf.get(delivery.id) ?? []).map(toAttachment),
+      ...(held && {
+        pendingOnDevice: { deviceId: held.device_id, completedAt: held.completed_at, reportedAt: new Date(held.reported_at).toISOString() },
+      }),
     };
   });
   const bundle: DeliveryBundle = {

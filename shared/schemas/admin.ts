@@ -23,7 +23,7 @@ export const PAGE_LIMIT_DEFAULT = 100;
  * Optional paging of an admin list. Without either parameter the list is answered whole, as
  * the spec has it; with one, a page, and the `Link` header (rel="next") names the next.
  */
-const PageFields = {
+export const PageFields = {
   limit: z
     .string()
     .regex(/^[0-9]{1,9}$/, 'expected a whole number')
@@ -262,6 +262,10 @@ export const AdminDeliveryDetails = z
     latest_payment: AdminPayment.nullable(),
     completion: AdminCompletion.nullable(),
     attachments: z.array(AdminAttachment),
+    pending_on_device: z
+      .object({ device_id: Uuid, completed_at: Timestamp, reported_at: Timestamp })
+      .nullable()
+      .meta({ description: 'A phone holds an unsent completion of it: which, completed when (device clock), as reported when' }),
   })
   .meta({ id: 'AdminDeliveryDetails' });
 export type AdminDeliveryDetails = z.infer<typeof AdminDeliveryDetails>;

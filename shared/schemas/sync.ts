@@ -20,6 +20,7 @@ import {
   SetDeliveryServiceRequest,
   UpdateDeliveryNoteRequest,
 } from './deliveries.js';
+import { DeviceReportAnswer } from './devices.js';
 import { Car, PaymentMethod, Service } from './masterData.js';
 import { Article, ContactSource, Customer, Tour, Warehouse } from './tours.js';
 
@@ -90,9 +91,18 @@ export const PushRequest = z
   .object({
     clientId: z.string().trim().min(1).max(200),
     events: z.array(SyncEvent).min(1).max(500),
+    device: z.unknown().optional().meta({
+      description:
+        "The device's health report (DeviceReport), checked on its own: a bad one is answered in the response's `device` and refuses nothing else",
+    }),
   })
   .meta({ id: 'PushRequest' });
-export const PushResponse = z.object({ results: z.array(EventResult) }).meta({ id: 'PushResponse' });
+export const PushResponse = z
+  .object({
+    results: z.array(EventResult),
+    device: DeviceReportAnswer.optional().meta({ description: 'Whether the device report sent along was kept; absent when none was' }),
+  })
+  .meta({ id: 'PushResponse' });
 
 /** Every kind of record the change feed carries; `Change.data` is the record's public shape. */
 export const ChangeEntity = z
@@ -197,6 +207,10 @@ export const WsClientMessage = z
   .discriminatedUnion('type', [
     z.object({ type: z.literal('resume'), cursor: z.string().nullable().optional() }),
     z.object({ type: z.literal('ping') }),
+    z.object({
+      type: z.literal('device'),
+      report: z.unknown().meta({ description: 'A DeviceReport; answered with a `device` message, never with an error' }),
+    }),
   ])
   .meta({ id: 'WsClientMessage' });
 export const WsServerMessage = z
@@ -204,6 +218,7 @@ export const WsServerMessage = z
     z.object({ type: z.literal('changes'), changes: z.array(Change), cursor: z.string() }),
     z.object({ type: z.literal('error'), code: z.string(), message: z.string(), errors: Problem.shape.errors }),
     z.object({ type: z.literal('pong') }),
+    z.object({ type: z.literal('device'), ...DeviceReportAnswer.shape }),
   ])
   .meta({ id: 'WsServerMessage' });
 export type WsServerMessage = z.infer<typeof WsServerMessage>;

@@ -377,6 +377,7 @@ describe('database faults', () => {
         db: server.db,
         retentionDays: 7,
         eventRetentionDays: 3650,
+        deviceRetentionDays: 3650,
         logger,
         retryMs: 500,
         firstRunMs: 0,

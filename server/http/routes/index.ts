@@ -4,6 +4,7 @@ import { attachmentRoutes } from './attachments.js';
 import { completionRoutes } from './completion.js';
 import { adminRoutes } from './admin.js';
 import { deliveryRoutes } from './deliveries.js';
+import { deviceRoutes } from './devices.js';
 import { masterDataRoutes } from './masterData.js';
 import { noteImageRoutes } from './noteImages.js';
 import { systemRoutes } from './system.js';
@@ -26,4 +27,5 @@ export const apiRoutes: AnyRoute[] = [
   ...adminRoutes,
   ...deliveryRoutes,
   ...syncRoutes,
+  ...deviceRoutes,
 ];

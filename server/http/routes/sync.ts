@@ -8,12 +8,22 @@ import {
   WsServerMessage,
 } from '../../../shared/schemas/sync.js';
 import { isRefusal, scanRejectionCode } from '../../../shared/rules/eventResults.js';
+import type { DeviceReportAnswer } from '../../../shared/schemas/devices.js';
+import type { AppContext } from '../../context.js';
 import { applyEvents } from '../../engine/apply.js';
 import { currentCursor, pullChanges } from '../../engine/changeFeed.js';
 import { validation } from '../../errors.js';
 import { eventWindowStart } from '../../jobs/eventRetention.js';
 import { route } from '../route.js';
 import { SYNC_WS_PATH } from '../ws.js';
+
+/** The device report a push brings, answered whatever happens to it. */
+function storeAlong(ctx: AppContext, personalnummer: number, report: unknown): Promise<DeviceReportAnswer> {
+  return ctx.devices.answer(ctx.database.db, personalnummer, report).catch((error: unknown) => {
+    ctx.logger.warn({ err: error }, 'a device report sent with a push was not stored');
+    return { status: 'refused', code: 'internal', message: 'Not stored; send it again later' };
+  });
+}
 
 export const syncRoutes = [
   route({
@@ -29,6 +39,8 @@ export const syncRoutes = [
     body: PushRequest,
     response: PushResponse,
     handler: async ({ ctx, actor, body }) => {
+      // Beside the events, not in their transaction: a report, kept or refused, never holds them up or fails them.
+      const device = body.device === undefined ? undefined : storeAlong(ctx, actor.personalnummer, body.device);
       const results = await applyEvents(ctx.database.db, actor, body.events, {
         clientId: body.clientId,
         acceptedSince: eventWindowStart(ctx.config.processedEventRetentionDays),
@@ -37,6 +49,7 @@ export const syncRoutes = [
       // A refused scan names the contract's scan rejection code (quantity_exceeded, ...), as /scans does.
       return {
         results: results.map((r, i) => (body.events[i].type === 'scan' && isRefusal(r) ? { ...r, code: scanRejectionCode(r) } : r)),
+        ...(device && { device: await device }),
       };
     },
   }),
