@@ -37,7 +37,8 @@ export const errorCatalogue: Record<ErrorCode, { status: number; title: string; 
   rate_limited: {
     status: 429,
     title: 'Too many requests',
-    cause: 'Too many refused requests to `/admin/...` or `/dev/...` from one address; `Retry-After` says when to try again.',
+    cause:
+      'Too many refused requests to `/admin/...` or `/dev/...` from one address, or device reports sent more than once a second; `Retry-After` says when to try again.',
   },
   client_too_old: {
     status: 426,

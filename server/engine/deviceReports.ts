@@ -103,7 +103,10 @@ async function upsert(db: Db, accountId: number, r: DeviceReport, at: Date): Pro
     oldestPendingType: r.oldestPending?.type ?? null,
     oldestPendingDeliveryId: r.oldestPending?.deliveryId ?? null,
     pendingCompletionCount: r.pendingCompletionCount,
-    pendingCompletions: r.pendingCompletions.map((c) => ({ delivery_id: c.deliveryId, completed_at: new Date(c.completedAt).toISOString() })),
+    pendingCompletions: r.pendingCompletions.map((c) => ({
+      delivery_id: c.deliveryId,
+      completed_at: new Date(c.completedAt).toISOString(),
+    })),
     rejectedCount: r.rejectedCount,
     outboxBytes: r.outboxBytes,
     attachmentBytes: r.attachmentBytes,

@@ -86,12 +86,7 @@ export async function listDevices(db: Db, filter: DeviceFilter, page?: PageReque
     .orderBy(asc(devices.accountId), asc(devices.deviceId));
   const rows = await (page ? query.limit(page.limit + 1) : query);
   const flat = rows.map((r) => ({ ...r.device, completions: r.completions }));
-  return cutPage(
-    flat,
-    page?.limit ?? flat.length,
-    (row) => [row.accountId, row.deviceId] as DeviceKey,
-    toAdminDevice,
-  );
+  return cutPage(flat, page?.limit ?? flat.length, (row) => [row.accountId, row.deviceId] as DeviceKey, toAdminDevice);
 }
 
 export interface DeviceGauges {

@@ -259,7 +259,9 @@ export const DeliveryDetails = Delivery.extend({
   pendingOnDevice: z
     .object({ deviceId: Uuid, completedAt: Timestamp, reportedAt: Timestamp })
     .optional()
-    .meta({ description: 'Present while a phone holds an unsent completion of it: completed at completedAt (device clock), not yet received' }),
+    .meta({
+      description: 'Present while a phone holds an unsent completion of it: completed at completedAt (device clock), not yet received',
+    }),
 }).meta({ id: 'DeliveryDetails' });
 export type DeliveryDetails = z.infer<typeof DeliveryDetails>;
 

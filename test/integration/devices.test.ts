@@ -89,7 +89,10 @@ describe.each(databaseKinds)('device sync health on %s', (kind) => {
 
   it('takes the report along with a push and over the socket, and a bad one refuses nothing else', async () => {
     const token = await api.token(6302);
-    const tour = await newTour(api.db, { accountId: 6302, positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }] });
+    const tour = await newTour(api.db, {
+      accountId: 6302,
+      positions: [{ scannable: true, quantity: 3, scannedQuantity: 0, state: 'InProgress' }],
+    });
     const item = tour.deliveries[0].items[0];
     const deviceId = randomUUID();
     const push = (device: unknown) =>
@@ -109,7 +112,11 @@ describe.each(databaseKinds)('device sync health on %s', (kind) => {
     expect(bad.body.device).toMatchObject({ status: 'refused', code: 'validation' });
     const huge = await push(report(randomUUID(), [], { appName: 'x'.repeat(90), lastErrorCode: 'y'.repeat(9000) }));
     expect(huge.body).toMatchObject({ results: [{ status: 'applied' }], device: { status: 'refused', code: 'payload_too_large' } });
-    const plain = await api.post('/sync/push', { clientId: 'c', events: [{ ...scanEvent(item.id), eventId: randomUUID(), occurredAt: new Date().toISOString() }] }, { token });
+    const plain = await api.post(
+      '/sync/push',
+      { clientId: 'c', events: [{ ...scanEvent(item.id), eventId: randomUUID(), occurredAt: new Date().toISOString() }] },
+      { token },
+    );
     expect(plain.status).toBe(200);
     expect(plain.body.device).toBeUndefined();
     expect((await devicesOf('account=6302'))[0]).toMatchObject({ device_id: deviceId, pending_count: 1 });
@@ -130,7 +137,11 @@ describe.each(databaseKinds)('device sync health on %s', (kind) => {
 
   it.each([
     ['a wrong type', { pendingCount: -1 }, 400],
-    ['more completions named than counted', { pendingCompletions: [{ deliveryId: randomUUID(), completedAt: new Date().toISOString() }] }, 400],
+    [
+      'more completions named than counted',
+      { pendingCompletions: [{ deliveryId: randomUUID(), completedAt: new Date().toISOString() }] },
+      400,
+    ],
     ['no device id', { deviceId: 'phone-1' }, 400],
     ['an oversized report', { appVersion: 'v'.repeat(20), lastErrorCode: 'e'.repeat(10_000) }, 413],
   ])('refuses %s with a problem and stores nothing', async (_what, change, status) => {
@@ -190,9 +201,12 @@ describe.each(databaseKinds)('device sync health on %s', (kind) => {
     expect(foreign.status).toBe(400);
   });
 
-  it.each(['holds_completions=maybe', 'pending_older_than_minutes=-1', 'account=abc', 'limit=0'])('refuses the query %s with 400', async (query) => {
-    expect((await api.get(`/admin/devices?${query}`, admin)).status).toBe(400);
-  });
+  it.each(['holds_completions=maybe', 'pending_older_than_minutes=-1', 'account=abc', 'limit=0'])(
+    'refuses the query %s with 400',
+    async (query) => {
+      expect((await api.get(`/admin/devices?${query}`, admin)).status).toBe(400);
+    },
+  );
 
   it('needs the admin key for the list and a token for the report', async () => {
     expect((await api.get('/admin/devices')).status).toBe(401);
