@@ -2,37 +2,19 @@ import type { z } from 'zod';
 import type { Attachment, Credit, Delivery, DeliveryItem, Note, Payment, ServiceValue } from '../../shared/schemas/deliveries.js';
 import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { Article, ContactSource, Customer, Tour, Warehouse } from '../../shared/schemas/tours.js';
-import type {
-  articles,
-  attachments,
-  contactChannels,
-  contactSources,
-  customers,
-  deliveries,
-  deliveryItems,
-  deliveryServiceValues,
-  notes,
-  paymentProtocol,
-  tours,
-  warehouses,
-} from '../db/schema.js';
+import type * as schema from '../db/schema.js';
 
 /** Row-to-API mappers: the one place where database rows become the public camelCase shapes. */
 
-export type DeliveryRow = typeof deliveries.$inferSelect;
-export type ItemRow = typeof deliveryItems.$inferSelect;
-export type NoteRow = typeof notes.$inferSelect;
-export type PaymentRow = typeof paymentProtocol.$inferSelect;
-export type ServiceValueRow = typeof deliveryServiceValues.$inferSelect;
-export type AttachmentRow = typeof attachments.$inferSelect;
-
 const iso = (d: Date) => d.toISOString();
 
+export type DeliveryRow = typeof schema.deliveries.$inferSelect;
 export function toCredit(row: DeliveryRow): Credit | null {
   if (row.creditAmountCents === null) return null;
   return { amountCents: row.creditAmountCents, reason: row.creditReason ?? '', updatedAt: iso(row.creditUpdatedAt ?? row.updatedAt) };
 }
 
+export type ItemRow = typeof schema.deliveryItems.$inferSelect;
 /** `items` must be all positions of the delivery: the open amount depends on them. */
 export function toDelivery(
   row: DeliveryRow,
@@ -80,6 +62,7 @@ export function toItem(row: ItemRow, scannable: boolean): DeliveryItem {
   };
 }
 
+export type NoteRow = typeof schema.notes.$inferSelect;
 export function toNote(row: NoteRow, imageAttachmentId: string | null = null): Note {
   return {
     id: row.id,
@@ -95,6 +78,7 @@ export function toNote(row: NoteRow, imageAttachmentId: string | null = null): N
   };
 }
 
+export type PaymentRow = typeof schema.paymentProtocol.$inferSelect;
 export function toPayment(row: PaymentRow): Payment {
   return {
     id: row.id,
@@ -109,6 +93,7 @@ export function toPayment(row: PaymentRow): Payment {
   };
 }
 
+export type ServiceValueRow = typeof schema.deliveryServiceValues.$inferSelect;
 export function toServiceValue(row: ServiceValueRow): ServiceValue {
   return {
     deliveryId: row.deliveryId,
@@ -119,6 +104,7 @@ export function toServiceValue(row: ServiceValueRow): ServiceValue {
   };
 }
 
+export type AttachmentRow = typeof schema.attachments.$inferSelect;
 /** The store reference stays internal: clients fetch attachments by id through GET /attachments/{id}. */
 export function toAttachment(row: AttachmentRow): z.infer<typeof Attachment> {
   return {
@@ -133,26 +119,23 @@ export function toAttachment(row: AttachmentRow): z.infer<typeof Attachment> {
 
 // ---------- the tour aggregate's ERP mirror data ----------
 
-export type TourRow = typeof tours.$inferSelect;
-export type CustomerRow = typeof customers.$inferSelect;
-export type ArticleRow = typeof articles.$inferSelect;
-export type WarehouseRow = typeof warehouses.$inferSelect;
-export type ContactSourceRow = typeof contactSources.$inferSelect;
-export type ContactChannelRow = typeof contactChannels.$inferSelect;
-
+export type TourRow = typeof schema.tours.$inferSelect;
 export const toTour = (row: TourRow): z.infer<typeof Tour> => ({
   id: row.id,
   accountId: row.accountId,
   tourDate: row.tourDate,
   name: row.name,
 });
+export type CustomerRow = typeof schema.customers.$inferSelect;
 export const toCustomer = (row: CustomerRow): z.infer<typeof Customer> => ({
   id: row.id,
   erpCustomerId: row.erpCustomerId,
   name: row.name,
   address: row.address,
 });
+export type WarehouseRow = typeof schema.warehouses.$inferSelect;
 export const toWarehouse = (row: WarehouseRow): z.infer<typeof Warehouse> => ({ id: row.id, code: row.code, name: row.name });
+export type ArticleRow = typeof schema.articles.$inferSelect;
 export const toArticle = (row: ArticleRow): z.infer<typeof Article> => ({
   id: row.id,
   articleNumber: row.articleNumber,
@@ -161,6 +144,8 @@ export const toArticle = (row: ArticleRow): z.infer<typeof Article> => ({
   defaultWarehouseId: row.defaultWarehouseId,
 });
 
+export type ContactSourceRow = typeof schema.contactSources.$inferSelect;
+export type ContactChannelRow = typeof schema.contactChannels.$inferSelect;
 /** `channels` must be the source's channels; they are ordered by kind and ERP position here. */
 export function toContactSource(row: ContactSourceRow, channels: ContactChannelRow[]): z.infer<typeof ContactSource> {
   const kindOrder = ['phone', 'mobile', 'email', 'web'];
