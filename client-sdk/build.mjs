@@ -1,11 +1,12 @@
 // Builds the package: ESM bundles of the entry points (the shared rules compiled in, nothing
 // imported at run time but the platform's own modules) and .d.ts files beside them.
-import { rm } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import process from 'node:process';
 import { build } from 'esbuild';
+import { plainTypes } from './plainTypes.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const dist = path.join(here, 'dist');
@@ -37,3 +38,9 @@ await build({
 execFileSync(process.execPath, [path.join(here, '../node_modules/typescript/bin/tsc'), '-p', path.join(here, 'tsconfig.build.json')], {
   stdio: 'inherit',
 });
+// Types an app compiles without zod installed (see plainTypes.mjs).
+const types = path.join(dist, 'types');
+await plainTypes(
+  types,
+  (await readdir(types, { recursive: true })).filter((f) => f.endsWith('.d.ts')).map((f) => path.join(types, f)),
+);

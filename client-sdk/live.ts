@@ -5,14 +5,19 @@ import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { clearTimer } from './timers.js';
 import { SDK_CLIENT_NAME } from './version.js';
 
-/** The part of the WebSocket API the SDK uses: the browser's, React Native's and the `ws` package's all fit. */
+/**
+ * The part of the WebSocket API the SDK uses. The browser's, React Native's and the `ws`
+ * package's WebSocket each fit without a cast (test/sdk/types.test.ts compiles all three): the
+ * handlers take their platform's own event types, so the SDK reads only `data` of a message and
+ * `code` of a close (optional in React Native's types).
+ */
 export interface WebSocketLike {
   readonly readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
   onopen: ((event: any) => void) | null;
-  onmessage: ((event: { data: unknown }) => void) | null;
-  onclose: ((event: { code: number; reason?: string }) => void) | null;
+  onmessage: ((event: any) => void) | null;
+  onclose: ((event: any) => void) | null;
   onerror: ((event: any) => void) | null;
 }
 
@@ -127,7 +132,7 @@ export class LiveChanges {
       this.setConnected(true);
       this.startHeartbeat(socket);
     };
-    socket.onmessage = (event) => {
+    socket.onmessage = (event: { data: unknown }) => {
       this.lastMessageAt = Date.now();
       const message = parse(event.data);
       if (message?.type === 'changes') {
@@ -139,7 +144,7 @@ export class LiveChanges {
       }
     };
     socket.onerror = () => undefined;
-    socket.onclose = (event) => {
+    socket.onclose = (event: { code?: number }) => {
       if (this.socket !== socket) return;
       this.socket = undefined;
       clearTimer(this.heartbeatTimer);

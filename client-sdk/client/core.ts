@@ -1,3 +1,4 @@
+import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { TourlineApi, type FetchLike, type GetToken } from '../api.js';
 import type { AttachmentStore } from '../attachments.js';
@@ -79,6 +80,9 @@ export class Serial {
   }
 }
 
+const namedDelivery = (action: OutboxAction): string | undefined =>
+  action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId : undefined) : action.deliveryId;
+
 /** What every part of the client shares: options, storage, the outbox and the local copy, and the events it emits. */
 export class ClientCore {
   readonly api: TourlineApi;
@@ -144,13 +148,24 @@ export class ClientCore {
   }
 
   tourOfAction(action: OutboxAction): string | undefined {
-    const deliveryId = action.kind === 'event' ? ('deliveryId' in action.event ? action.event.deliveryId : undefined) : action.deliveryId;
+    return this.whereIs(action)?.tourId;
+  }
+
+  /** The delivery an action is about; a scan's is its line's, as the local copy knows it. */
+  deliveryOfAction(action: OutboxAction): string | undefined {
+    return this.whereIs(action)?.deliveryId ?? namedDelivery(action);
+  }
+
+  private whereIs(action: OutboxAction): { tourId: string; deliveryId: string } | undefined {
+    const event = action.kind === 'event' ? action.event : undefined;
+    const itemId = event?.type === 'scan' ? event.deliveryItemId : undefined;
+    const noteId = event?.type === 'note.update' || event?.type === 'note.delete' ? event.noteId : undefined;
+    const deliveryId = namedDelivery(action);
+    const names = (d: TourDetails['deliveries'][number]) =>
+      itemId ? d.positions.some((p) => p.id === itemId) : deliveryId ? d.id === deliveryId : d.notes.some((n) => n.id === noteId);
     for (const tour of this.state.tours.values()) {
-      if (deliveryId && tour.deliveries.some((d) => d.id === deliveryId)) return tour.tour.id;
-      if (action.kind === 'event' && action.event.type === 'scan') {
-        const itemId = action.event.deliveryItemId;
-        if (tour.deliveries.some((d) => d.positions.some((p) => p.id === itemId))) return tour.tour.id;
-      }
+      const found = tour.deliveries.find(names);
+      if (found) return { tourId: tour.tour.id, deliveryId: found.id };
     }
     return undefined;
   }

@@ -319,7 +319,7 @@ export class Sender {
   }
 
   private reportRejection(entry: OutboxEntry) {
-    const rejection = toRejected(entry);
+    const rejection = toRejected(entry, this.core);
     this.core.outcomes.settle(entry.id, { status: 'rejected', rejection });
     this.core.events.emit('rejected', rejection);
     this.core.emitChange(this.core.tourOfAction(entry.action));

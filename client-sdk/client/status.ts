@@ -84,7 +84,7 @@ export class Status {
   }
 
   rejected(): RejectedEvent[] {
-    return this.core.outbox.rejected().map(toRejected);
+    return this.core.outbox.rejected().map((entry) => toRejected(entry, this.core));
   }
 
   /** The service answered: it is reachable, and the last error is news only while an entry still waits because of one. */
@@ -124,11 +124,11 @@ export class Status {
   }
 }
 
-export function toRejected(entry: OutboxEntry): RejectedEvent {
+/** A refused entry as the app shows it; a scan names the delivery of its line, as the local copy knows it. */
+export function toRejected(entry: OutboxEntry, core: Pick<ClientCore, 'deliveryOfAction'>): RejectedEvent {
   const action = entry.action;
   const type = action.kind === 'event' ? action.event.type : action.kind === 'completion' ? 'delivery.complete' : 'note.image';
-  const deliveryId =
-    action.kind === 'event' ? ('deliveryId' in action.event ? (action.event.deliveryId ?? null) : null) : action.deliveryId;
+  const deliveryId = core.deliveryOfAction(action) ?? null;
   return {
     id: entry.id,
     type,

@@ -59,7 +59,7 @@ export class Tabs {
 
   private settleHandle(entry: OutboxEntry, gone: boolean) {
     if (entry.state === 'rejected' && !gone) {
-      const rejection = toRejected(entry);
+      const rejection = toRejected(entry, this.core);
       this.core.outcomes.settle(entry.id, { status: 'rejected', rejection });
       this.core.events.emit('rejected', rejection);
     } else if (gone || entry.state === 'acknowledged') {

@@ -22,7 +22,6 @@ import {
   type FetchLike,
   type TourDetails,
   type WebSocketFactory,
-  type WebSocketLike,
 } from '@tourline/client';
 import { FileStore } from '@tourline/client/node';
 
@@ -56,7 +55,7 @@ const phoneWebSocket: WebSocketFactory = (url, protocols) => {
   socket.on('error', () => undefined);
   sockets.add(socket);
   socket.on('close', () => sockets.delete(socket));
-  return socket as unknown as WebSocketLike;
+  return socket;
 };
 function setOffline(value: boolean) {
   offline = value;

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { WebSocket } from 'ws';
-import { TourlineClient, type FetchLike, type WebSocketFactory, type WebSocketLike } from '../../client-sdk/index.js';
+import { TourlineClient, type FetchLike, type WebSocketFactory } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
 import { openDatabase } from '../../server/db/client.js';
 import { newTour } from '../helpers/factories.js';
@@ -193,7 +193,7 @@ function socketFactory(home: number, sockets: Set<WebSocket>): WebSocketFactory 
     socket.on('error', () => undefined);
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
-    return socket as unknown as WebSocketLike;
+    return socket;
   };
 }
 

@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
 import type { FetchLike } from '../../client-sdk/api.js';
-import type { WebSocketFactory, WebSocketLike } from '../../client-sdk/live.js';
+import type { WebSocketFactory } from '../../client-sdk/live.js';
 
 /** The address the SDK talks to; the injector forwards it to whichever server runs now. */
 export const SDK_BASE_URL = 'http://tourline.test';
@@ -65,14 +65,14 @@ export class FaultInjector {
     if (this.offline) {
       const dead = new WebSocket('ws://127.0.0.1:1/', protocols);
       dead.on('error', () => undefined);
-      return dead as unknown as WebSocketLike;
+      return dead;
     }
     const target = new URL(url);
     const socket = new WebSocket(`${this.target.replace(/^http/, 'ws')}${target.pathname}`, protocols);
     socket.on('error', () => undefined);
     this.sockets.add(socket);
     socket.on('close', () => this.sockets.delete(socket));
-    return socket as unknown as WebSocketLike;
+    return socket;
   };
 
   /** Kills every open socket without a closing handshake, as a lost network does. */

@@ -76,7 +76,8 @@ describe.each(databaseKinds)('the device refuses what the service refuses, with 
       await perform(bypass.client, action);
       await bypass.client.sync();
       const [rejection] = bypass.client.rejected();
-      expect(rejection).toBeDefined();
+      // Also a refused scan names its delivery, so the app shows it on its stop.
+      expect(rejection).toMatchObject({ deliveryId: ids.delivery });
       expect(said(rejection)).toEqual(said(verdict!));
       if (rejection.reason !== undefined) expect(rejection.reason).toBe(verdict!.reason);
     },
