@@ -1,4 +1,4 @@
-import { readdir, rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeBlocks, compileBare, compileWithPlatforms, DOCUMENTS } from './consumer.js';
@@ -25,5 +25,17 @@ describe('a TypeScript app on the packed SDK (strict, skipLibCheck: false)', { t
     const blocks = (await Promise.all(DOCUMENTS.map(codeBlocks))).flat();
     expect(blocks.length).toBeGreaterThanOrEqual(9);
     expect(await compileWithPlatforms(app)).toBe('');
+  });
+});
+
+describe('the entry-point lists', () => {
+  it.each(DOCUMENTS)('of %s name every export of the package', async (doc) => {
+    const root = path.resolve(import.meta.dirname, '../..');
+    const pkg = JSON.parse(await readFile(path.join(root, 'client-sdk/package.json'), 'utf8'));
+    const text = await readFile(path.join(root, doc), 'utf8');
+    const entries = Object.keys(pkg.exports)
+      .filter((key) => key !== './package.json')
+      .map((key) => `\`@tourline/client${key.slice(1)}\``);
+    expect(entries.filter((entry) => !text.includes(entry))).toEqual([]);
   });
 });
