@@ -93,4 +93,47 @@ describe.each(databaseKinds)('the device refuses what the service refuses, with 
     expect(device.client.rejected()).toEqual([]);
     expect(device.client.status().pendingCount).toBe(0);
   });
+
+  it("refuses offline, at once, a 15 € credit, a hold without a reason and a completion with an open line, with the service's codes, leaving the outbox as it was", async () => {
+    const { pnr, date, ids } = await seedCase(server, master);
+    const device = await deviceOf(pnr, date);
+    // Line 0 still has a piece to scan; something else already waits in the outbox.
+    await device.client.createNote(ids.delivery, { text: 'Hintereingang' });
+    device.client.offline();
+    const before = device.client.outbox.all();
+    expect(before).toHaveLength(1);
+    const calls = {
+      setCredit: () => device.client.setCredit(ids.delivery, { amountCents: 1500, reason: 'Bruch' }),
+      holdDelivery: () => device.client.holdDelivery(ids.delivery, '   '),
+      complete: () =>
+        device.client.complete(ids.delivery, {
+          customerSignature: png,
+          driverSignature: png,
+          acknowledgements: { receiptConfirmed: true },
+        }),
+    };
+    const answers: Record<string, { code: string; reason: string; ms: number }> = {};
+    for (const [name, call] of Object.entries(calls)) {
+      const started = performance.now();
+      const error = (await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as RefusalError;
+      answers[name] = { code: error.code, reason: error.reason, ms: Math.round((performance.now() - started) * 10) / 10 };
+      expect(error).toBeInstanceOf(RefusalError);
+      expect(answers[name].ms).toBeLessThan(50);
+    }
+    expect(Object.fromEntries(Object.entries(answers).map(([name, a]) => [name, [a.code, a.reason]]))).toEqual({
+      setCredit: ['validation', 'invalid_credit'],
+      holdDelivery: ['validation', 'validation'],
+      complete: ['validation', 'open_scans'],
+    });
+    expect(device.client.outbox.all()).toEqual(before);
+    expect(requestsOf(device.faults)).toEqual([]);
+    console.info(
+      `refused offline in ${Object.entries(answers)
+        .map(([name, a]) => `${name} ${a.ms} ms`)
+        .join(', ')}`,
+    );
+  });
 });
