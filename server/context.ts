@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Authenticator } from './auth/authenticate.js';
+import type { BackOfficePerson } from './auth/tokens.js';
 import type { Database } from './db/client.js';
 import type { ChangeNotifier } from './engine/changeNotifier.js';
 import type { DeviceReports } from './engine/deviceReports.js';
@@ -42,6 +43,7 @@ export type Actor =
       /** Only the token is verified: the engine reads the account in its transaction (a push, see `checksAccount`). */
       accountUnread?: true;
     }
-  | { kind: 'admin' };
+  /** The machine key (`person` absent), or a bearer token of the back-office role naming its person. */
+  | { kind: 'admin'; person?: BackOfficePerson };
 
 export type DriverActor = Extract<Actor, { kind: 'driver' }>;

@@ -97,6 +97,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           audience: config.auth.audience,
           claim: config.auth.personalnummerClaim,
           roleClaim: config.auth.syncRoleClaim,
+          backOfficeRoleClaim: config.auth.backOfficeRoleClaim,
+          backOfficeRole: config.auth.backOfficeRole,
+          nameClaim: config.auth.nameClaim,
           ttlSeconds: config.auth.devTokenTtlSeconds,
         })
       : undefined;
@@ -107,6 +110,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     personalnummerClaim: config.auth.personalnummerClaim,
     syncRoleClaim: config.auth.syncRoleClaim,
     syncRole: config.auth.syncRole,
+    backOfficeRoleClaim: config.auth.backOfficeRoleClaim,
+    backOfficeRole: config.auth.backOfficeRole,
+    nameClaim: config.auth.nameClaim,
     jwksCooldownMs: config.auth.jwksCooldownMs,
     jwksMaxAgeMs: config.auth.jwksMaxAgeMs,
     clockToleranceSeconds: config.auth.clockToleranceSeconds,

@@ -4,9 +4,9 @@ import { combining, deferred } from '../db/combining.js';
 import { arrayLiteral, fromJsonRows, inPlaceholder } from '../db/jsonRows.js';
 import { accounts } from '../db/schema.js';
 import type { DriverActor } from '../context.js';
-import { unauthorized, unavailable } from '../errors.js';
+import { forbidden, unauthorized, unavailable } from '../errors.js';
 import { IssuerUnreachable } from './issuerKeys.js';
-import { describeToken, TokenError, type TokenRefusal, type VerifiedToken } from './tokens.js';
+import { describeToken, TokenError, type BackOfficePerson, type TokenRefusal, type VerifiedToken } from './tokens.js';
 
 export interface Authenticator {
   /** A driver whose token is valid and whose account exists and is active: 401 otherwise. */
@@ -16,6 +16,8 @@ export interface Authenticator {
   /** 401 unless the driver's account exists and is active. */
   account(actor: DriverActor): Promise<void>;
   admin(key: string | undefined): void;
+  /** A valid token of the back-office role: 401 for a missing or invalid token, 403 for a token without the role. */
+  backOffice(authorization: string | undefined): Promise<BackOfficePerson>;
 }
 
 export function bearerToken(authorization: string | undefined): string | undefined {
@@ -71,7 +73,7 @@ export function createAuthenticator(deps: {
   onFailure?: (refusal: TokenRefused) => void;
 }): Authenticator {
   const readAccount = accountReader(deps.db);
-  const verify = async (authorization: string | undefined): Promise<DriverActor> => {
+  const verifyBearer = async (authorization: string | undefined): Promise<VerifiedToken> => {
     const bearer = bearerToken(authorization);
     if (!bearer) throw unauthorized();
     let verified: VerifiedToken;
@@ -84,6 +86,12 @@ export function createAuthenticator(deps: {
         throw unavailable(`The identity provider cannot be asked: ${error.message}`, error.retryAfterSeconds);
       throw unauthorized();
     }
+    return verified;
+  };
+  const verify = async (authorization: string | undefined): Promise<DriverActor> => {
+    const verified = await verifyBearer(authorization);
+    // A back-office token without a Personalnummer is nobody's driver token.
+    if (verified.personalnummer === null) throw unauthorized();
     return { kind: 'driver', personalnummer: verified.personalnummer, tokenExpiresAt: verified.expiresAt, syncRole: verified.syncRole };
   };
   const account = async (actor: DriverActor) => {
@@ -99,6 +107,11 @@ export function createAuthenticator(deps: {
     account,
     admin(key) {
       if (!deps.adminKeyMatches(key)) throw unauthorized();
+    },
+    async backOffice(authorization) {
+      const { backOffice } = await verifyBearer(authorization);
+      if (!backOffice) throw forbidden('This token does not carry the back-office role');
+      return backOffice;
     },
   };
 }

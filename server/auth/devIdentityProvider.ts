@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
@@ -12,6 +12,9 @@ export async function createDevIdentityProvider(options: {
   audience: string;
   claim: string;
   roleClaim: string;
+  backOfficeRoleClaim: string;
+  backOfficeRole: string;
+  nameClaim: string;
   ttlSeconds: number;
 }) {
   const file = options.dataDir && path.join(options.dataDir, 'dev-idp-key.json');
@@ -27,6 +30,19 @@ export async function createDevIdentityProvider(options: {
   const { d: _private, ...publicJwk } = privateJwk;
   const signingKey = await importJWK(privateJwk, 'ES256');
 
+  const sign = async (issuer: string, subject: string, claims: Record<string, unknown>) => {
+    const expiresAt = Math.floor(Date.now() / 1000) + options.ttlSeconds;
+    const accessToken = await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: privateJwk.kid })
+      .setIssuer(issuer)
+      .setAudience(options.audience)
+      .setSubject(subject)
+      .setIssuedAt()
+      .setExpirationTime(expiresAt)
+      .sign(signingKey);
+    return { accessToken, expiresAt: new Date(expiresAt * 1000).toISOString() };
+  };
+
   return {
     jwks: { keys: [publicJwk] },
     metadata: (issuer: string) => ({
@@ -37,18 +53,14 @@ export async function createDevIdentityProvider(options: {
       response_types_supported: ['token'],
       subject_types_supported: ['public'],
     }),
-    async mint(issuer: string, personalnummer: number, roles?: string[]) {
-      const expiresAt = Math.floor(Date.now() / 1000) + options.ttlSeconds;
-      const accessToken = await new SignJWT({ [options.claim]: personalnummer, ...(roles?.length ? { [options.roleClaim]: roles } : {}) })
-        .setProtectedHeader({ alg: 'ES256', kid: privateJwk.kid })
-        .setIssuer(issuer)
-        .setAudience(options.audience)
-        .setSubject(String(personalnummer))
-        .setIssuedAt()
-        .setExpirationTime(expiresAt)
-        .sign(signingKey);
-      return { accessToken, expiresAt: new Date(expiresAt * 1000).toISOString() };
-    },
+    mint: (issuer: string, personalnummer: number, roles?: string[]) =>
+      sign(issuer, String(personalnummer), { [options.claim]: personalnummer, ...(roles?.length ? { [options.roleClaim]: roles } : {}) }),
+    /** A token of the back-office role for a person of this name (no Personalnummer: no driver's token). */
+    mintBackOffice: (issuer: string, name: string) =>
+      sign(issuer, backOfficeSubject(name), { [options.nameClaim]: name, [options.backOfficeRoleClaim]: [options.backOfficeRole] }),
   };
 }
+/** The same name gives the same subject, so a person's history stays theirs across sign-ins. */
+export const backOfficeSubject = (name: string) => `back-office:${createHash('sha256').update(name).digest('base64url').slice(0, 22)}`;
+
 export type DevIdentityProvider = Awaited<ReturnType<typeof createDevIdentityProvider>>;

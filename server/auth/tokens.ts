@@ -12,6 +12,11 @@ export interface TokenVerifierOptions {
   /** The claim (an array, or a space-separated string) that may carry `syncRole`; without both, no token has the role. */
   syncRoleClaim?: string;
   syncRole?: string;
+  /** The claim that may carry `backOfficeRole`: such a token may use the admin endpoints, with or without a Personalnummer. */
+  backOfficeRoleClaim?: string;
+  backOfficeRole?: string;
+  /** The claim with a back-office user's name (the subject when absent). */
+  nameClaim?: string;
   /**
    * The key set is fetched whenever a token names a `kid` it does not hold, up to a few times in a
    * row (the first fetch, a rotation); past that at most once per this many ms (default 10 s).
@@ -28,16 +33,36 @@ export interface TokenVerifierOptions {
 }
 
 export interface VerifiedToken {
-  personalnummer: number;
+  /** Absent only on a back-office token without one: such a token is no driver's. */
+  personalnummer: number | null;
   expiresAt: number;
   /** The token carries the sync role: it may send any driver's tour and read any account. */
   syncRole: boolean;
+  /** The person, when the token carries the back-office role. */
+  backOffice: BackOfficePerson | null;
+}
+
+export interface BackOfficePerson {
+  subject: string;
+  name: string;
 }
 
 /** Whether a claim value names the role: an array of names, or names separated by spaces (OAuth's `scope` style). */
 export function claimHasRole(value: unknown, role: string): boolean {
   const names = typeof value === 'string' ? value.split(' ') : Array.isArray(value) ? value : [];
   return names.includes(role);
+}
+
+/** The back-office person a token names, when it carries the role and a subject; the name falls back to the subject. */
+function backOfficePerson(payload: JWTPayload, options: TokenVerifierOptions): BackOfficePerson | null {
+  const { backOfficeRoleClaim: claim, backOfficeRole: role } = options;
+  if (!claim || !role || !claimHasRole(payload[claim], role)) return null;
+  if (typeof payload.sub !== 'string' || payload.sub.length === 0 || payload.sub.length > 200) {
+    throw new TokenError('claims', 'a back-office token needs a subject ("sub") of at most 200 characters');
+  }
+  const name = payload[options.nameClaim ?? 'name'];
+  const named = typeof name === 'string' && name.trim().length > 0 ? name.trim().slice(0, 200) : payload.sub;
+  return { subject: payload.sub, name: named };
 }
 
 /** Why a token was refused, for the log line an operator alerts on. */
@@ -167,23 +192,27 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
       if (error instanceof IssuerUnreachable) throw error;
       throw new TokenError(refusal(error), (error as Error).message);
     }
+    const backOffice = backOfficePerson(payload, options);
     const raw = payload[options.personalnummerClaim];
     const personalnummer = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
-    if (typeof personalnummer !== 'number' || !Number.isSafeInteger(personalnummer) || personalnummer <= 0) {
+    const valid = typeof personalnummer === 'number' && Number.isSafeInteger(personalnummer) && personalnummer > 0;
+    if (!valid && !(backOffice && raw === undefined)) {
       throw new TokenError('claims', `claim ${options.personalnummerClaim} is missing or not a number`);
     }
     const syncRole = !!options.syncRoleClaim && !!options.syncRole && claimHasRole(payload[options.syncRoleClaim], options.syncRole);
-    return { personalnummer, expiresAt: payload.exp! * 1000, syncRole, generation };
+    return { personalnummer: valid ? personalnummer : null, expiresAt: payload.exp! * 1000, syncRole, backOffice, generation };
   };
 
   return async function verify(token: string): Promise<VerifiedToken> {
     const known = verified.get(token);
     if (known && keys.isCurrent(known.generation) && known.expiresAt > Date.now()) {
-      return { personalnummer: known.personalnummer, expiresAt: known.expiresAt, syncRole: known.syncRole };
+      const { generation: _generation, ...answer } = known;
+      return answer;
     }
     verified.delete(token);
     const fresh = await check(token);
     verified.set(token, fresh);
-    return { personalnummer: fresh.personalnummer, expiresAt: fresh.expiresAt, syncRole: fresh.syncRole };
+    const { generation: _generation, ...answer } = fresh;
+    return answer;
   };
 }

@@ -61,6 +61,26 @@ export const identity = z.object({
     .min(1)
     .default('tourline-sync')
     .describe("Role that may send any driver's tour and read any account (docs/authorization.md)."),
+  OIDC_BACK_OFFICE_ROLE_CLAIM: z
+    .string()
+    .min(1)
+    .default('roles')
+    .describe('Claim that carries the back-office role: an array of names or a space-separated string.'),
+  OIDC_BACK_OFFICE_ROLE: z
+    .string()
+    .min(1)
+    .default('tourline-back-office')
+    .describe('Role of office users: the `/admin/...` endpoints and the console with a bearer token (docs/back-office.md).'),
+  OIDC_NAME_CLAIM: z
+    .string()
+    .min(1)
+    .default('name')
+    .describe("Claim with a back-office user's name, recorded as the processor of a review they resolve (the subject when absent)."),
+  OIDC_CONSOLE_CLIENT_ID: z
+    .string()
+    .min(1)
+    .default('tourline-console')
+    .describe('OAuth client id the console signs in with (authorization code flow with PKCE, no secret).'),
   OIDC_JWKS_COOLDOWN_MS: z.coerce
     .number()
     .int()

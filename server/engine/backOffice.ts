@@ -43,15 +43,22 @@ export async function markMailSent(db: Db, numbers: string[]): Promise<MarkMailS
 }
 
 /**
- * Records a confirmation. Back-office bookkeeping, not a driver event: no change record, nothing
- * synced. It takes the delivery's row lock, as every change does, so that it confirms what was
- * committed before it and nothing still in flight.
+ * Records a confirmation by the processor (with the token's subject when a back-office token
+ * resolved it), and which change it confirmed. Back-office bookkeeping, not a driver event: no
+ * change record, nothing synced. It takes the delivery's row lock, as every change does, so that
+ * it confirms what was committed before it and nothing still in flight.
  */
-export async function resolveReview(db: Db, deliveryId: string, processor: string): Promise<void> {
+export async function resolveReview(db: Db, deliveryId: string, by: { processor: string; subject: string | null }): Promise<void> {
   await db.transaction(async (tx) => {
     const [delivery] = await tx.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.id, deliveryId)).for('update');
     if (!delivery) throw notFound('Delivery');
-    await tx.insert(reviewResolutions).values({ deliveryId, processor });
+    await tx.insert(reviewResolutions).values({
+      deliveryId,
+      processor: by.processor,
+      processorSubject: by.subject,
+      // Copied in the database: to the microsecond, as the marker it is compared with.
+      confirmedChangeAt: sql`(SELECT ${deliveries.reviewChangedAt} FROM ${deliveries} WHERE ${deliveries.id} = ${deliveryId})`,
+    });
     await keepReviewResolution(tx, deliveryId);
   });
 }

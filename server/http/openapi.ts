@@ -131,6 +131,7 @@ const operationId = (route: AnyRoute) =>
 function errorStatuses(route: AnyRoute): number[] {
   const statuses = new Set(route.errors ?? []);
   if (route.auth !== 'none') statuses.add(401);
+  if (route.auth === 'admin') statuses.add(403);
   // Every operation needs the database, and a bearer token may need the identity provider: either
   // can be out of reach for a while (503 with Retry-After).
   statuses.add(503);
@@ -148,7 +149,8 @@ function errorStatuses(route: AnyRoute): number[] {
 const securityOf: Record<AuthKind, Json[]> = {
   none: [],
   bearer: [{ bearer_auth: [] }],
-  admin: [{ admin_api_key: [] }],
+  // A bearer token here must carry the back-office role (403 otherwise).
+  admin: [{ admin_api_key: [] }, { bearer_auth: [] }],
   sync: [{ bearer_auth: [] }, { admin_api_key: [] }],
 };
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ContactKind, ContactRole, ErpNumber, IsoDate, isRealDate, RequiredText, Timestamp, Uuid } from './common.js';
+import { ContactKind, ContactRole, ErpNumber, IsoDate, isRealDate, Timestamp, Uuid } from './common.js';
 import { DeliveryState, ItemState } from './deliveries.js';
 
 /** Back-office shapes: every `/admin/...` response is snake_case throughout. */
@@ -394,5 +394,3 @@ export const PendingReviewResponse = z
   .meta({ id: 'PendingReviewResponse' });
 export type PendingReviewResponse = z.infer<typeof PendingReviewResponse>;
 export const PendingReviewList = z.array(PendingReviewResponse).meta({ id: 'PendingReviewList' });
-
-export const ResolveReviewRequest = z.object({ processor: RequiredText.max(200) }).meta({ id: 'ResolveReviewRequest' });

@@ -274,6 +274,9 @@ async function seed(target: Target, url: string, count: number, secondDevices: n
       audience: config.auth.audience,
       claim: config.auth.personalnummerClaim,
       roleClaim: config.auth.syncRoleClaim,
+      backOfficeRoleClaim: config.auth.backOfficeRoleClaim,
+      backOfficeRole: config.auth.backOfficeRole,
+      nameClaim: config.auth.nameClaim,
       ttlSeconds: config.auth.devTokenTtlSeconds,
     });
     const every = Math.max(1, Math.floor(count / secondDevices));

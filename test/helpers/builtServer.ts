@@ -15,7 +15,15 @@ import { imageStage } from './image.js';
 
 /** An OIDC issuer on a port of its own (discovery and key set) that mints tokens for any driver, with roles. */
 async function startIssuer(ttlSeconds: number) {
-  const idp = await createDevIdentityProvider({ audience: 'tourline', claim: 'personalnummer', roleClaim: 'roles', ttlSeconds });
+  const idp = await createDevIdentityProvider({
+    audience: 'tourline',
+    claim: 'personalnummer',
+    roleClaim: 'roles',
+    backOfficeRoleClaim: 'roles',
+    backOfficeRole: 'tourline-back-office',
+    nameClaim: 'name',
+    ttlSeconds,
+  });
   const server = http.createServer((req, res) => {
     const body = req.url === '/jwks' ? idp.jwks : req.url === '/.well-known/openid-configuration' ? idp.metadata(url) : undefined;
     res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' }).end(JSON.stringify(body ?? {}));
@@ -25,6 +33,7 @@ async function startIssuer(ttlSeconds: number) {
   return {
     url,
     token: async (personalnummer: number, roles?: string[]) => (await idp.mint(url, personalnummer, roles)).accessToken,
+    backOfficeToken: async (name: string) => (await idp.mintBackOffice(url, name)).accessToken,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -42,6 +51,8 @@ export interface BuiltServer {
   /** The tests' own connection to the service's database. */
   db: Db;
   token(personalnummer: number, roles?: string[]): Promise<string>;
+  /** A token of the back-office role for the person of this name. */
+  backOfficeToken(name: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -113,6 +124,7 @@ export async function startBuiltServer(testSettings: Record<string, string>): Pr
     url,
     db: drizzle({ client: pool, schema }) as unknown as Db,
     token: issuer.token,
+    backOfficeToken: issuer.backOfficeToken,
     close: () =>
       (closed ??= (async () => {
         child.kill('SIGTERM');

@@ -9,6 +9,8 @@ import { againstBuild } from './target.js';
 export const TEST_ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 /** The default sync role (OIDC_SYNC_ROLE): sends any driver's tour. */
 export const SYNC_ROLE = 'tourline-sync';
+/** The default back-office role (OIDC_BACK_OFFICE_ROLE). */
+export const BACK_OFFICE_ROLE = 'tourline-back-office';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -106,6 +108,14 @@ export class TestServer {
   async issueToken(personalnummer: number, roles?: string[]): Promise<string> {
     if (this.built) return this.built.token(personalnummer, roles);
     const response = await this.post('/dev/token', { personalnummer, roles }, { admin: true });
+    if (response.status !== 200) throw new Error(`token: ${response.status} ${response.text}`);
+    return response.body.accessToken;
+  }
+
+  /** A token of the back-office role (OIDC_BACK_OFFICE_ROLE) for the person of this name. */
+  async backOfficeToken(name: string): Promise<string> {
+    if (this.built) return this.built.backOfficeToken(name);
+    const response = await this.post('/dev/token', { backOffice: name }, { admin: true });
     if (response.status !== 200) throw new Error(`token: ${response.status} ${response.text}`);
     return response.body.accessToken;
   }

@@ -39,8 +39,7 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
     ];
 
     it.each(endpoints)('answers 401 problem+json for %s %s without or with a wrong admin key', async (method, path, body) => {
-      const token = await api.token(7001);
-      for (const options of [{}, { admin: 'wrong-key-0123456789abcdef' }, { token }]) {
+      for (const options of [{}, { admin: 'wrong-key-0123456789abcdef' }]) {
         const response = await api.request(method, path, { ...options, body });
         expect(response.status).toBe(401);
         expect(response.headers.get('content-type')).toContain('application/problem+json');
@@ -48,11 +47,21 @@ describe.each(databaseKinds)('back office on %s', (kind) => {
       }
     });
 
-    it('documents every admin endpoint with the admin key in the OpenAPI document', async () => {
+    it.each(endpoints)('answers 403 problem+json for %s %s to a driver token', async (method, path, body) => {
+      const response = await api.request(method, path, { token: await api.token(7001), body });
+      expect(response.status).toBe(403);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      expect(response.body).toMatchObject({ code: 'forbidden' });
+    });
+
+    it('documents every admin endpoint with the admin key or a back-office token in the OpenAPI document', async () => {
       const doc = (await api.get('/openapi.json')).body;
       for (const [method, path] of endpoints) {
         const documented = path.replace('LS-1', '{belegnummer}').replace(/reviews\/[^/]+/, 'reviews/{delivery_id}');
-        expect(doc.paths[documented]?.[method.toLowerCase()]?.security, `${method} ${documented}`).toEqual([{ admin_api_key: [] }]);
+        expect(doc.paths[documented]?.[method.toLowerCase()]?.security, `${method} ${documented}`).toEqual([
+          { admin_api_key: [] },
+          { bearer_auth: [] },
+        ]);
       }
       expect(doc.components.schemas).toHaveProperty('PendingReviewResponse');
       expect(doc.components.schemas).toHaveProperty('CompletedDeliveriesResponse');

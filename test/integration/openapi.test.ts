@@ -109,7 +109,7 @@ describe.each(databaseKinds)('OpenAPI document and reference on %s', (kind) => {
       expect(operation, `${r.method.toUpperCase()} ${r.path}`).toBeDefined();
       const expected = {
         bearer: [{ bearer_auth: [] }],
-        admin: [{ admin_api_key: [] }],
+        admin: [{ admin_api_key: [] }, { bearer_auth: [] }],
         sync: [{ bearer_auth: [] }, { admin_api_key: [] }],
         none: [],
       }[r.auth as string];

@@ -35,7 +35,26 @@ describe('npm run token', () => {
     expect((await api.get('/accounts/7951', { token: sync.stdout })).status).toBe(200);
   });
 
-  it.each([[[]], [['x']], [['7950', '7951']], [['7950', '--role']], [['7950', '--admin']]])('refuses %j with its usage', async (args) => {
+  it('prints a back-office token with --back-office that the admin endpoints take and the driver endpoints refuse', async () => {
+    const result = await run('--back-office', 'Frau Weber');
+    expect(result.code).toBe(0);
+    expect(claims(result.stdout)).toMatchObject({ name: 'Frau Weber', roles: ['tourline-back-office'] });
+    expect(claims(result.stdout).personalnummer).toBeUndefined();
+    expect((await api.get('/admin/reviews', { token: result.stdout })).status).toBe(200);
+    expect((await api.get('/me/tours', { token: result.stdout })).status).toBe(401);
+  });
+
+  it.each([
+    [[]],
+    [['x']],
+    [['7950', '7951']],
+    [['7950', '--role']],
+    [['7950', '--admin']],
+    [['--back-office']],
+    [['--back-office', ' ']],
+    [['7950', '--back-office', 'Frau Weber']],
+    [['--back-office', 'Frau Weber', '--role', 'x']],
+  ])('refuses %j with its usage', async (args) => {
     const result = await run(...args);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('usage: npm run token');

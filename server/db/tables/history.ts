@@ -133,6 +133,10 @@ export const reviewResolutions = pgTable(
       .notNull()
       .references(() => deliveries.id),
     processor: text('processor').notNull(),
+    /** The back-office token's subject; null when the admin key resolved it. */
+    processorSubject: text('processor_subject'),
+    /** The delivery's latest deviation-relevant change when it was confirmed: what was confirmed. */
+    confirmedChangeAt: ts('confirmed_change_at'),
     resolvedAt: writtenAt('resolved_at'),
   },
   (t) => [index('review_resolutions_delivery_idx').on(t.deliveryId)],

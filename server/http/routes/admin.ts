@@ -10,8 +10,8 @@ import {
   PendingReviewList,
   PendingReviewsQuery,
   PositionsModifiedResponse,
-  ResolveReviewRequest,
 } from '../../../shared/schemas/admin.js';
+import { ResolveReviewRequest, ReviewHistoryResponse } from '../../../shared/schemas/reviews.js';
 import { Uuid } from '../../../shared/schemas/common.js';
 import { markMailSent, resolveReview } from '../../engine/backOffice.js';
 import { belegDetails, positionsModified } from '../../queries/adminBelege.js';
@@ -22,6 +22,9 @@ import {
   streamCompletedDeliveries,
 } from '../../queries/adminDeliveries.js';
 import { pendingReviews, pendingReviewsPage } from '../../queries/adminReviews.js';
+import { reviewHistory } from '../../queries/reviewHistory.js';
+import type { Actor } from '../../context.js';
+import { validation } from '../../errors.js';
 import { jsonArrayStream } from '../jsonStream.js';
 import { linkNext, pageCursor } from '../paging.js';
 import { route } from '../route.js';
@@ -149,10 +152,34 @@ export const adminRoutes = [
     auth: 'admin',
     tags,
     summary: 'Confirms the review of a delivery; it is pending again when the delivery changes afterwards',
+    description: 'With a back-office token the processor is the signed-in person (docs/back-office.md, "Who resolved a review").',
     params: z.object({ delivery_id: Uuid }),
     body: ResolveReviewRequest,
     status: 204,
+    errors: [403, 404],
+    handler: ({ ctx, params, body, actor }) => resolveReview(ctx.database.db, params.delivery_id, processorOf(actor, body.processor)),
+  }),
+  route({
+    method: 'get',
+    path: '/admin/reviews/{delivery_id}/history',
+    auth: 'admin',
+    tags,
+    summary: "Every confirmation of the delivery's review, oldest first: who, which change, when",
+    params: z.object({ delivery_id: Uuid }),
+    response: ReviewHistoryResponse,
     errors: [404],
-    handler: ({ ctx, params, body }) => resolveReview(ctx.database.db, params.delivery_id, body.processor),
+    handler: ({ ctx, params }) => reviewHistory(ctx.database.db, params.delivery_id),
   }),
 ];
+
+/** The person a token names resolves as themselves; the machine key must say who did. */
+function processorOf(actor: Extract<Actor, { kind: 'admin' }>, processor: string | undefined) {
+  const problem = (message: string) => validation('Invalid body', [{ path: 'processor', message }]);
+  if (!actor.person) {
+    if (processor === undefined) throw problem('is required with the admin key');
+    return { processor, subject: null };
+  }
+  if (processor !== undefined && processor !== actor.person.name)
+    throw problem(`must be the signed-in person's name (${actor.person.name}) or left out`);
+  return { processor: actor.person.name, subject: actor.person.subject };
+}
