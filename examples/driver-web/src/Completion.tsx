@@ -16,7 +16,19 @@ export function Completion({ delivery }: { delivery: DeliveryDetails }) {
   const paid = delivery.latestPayment?.amountCents === delivery.openAmountCents;
   const askCollected = delivery.openAmountCents > 0 && !paid && method?.collectOnSite === true;
   const hasNotes = delivery.notes.length > 0;
-  const ready = customer && driver && receipt && (!hasNotes || notesRead) && (!askCollected || collected);
+  const acknowledgements = {
+    receiptConfirmed: receipt,
+    ...(hasNotes ? { notesAcknowledged: notesRead } : {}),
+    ...(askCollected ? { paymentCollected: collected } : {}),
+  };
+  // The service's verdict as the device knows it: open lines, acknowledgements, signatures.
+  const verdict = client.check({
+    type: 'delivery.complete',
+    deliveryId: delivery.id,
+    acknowledgements,
+    customerSignature: customer,
+    driverSignature: driver,
+  });
 
   return (
     <section className="completion">
@@ -42,21 +54,12 @@ export function Completion({ delivery }: { delivery: DeliveryDetails }) {
       <button
         type="button"
         className="primary"
-        disabled={!ready}
-        onClick={() =>
-          void client.complete(delivery.id, {
-            customerSignature: customer!,
-            driverSignature: driver!,
-            acknowledgements: {
-              receiptConfirmed: true,
-              ...(hasNotes ? { notesAcknowledged: true } : {}),
-              ...(askCollected ? { paymentCollected: true } : {}),
-            },
-          })
-        }
+        disabled={verdict !== null}
+        onClick={() => void client.complete(delivery.id, { customerSignature: customer!, driverSignature: driver!, acknowledgements })}
       >
         Zustellung abschließen
       </button>
+      {verdict && <p className="hint">{verdict.message}</p>}
     </section>
   );
 }

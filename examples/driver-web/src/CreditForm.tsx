@@ -12,6 +12,9 @@ export function CreditForm({ delivery }: { delivery: DeliveryDetails }) {
   const client = useTourlineClient();
   const [amount, setAmount] = useState(delivery.credit?.amountCents ?? STEP_CENTS);
   const [reason, setReason] = useState(delivery.credit?.reason ?? '');
+  const credit = { amountCents: amount, reason: reason.trim() };
+  // Refused on the device as the service would refuse it: a blank reason, a delivery no longer active.
+  const verdict = client.check({ type: 'credit', deliveryId: delivery.id, action: 'set', ...credit });
   return (
     <section className="credit">
       <h2>Gutschrift</h2>
@@ -33,8 +36,9 @@ export function CreditForm({ delivery }: { delivery: DeliveryDetails }) {
       <div className="row">
         <button
           type="button"
-          disabled={!reason.trim()}
-          onClick={() => void client.setCredit(delivery.id, { amountCents: amount, reason: reason.trim() })}
+          disabled={verdict !== null}
+          title={verdict?.message}
+          onClick={() => void client.setCredit(delivery.id, credit)}
         >
           Gutschrift setzen
         </button>
