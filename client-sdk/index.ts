@@ -4,6 +4,7 @@ export type { Outcome } from './client/outcomes.js';
 export type { Queued } from './client/actions.js';
 export { RefusalError } from './client/localVerdicts.js';
 export type { CheckedAction, Refusal } from './client/localVerdicts.js';
+export type { KeepAcknowledgedOptions } from './acknowledged.js';
 export { TourlineApi, AdminApi, Transport } from './api.js';
 export type { GetToken, FetchLike, TransportOptions, Binary, CompletionUpload, NoteImageUpload } from './api.js';
 export { ProblemError, NetworkError, parseRetryAfter, isTransient } from './problem.js';

@@ -1,6 +1,7 @@
 import type { Problem } from '../shared/schemas/common.js';
 import type { CompleteDeliveryAcknowledgements } from '../shared/schemas/deliveries.js';
 import type { SyncEvent } from '../shared/schemas/sync.js';
+import type { AcknowledgedActions, KeptAction } from './acknowledged.js';
 import type { JsonStore } from './storage/keyValue.js';
 
 export interface CompletionAction {
@@ -134,6 +135,8 @@ export class Outbox {
   onWrite: () => void = () => undefined;
   /** Ids this outbox removed while a reload was reading: a stale read must not bring them back. */
   private removedDuringReload: Set<string> | undefined;
+  /** Keeps what the service acknowledged, for a service restored from an older backup. */
+  private keeper: AcknowledgedActions | undefined;
 
   private constructor(private readonly store: JsonStore) {}
 
@@ -266,9 +269,46 @@ export class Outbox {
       for (const earlier of waiting) if (earlier !== entry) patches.set(earlier, { ...patches.get(earlier), ackSeq: seq });
       waiting.clear();
     }
-    await this.store.batch([...patches].map(([entry, patch]) => [keyOf(entry), stored({ ...entry, ...patch })]));
+    const acknowledged = [...patches]
+      .filter(([, patch]) => patch.state === 'acknowledged')
+      .map(([entry, patch]) => ({ ...entry, ...patch }));
+    const kept = this.keeper?.writesFor(acknowledged) ?? [];
+    await this.store.batch([
+      ...[...patches].map(([entry, patch]): [string, unknown] => [keyOf(entry), stored({ ...entry, ...patch })]),
+      ...kept,
+    ]);
     for (const [entry, patch] of patches) this.apply(entry, patch);
     this.onWrite();
+    await this.keeper?.afterWrite(kept);
+  }
+
+  /** Acknowledgements are kept by `keeper` from now on; new entries are queued after everything it kept. */
+  keepAcknowledged(keeper: AcknowledgedActions) {
+    this.keeper = keeper;
+    this.nextSeq = Math.max(this.nextSeq, keeper.highestSeq + 1);
+    keeper.pending = (id) => this.entries.get(id)?.state === 'pending';
+  }
+
+  /**
+   * Queues kept actions again, each under its own id and seq (so in its old place before what
+   * was queued after it), in one batched write.
+   */
+  async requeue(again: KeptAction[]): Promise<OutboxEntry[]> {
+    if (!again.length) return [];
+    const entries = again.map(({ id, seq, orderKey, createdAt, action }): OutboxEntry => {
+      const known = this.entries.get(id);
+      return { ...known, id, seq, orderKey, createdAt, action, state: 'pending', attempts: 0, ackSeq: undefined, ackGeneration: undefined };
+    });
+    await this.store.batch(entries.map((entry) => [keyOf(entry), stored(entry)]));
+    const requeued = entries.map((entry) => {
+      const known = this.entries.get(entry.id);
+      if (!known) return this.insert(entry);
+      this.apply(known, entry);
+      return known;
+    });
+    this.sort();
+    this.onWrite();
+    return requeued;
   }
 
   /**

@@ -1,8 +1,9 @@
 import type { AuditAction, CompleteDeliveryAcknowledgements } from '../../shared/schemas/deliveries.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { noteText } from '../../shared/rules/notes.js';
+import { heldAttachments } from '../acknowledged.js';
 import type { Binary } from '../api.js';
-import { attachmentsOf, orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction, type OutboxEntry } from '../outbox.js';
+import { orderKeyOf, type CompletionAction, type NoteImageAction, type OutboxAction, type OutboxEntry } from '../outbox.js';
 import type { ClientCore, EventInput } from './core.js';
 import { Verdicts } from './localVerdicts.js';
 import type { Outcome } from './outcomes.js';
@@ -213,7 +214,7 @@ export class Actions {
   /** A refused action the driver has seen: it goes, and its photos and signatures with it. */
   async discard(entry: OutboxEntry) {
     await this.core.outbox.remove(entry);
-    for (const id of attachmentsOf(entry.action)) await this.core.attachments.delete(id).catch(() => undefined);
+    for (const id of heldAttachments(entry.action)) await this.core.attachments.delete(id).catch(() => undefined);
     this.core.emitChange(this.core.tourOfAction(entry.action));
     this.core.emitStatus();
   }

@@ -1,6 +1,7 @@
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { TourlineApi, type FetchLike, type GetToken } from '../api.js';
+import type { AcknowledgedActions, KeepAcknowledgedOptions } from '../acknowledged.js';
 import type { AttachmentStore } from '../attachments.js';
 import { defaultBackoff, type BackoffPolicy } from '../backoff.js';
 import { Emitter } from '../emitter.js';
@@ -48,6 +49,12 @@ export interface TourlineClientOptions {
    * rejects with a RefusalError (see `check`). False queues every action and leaves every verdict to the service.
    */
   checkLocally?: boolean;
+  /**
+   * How long the client keeps actions the service acknowledged, with their photos and
+   * signatures, to send them again to a service restored from an older backup. Default 72
+   * hours and 64 MiB; null keeps nothing.
+   */
+  keepAcknowledged?: KeepAcknowledgedOptions | null;
 }
 
 export interface ClientEvents extends Record<string, unknown> {
@@ -110,6 +117,7 @@ export class ClientCore {
     readonly state: LocalState,
     readonly clientId: string,
     readonly attachments: AttachmentStore,
+    readonly kept: AcknowledgedActions,
   ) {
     this.now = options.now ?? Date.now;
     // The service answers ids in lower case, the form UUIDs are written in; the outbox finds its entries by them.
@@ -126,6 +134,12 @@ export class ClientCore {
       now: this.now,
       multipart: options.multipart,
     });
+  }
+
+  /** Photos and signatures the service has: they go, unless the window of acknowledged actions keeps them. */
+  async letAttachmentsGo(ids: string[]) {
+    if (this.kept.active) return;
+    for (const id of ids) await this.attachments.delete(id).catch(() => undefined);
   }
 
   isoNow() {

@@ -12,6 +12,8 @@ export class Feed {
   status!: Status;
   /** The app started the client with live changes: `online()` opens the socket again after `offline()`. */
   liveWanted = false;
+  /** Sends kept acknowledged actions again when the refused cursor says the service lost them (client/restore.ts). */
+  sendAgain: (refusal: unknown) => Promise<string[]> = async () => [];
 
   constructor(private readonly core: ClientCore) {
     const { options } = core;
@@ -43,7 +45,8 @@ export class Feed {
     return this.serial.run(async () => {
       const { core } = this;
       // Entries acknowledged before this pull started are in the server state it reads.
-      const generation = ++core.generation;
+      let generation = ++core.generation;
+      let resent: string[] = [];
       try {
         for (;;) {
           const page = await core.api.changes({ since: core.state.cursor, limit: 1000 });
@@ -56,6 +59,9 @@ export class Feed {
           this.status.recordError(error);
           throw error;
         }
+        resent = await this.sendAgain(error);
+        // What was acknowledged until now is in the tours the resync reads.
+        generation = ++core.generation;
         await this.resync();
       }
       this.status.answered();
@@ -63,6 +69,7 @@ export class Feed {
       // The service answers again; an error stays news only while an entry waits to be sent again.
       if (!core.outbox.pending().some((e) => e.lastError)) this.status.lastError = null;
       core.emitChange(...(await this.settledTours(generation)));
+      for (const id of resent) core.heldByCopy.delete(id);
       core.emitStatus();
     });
   }
@@ -90,12 +97,12 @@ export class Feed {
 
   /** Removes the entries the copy holds now (one write), settling their handles and letting their signatures go. */
   private async settleNamed(entries: OutboxEntry[]): Promise<boolean> {
-    const { outbox, outcomes, attachments, heldByCopy } = this.core;
+    const { outbox, outcomes, heldByCopy } = this.core;
     await outbox.removeAll(entries);
     for (const entry of entries) {
       heldByCopy.delete(entry.id);
       outcomes.settle(entry.id, { status: 'applied' });
-      for (const id of attachmentsOf(entry.action)) await attachments.delete(id).catch(() => undefined);
+      await this.core.letAttachmentsGo(attachmentsOf(entry.action));
     }
     return entries.length > 0;
   }

@@ -1,3 +1,4 @@
+import { AcknowledgedActions } from '../acknowledged.js';
 import { KeyValueAttachmentStore } from '../attachments.js';
 import { Outbox } from '../outbox.js';
 import { LocalState } from '../state.js';
@@ -6,6 +7,7 @@ import { Actions } from './actions.js';
 import { ClientCore, defaultRandomId, type TourlineClientOptions } from './core.js';
 import { Feed } from './feed.js';
 import { Reads } from './reads.js';
+import { sendAcknowledgedAgain } from './restore.js';
 import { Sender } from './sender.js';
 import { Status } from './status.js';
 import { detectTabs } from '../tabs.js';
@@ -38,12 +40,17 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
     await store.set(CLIENT_ID_KEY, clientId);
   }
   await outbox.settle({ lastSeq: state.lastSeq });
-  const core = new ClientCore(options, store, outbox, state, clientId, options.attachments ?? new KeyValueAttachmentStore(kv));
+  const attachments = options.attachments ?? new KeyValueAttachmentStore(kv);
+  const kept = await AcknowledgedActions.load(store, attachments, options.keepAcknowledged, options.now ?? Date.now);
+  outbox.keepAcknowledged(kept);
+  await kept.prune();
+  const core = new ClientCore(options, store, outbox, state, clientId, attachments, kept);
   const feed = new Feed(core);
   const status = new Status(core, feed.live);
   feed.status = status;
   const sender = new Sender(core, feed, status);
   status.onAnswered = () => sender.serviceReached();
+  feed.sendAgain = (refusal) => sendAcknowledgedAgain(core, sender, refusal);
   const reads = new Reads(core, feed);
   const actions = new Actions(core, reads, () => sender.scheduleFlush());
   // Storage other tabs open too: only one of them sends at a time.

@@ -30,6 +30,11 @@ export class Sender {
   private retryAttempt = 0;
   /** The retry waits because the service was out of reach (not because it asked to slow down). */
   private waitingForNetwork = false;
+  /**
+   * The service was out of reach: it may come back restored from an older backup, so the feed
+   * looks first, and what the service lost goes again before what waited (client/restore.ts).
+   */
+  private lookFirst = false;
 
   constructor(
     private readonly core: ClientCore,
@@ -83,6 +88,9 @@ export class Sender {
   private async backgroundFlush() {
     if (!this.started || this.retryTimer) return;
     try {
+      // Only a look: a feed out of reach must not hold back what the push can deliver.
+      if (this.lookFirst && this.core.kept.active) await this.feed.pull().catch(() => undefined);
+      this.lookFirst = false;
       await this.flushAll();
       this.retryAttempt = 0;
       if (this.core.outbox.all().some((e) => e.state === 'acknowledged')) await this.feed.pull();
@@ -90,6 +98,7 @@ export class Sender {
       // Only the driver (signing in) or an update of the app helps; the outbox keeps everything meanwhile.
       if (this.status.needsSignIn || this.status.needsUpdate) return;
       this.waitingForNetwork = error instanceof NetworkError;
+      this.lookFirst ||= isOutOfReach(error);
       const delay = backoffDelay(
         this.retryAttempt++,
         this.core.random,
@@ -304,8 +313,8 @@ export class Sender {
     return data;
   }
 
-  private async forget(...ids: string[]) {
-    for (const id of ids) await this.core.attachments.delete(id).catch(() => undefined);
+  private forget(...ids: string[]) {
+    return this.core.letAttachmentsGo(ids);
   }
 
   private async acknowledge(entry: OutboxEntry, seq?: number) {

@@ -150,7 +150,9 @@ function toPage(row: FeedRow, sinceSeq: number | undefined, limit: number, field
   // No cursor this database issued is ahead of its stable head; a cursor that is would skip
   // every change until the log caught up with it (a database restored from an older backup).
   if (sinceSeq !== undefined && sinceSeq > Number(row.head ?? 0)) {
-    return validation(`The cursor is ahead of this database's change log. ${RESYNC_ADVICE}`, [{ path: field, message: 'not a cursor' }]);
+    return validation(`The cursor is ahead of this database's change log (it was restored from an older backup). ${RESYNC_ADVICE}`, [
+      { path: field, message: 'cursor ahead of the change log' },
+    ]);
   }
   const rows = typeof row.changes === 'string' ? (JSON.parse(row.changes) as FeedRow['changes']) : row.changes;
   const hasMore = rows.length > limit;

@@ -173,7 +173,7 @@ describe.each(databaseKinds)('pulling changes on %s', (kind) => {
       const response = await api.get(`/sync/changes?since=${encodeCursor(epoch, seq + 1000)}`, { token: a.token });
       expect(response.status).toBe(400);
       expect(response.body.detail).toMatch(/ahead/);
-      expect(response.body.errors).toEqual([{ path: 'query.since', message: 'not a cursor' }]);
+      expect(response.body.errors).toEqual([{ path: 'query.since', message: 'cursor ahead of the change log' }]);
       expect((await api.get(`/sync/changes?since=${body.cursor}`, { token: a.token })).status).toBe(200);
     });
 

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TourlineClient } from '../../client-sdk/index.js';
+import { DEFAULT_KEEP_ACKNOWLEDGED } from '../../client-sdk/acknowledged.js';
 import { FileAttachmentStore, FileStore } from '../../client-sdk/node.js';
 import { retainedBytes } from '../helpers/memory.js';
 import { fakeService, newTour } from './fakes.js';
@@ -20,7 +21,7 @@ const mtimes = async (dir: string) =>
   Object.fromEntries(await Promise.all((await readdir(dir)).map(async (n) => [n, (await stat(path.join(dir, n))).mtimeMs])));
 
 describe('photos by reference', () => {
-  it('keeps 200 waiting photos of 2 MB out of memory, never rewrites one on a retry, and removes each once sent', async () => {
+  it('keeps 200 waiting photos of 2 MB out of memory, never rewrites one on a retry, and once sent keeps only what fits the window', async () => {
     const [storeDir, attachmentDir] = [await tempDir(), await tempDir()];
     let online = false;
     const service = fakeService({ intercept: () => (online ? undefined : 'network') });
@@ -62,7 +63,12 @@ describe('photos by reference', () => {
     await client.sync();
     expect(client.status()).toMatchObject({ pendingCount: 0, rejected: [] });
     expect(service.calls.slice(offlineCalls).filter((c) => c.path.endsWith('/notes/image'))).toHaveLength(200);
-    expect(await readdir(attachmentDir)).toEqual([]);
+    // The newest of the sent photos stay for the window of acknowledged actions, within its bytes.
+    const kept = await readdir(attachmentDir);
+    const keptBytes = (await Promise.all(kept.map(async (n) => (await stat(path.join(attachmentDir, n))).size))).reduce((a, b) => a + b, 0);
+    expect(keptBytes).toBeLessThanOrEqual(DEFAULT_KEEP_ACKNOWLEDGED.maxBytes);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThan(200);
     await client.close();
   }, 240_000);
 });

@@ -14,6 +14,8 @@ function open(fetch: ReturnType<typeof fakeService>['fetch'], attachments = new 
     checkLocally: false,
     storage: new MemoryStore(),
     attachments,
+    // Without the window of acknowledged actions, which would keep the signatures after they were sent.
+    keepAcknowledged: null,
   });
 }
 
