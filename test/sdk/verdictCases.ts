@@ -63,9 +63,9 @@ const scanRefused = (reason: string) => ({ code: reason, reason });
 export const verdictCases: VerdictCase[] = [
   // money credit
   { rule: 'a credit of 15 € is not a 10 € step', action: (i) => credit(i, 1500), refused: v('invalid_credit') },
-  { rule: 'a credit of 10 € is', action: (i) => credit(i, 1000) },
+  { rule: 'a credit of 10 € is one step', action: (i) => credit(i, 1000) },
   { rule: 'a credit above 150 € is refused', action: (i) => credit(i, 16000), refused: v('invalid_credit') },
-  { rule: 'a credit of 150 € is not', action: (i) => credit(i, 15000) },
+  { rule: 'a credit of 150 € is the most there is', action: (i) => credit(i, 15000) },
   { rule: 'a credit needs a reason that is not blank', action: (i) => credit(i, 1000, '  '), refused: v('invalid_credit') },
   { rule: 'a credit needs an active delivery', given: held, action: (i) => credit(i, 1000), refused: notActive },
   { rule: 'only a credit that exists is removed', action: (i) => removeCredit(i), refused: v('no_credit') },
