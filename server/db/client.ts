@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { DatabaseHealth, DatabaseUnavailable } from './availability.js';
 import { listenPostgres } from './listener.js';
 import { connectionConfig, defaultTimeouts, GuardedClient, PatientPool, type DatabaseTimeouts } from './postgres.js';
+import { runBackfills } from './backfills.js';
 import { buildLateIndexes } from './lateIndexes.js';
 import { migratePostgres, migrationsFolder } from './migrate.js';
 import * as schema from './schema.js';
@@ -203,6 +204,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const db = drizzlePglite({ client, logger });
     await migratePglite(db, { migrationsFolder });
     await buildLateIndexes((text, values) => client.query(text, values), false);
+    await runBackfills(db as unknown as Db);
     database = {
       kind: 'pglite',
       db: db as unknown as Db,
