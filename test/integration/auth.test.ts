@@ -350,13 +350,17 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
 });
 
 describe('the token verifier', () => {
-  it('fails while the issuer is unreachable and discovers again once it is back', async () => {
-    const verify = createTokenVerifier({
+  /** A verifier of the test's issuer, RS256 and ES256 unless `options` say otherwise. */
+  const verifierOf = (options: Partial<Parameters<typeof createTokenVerifier>[0]> = {}) =>
+    createTokenVerifier({
       issuer: () => ISSUER,
       audience: AUDIENCE,
-      algorithms: ['RS256'],
+      algorithms: ['RS256', 'ES256'],
       personalnummerClaim: 'personalnummer',
+      ...options,
     });
+  it('fails while the issuer is unreachable and discovers again once it is back', async () => {
+    const verify = verifierOf({ algorithms: ['RS256'] });
     const token = await idpToken(3102);
     idp.discoveryDown = true;
     await expect(verify(token)).rejects.toThrow(IssuerUnreachable);
@@ -366,12 +370,7 @@ describe('the token verifier', () => {
   });
 
   it('keeps serving the keys of a set past its age while the key set cannot be fetched again', async () => {
-    const verify = createTokenVerifier({
-      issuer: () => ISSUER,
-      audience: AUDIENCE,
-      algorithms: ['RS256', 'ES256'],
-      personalnummerClaim: 'personalnummer',
-    });
+    const verify = verifierOf();
     const token = await idpToken(3106, { expiresAt: now() + 3600 });
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3106 });
     idp.jwksDown = true;
@@ -389,12 +388,7 @@ describe('the token verifier', () => {
   });
 
   it('checks a token once while the key set stays, and refuses it once it has expired', async () => {
-    const verify = createTokenVerifier({
-      issuer: () => ISSUER,
-      audience: AUDIENCE,
-      algorithms: ['RS256'],
-      personalnummerClaim: 'personalnummer',
-    });
+    const verify = verifierOf({ algorithms: ['RS256'] });
     const token = await idpToken(3103, { expiresAt: now() + 2 });
     await expect(verify(token)).resolves.toMatchObject({ personalnummer: 3103 });
     // The issuer stops publishing the key without the set being fetched again: the checked token still counts.
@@ -411,13 +405,7 @@ describe('the token verifier', () => {
   });
 
   it('fetches the key set for a rotated key at once, and within a budget for tokens naming made-up keys', async () => {
-    const verify = createTokenVerifier({
-      issuer: () => ISSUER,
-      audience: AUDIENCE,
-      algorithms: ['RS256', 'ES256'],
-      personalnummerClaim: 'personalnummer',
-      jwksCooldownMs: 60_000,
-    });
+    const verify = verifierOf({ jwksCooldownMs: 60_000 });
     const before = idp.hits.jwks;
     await expect(verify(await idpToken(3107))).resolves.toMatchObject({ personalnummer: 3107 });
     const rotated = await newKey('RS256');
@@ -439,13 +427,7 @@ describe('the token verifier', () => {
   });
 
   it('refuses at once a token naming a key missing from a set fetched well after the token was issued', async () => {
-    const verify = createTokenVerifier({
-      issuer: () => ISSUER,
-      audience: AUDIENCE,
-      algorithms: ['RS256', 'ES256'],
-      personalnummerClaim: 'personalnummer',
-      jwksCooldownMs: 60_000,
-    });
+    const verify = verifierOf({ jwksCooldownMs: 60_000 });
     await expect(verify(await idpToken(3109))).resolves.toMatchObject({ personalnummer: 3109 });
     const before = idp.hits.jwks;
     const withdrawn = await newKey('ES256');
@@ -455,9 +437,7 @@ describe('the token verifier', () => {
   });
 
   it('refuses to be built with only symmetric algorithms', () => {
-    expect(() =>
-      createTokenVerifier({ issuer: () => ISSUER, audience: AUDIENCE, algorithms: ['HS256'], personalnummerClaim: 'personalnummer' }),
-    ).toThrow(/asymmetric/);
+    expect(() => verifierOf({ algorithms: ['HS256'] })).toThrow(/asymmetric/);
   });
 });
 

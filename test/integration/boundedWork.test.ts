@@ -38,74 +38,56 @@ function almostValidTour() {
   return payload;
 }
 
+/** A tour whose deliveries are `item` again and again, each taking `width` bytes with the spaces after its comma. */
+const spacedDeliveries = (item: string, width: number) =>
+  JSON.stringify(tour([])).replace(
+    '[]',
+    `[${Array(Math.floor(FILL / width) - 16)
+      .fill(item)
+      .join(',' + ' '.repeat(width - 1 - item.length))}]`,
+  );
+
+/** A tour of the most deliveries, each the smallest with `parts` of its own. */
+const everyDelivery = (parts: () => object) =>
+  tour(Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({ ...smallestDelivery(i), ...parts() })));
+
 /** Each list of each request filled to the body limit with its smallest entries, or to its maximum with entries filled in turn. */
 const worstCases: [string, string, string, () => unknown][] = [
   ['sync tour: deliveries as {}', 'post', '/sync/tour', () => tour(fill({}, FILL))],
   ['sync tour: deliveries as numbers', 'post', '/sync/tour', () => tour(fill(0, FILL))],
-  [
-    'sync tour: deliveries as numbers spaced as densely as the parser admits',
-    'post',
-    '/sync/tour',
-    () =>
-      JSON.stringify(tour([])).replace(
-        '[]',
-        `[${Array(Math.floor(FILL / 8) - 16)
-          .fill('0')
-          .join(',      ')}]`,
-      ),
-  ],
-  [
-    'sync tour: deliveries as {} spaced as densely as the parser admits',
-    'post',
-    '/sync/tour',
-    () =>
-      JSON.stringify(tour([])).replace(
-        '[]',
-        `[${Array(Math.floor(FILL / 32) - 16)
-          .fill('{}')
-          .join(',' + ' '.repeat(29))}]`,
-      ),
-  ],
+  ['sync tour: deliveries as numbers spaced as densely as the parser admits', 'post', '/sync/tour', () => spacedDeliveries('0', 8)],
+  ['sync tour: deliveries as {} spaced as densely as the parser admits', 'post', '/sync/tour', () => spacedDeliveries('{}', 32)],
   [
     'sync tour: positions of every delivery',
     'post',
     '/sync/tour',
     () =>
-      tour(
-        Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
-          ...smallestDelivery(i),
-          positions: fill(0, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
-        })),
-      ),
+      everyDelivery(() => ({
+        positions: fill(0, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
+      })),
   ],
   [
     'sync tour: positions as {}',
     'post',
     '/sync/tour',
     () =>
-      tour(
-        Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
-          ...smallestDelivery(i),
-          positions: fill({}, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
-        })),
-      ),
+      everyDelivery(() => ({
+        positions: fill({}, perDelivery(FILL) - 200, listLimits.positionsPerDelivery),
+      })),
   ],
   [
     'sync tour: contacts and their channels',
     'post',
     '/sync/tour',
     () =>
-      tour(
-        Array.from({ length: listLimits.deliveriesPerTour }, (_, i) => ({
-          ...smallestDelivery(i),
-          positions: [],
-          contacts: fill(
-            { role: 'header', channels: fill(0, 2 * listLimits.channelsPerContact, listLimits.channelsPerContact) },
-            perDelivery(FILL) - 300,
-            listLimits.contactsPerDelivery,
-          ),
-        })),
-      ),
+      everyDelivery(() => ({
+        positions: [],
+        contacts: fill(
+          { role: 'header', channels: fill(0, 2 * listLimits.channelsPerContact, listLimits.channelsPerContact) },
+          perDelivery(FILL) - 300,
+          listLimits.contactsPerDelivery,
+        ),
+      })),
   ],
   ['sync tour: a valid tour at the limit with its last line broken', 'post', '/sync/tour', almostValidTour],
   [

@@ -137,6 +137,22 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
     });
 
     const occurredAt = new Date('2030-01-02T08:00:00Z');
+    /** A scan of the test's line, with `changes`. */
+    const insertScan = (changes: Partial<typeof schema.scanAudit.$inferInsert>) =>
+      db()
+        .insert(schema.scanAudit)
+        .values({
+          clientScanId: randomUUID(),
+          deliveryId,
+          deliveryItemId: itemId,
+          action: 'scan',
+          scannedQuantityAfter: 1,
+          creditedQuantityAfter: 0,
+          stateAfter: 'InProgress',
+          accountId: account,
+          occurredAt,
+          ...changes,
+        });
 
     it.each<[string, string, (id: string) => Promise<unknown>]>([
       [
@@ -170,22 +186,7 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
         'processed_events_pkey',
         (eventId) => db().insert(schema.processedEvents).values({ eventId, type: 'scan', accountId: account }),
       ],
-      [
-        'a scan audit client_scan_id',
-        'scan_audit_client_scan_uq',
-        (clientScanId) =>
-          db().insert(schema.scanAudit).values({
-            clientScanId,
-            deliveryId,
-            deliveryItemId: itemId,
-            action: 'scan',
-            scannedQuantityAfter: 1,
-            creditedQuantityAfter: 0,
-            stateAfter: 'InProgress',
-            accountId: account,
-            occurredAt,
-          }),
-      ],
+      ['a scan audit client_scan_id', 'scan_audit_client_scan_uq', (clientScanId) => insertScan({ clientScanId })],
       [
         'a credit event client_event_id',
         'credit_events_client_uq',
@@ -247,21 +248,7 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
 
     it.each<[string, () => Promise<unknown>]>([
       ['a car of an unknown account', () => db().insert(schema.cars).values({ accountId: 1, plate: 'X', plateKey: randomUUID() })],
-      [
-        'a scan of an unknown line',
-        () =>
-          db().insert(schema.scanAudit).values({
-            clientScanId: randomUUID(),
-            deliveryId,
-            deliveryItemId: randomUUID(),
-            action: 'scan',
-            scannedQuantityAfter: 1,
-            creditedQuantityAfter: 0,
-            stateAfter: 'InProgress',
-            accountId: account,
-            occurredAt,
-          }),
-      ],
+      ['a scan of an unknown line', () => insertScan({ deliveryItemId: randomUUID() })],
       [
         'a payment with an unknown method',
         () =>
@@ -286,14 +273,17 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
       expect(constraintViolation(await failure(insert()))?.kind).toBe('foreign_key');
     });
 
-    it('finds rows by a list of values sent as one array parameter, repeats, numbers and no values included', async () => {
-      const [a, b] = await db()
+    const twoWarehouses = () =>
+      db()
         .insert(schema.warehouses)
         .values([
           { code: randomUUID(), name: 'A' },
           { code: randomUUID(), name: 'B' },
         ])
         .returning();
+
+    it('finds rows by a list of values sent as one array parameter, repeats, numbers and no values included', async () => {
+      const [a, b] = await twoWarehouses();
       const found = await db()
         .select({ id: schema.warehouses.id })
         .from(schema.warehouses)
@@ -323,13 +313,7 @@ describe.each(databaseKinds)('migrations and constraints on %s', (kind) => {
     });
 
     it("builds a prepared statement once and binds each call's values; refuses one with a value built into its text", async () => {
-      const [a, b] = await db()
-        .insert(schema.warehouses)
-        .values([
-          { code: randomUUID(), name: 'A' },
-          { code: randomUUID(), name: 'B' },
-        ])
-        .returning();
+      const [a, b] = await twoWarehouses();
       let builds = 0;
       const codesOf = (ids: string[]) =>
         executePrepared<{ code: string }>(

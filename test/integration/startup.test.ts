@@ -114,24 +114,27 @@ describe('starting and stopping the service', () => {
   afterEach(() => {
     while (cleanup.length) cleanup.pop()!();
   });
-
-  it('starts on a fresh data directory, prints and keeps an admin key, and on SIGTERM finishes a running request and exits 0', async () => {
+  /** The service in a process of its own on a fresh data directory, removed after the test. */
+  const launch = (env: Record<string, string>) => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
-    const port = await freePort();
-    const service = startService({
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      ERP_IMPORT_ENABLED: 'false',
-      LOG_LEVEL: 'info',
-    });
+    const service = startService({ DATA_DIR: dataDir, ...env });
     cleanup.push(() => {
       service.child.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });
     });
+    return { service, dataDir };
+  };
+  /** As `launch`, listening on a free port of 127.0.0.1, once it answers `/health`. */
+  const serve = async (env: Record<string, string>) => {
+    const port = await freePort();
+    const { service, dataDir } = launch({ PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
     const base = `http://127.0.0.1:${port}`;
-
     await waitForHealth(base, service);
+    return { service, dataDir, port, base };
+  };
+
+  it('starts on a fresh data directory, prints and keeps an admin key, and on SIGTERM finishes a running request and exits 0', async () => {
+    const { service, dataDir, port, base } = await serve({ ERP_IMPORT_ENABLED: 'false' });
     const health = await fetch(`${base}/health`);
     expect(await health.text()).toBe('ok');
     const adminKey = readFileSync(path.join(dataDir, 'admin-api-key'), 'utf8').trim();
@@ -152,22 +155,8 @@ describe('starting and stopping the service', () => {
   }, 120_000);
 
   it('on SIGTERM turns not ready, serves on for SHUTDOWN_DRAIN_MS, then closes WebSockets with 1012 and exits 0', async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
-    const port = await freePort();
     // The demo ERP import at start creates the demo drivers (1001, ...).
-    const service = startService({
-      DATA_DIR: dataDir,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      SHUTDOWN_DRAIN_MS: '1500',
-    });
-    cleanup.push(() => {
-      service.child.kill('SIGKILL');
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-    const base = `http://127.0.0.1:${port}`;
-    await waitForHealth(base, service);
+    const { service, dataDir, base } = await serve({ SHUTDOWN_DRAIN_MS: '1500' });
     const adminKey = readFileSync(path.join(dataDir, 'admin-api-key'), 'utf8').trim();
     const mint = () =>
       fetch(`${base}/dev/token`, {
@@ -207,33 +196,20 @@ describe('starting and stopping the service', () => {
   }, 150_000);
 
   it('refuses to start with a bad PORT and names the variable', async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
-    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const service = startService({ DATA_DIR: dataDir, PORT: 'abc', ERP_IMPORT_ENABLED: 'false' });
-    cleanup.push(() => service.child.kill('SIGKILL'));
+    const { service } = launch({ PORT: 'abc', ERP_IMPORT_ENABLED: 'false' });
     const code = await service.exited;
     expect(code).not.toBe(0);
     expect(service.output()).toMatch(/PORT/);
   }, 60_000);
 
   it('refuses a production start without ERP_MODE and names the variable', async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
-    cleanup.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const service = startService({ ...production, DATA_DIR: dataDir, ERP_MODE: '' });
-    cleanup.push(() => service.child.kill('SIGKILL'));
+    const { service } = launch({ ...production, ERP_MODE: '' });
     expect(await service.exited).toBe(1);
     expect(service.output()).toContain('ERP_MODE: is required in production');
   }, 60_000);
 
   it('logs one production summary without the admin key, and warns once that local documents serve one instance', async () => {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tourline-start-'));
-    const port = await freePort();
-    const service = startService({ ...production, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
-    cleanup.push(() => {
-      service.child.kill('SIGKILL');
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-    await waitForHealth(`http://127.0.0.1:${port}`, service);
+    const { service, dataDir } = await serve(production);
     // The summary follows the listening line.
     while (!service.output().includes('Production settings:')) await sleep(50);
     service.child.kill('SIGTERM');
