@@ -43,14 +43,14 @@ describe.each(databaseKinds)('the moment the service is back, on %s', { timeout:
     client.start();
     await vi.waitFor(() => expect(client.status().liveConnected).toBe(true), { timeout: 5000 });
 
-    // Four pushes lost on the way while the socket stays up: the next try is 8 to 16 s away.
-    faults.drop(on('/sync/push'), 4);
+    // Five pushes lost on the way while the socket stays up: the next try is 8 to 20 s away.
+    faults.drop(on('/sync/push'), 5);
     const line = seeded.deliveries[0].items.find((i) => i.requiredQuantity === 3)!;
     await client.scan(line.id);
     await client.scan(line.id);
     await client.holdDelivery(seeded.deliveries[1].delivery.id, 'Tor zu');
     const dropped = () => faults.log.filter((l) => l.outcome === 'dropped').length;
-    await vi.waitFor(() => expect(dropped()).toBe(4), { timeout: 20_000 });
+    await vi.waitFor(() => expect(dropped()).toBe(5), { timeout: 30_000 });
     await vi.waitFor(() => expect(client.status().nextRetryAt).not.toBeNull());
     const nextRetryAt = client.status().nextRetryAt!;
 
