@@ -38,6 +38,23 @@ export const erp = z.object({
     .default('0 5 * * *')
     .meta({ description: 'Schedule of the daily import, Berlin time.', range: 'cron syntax' }),
   ERP_IMPORT_OFFSET_DAYS: z.coerce.number().int().min(-7).max(30).default(1).describe('Import target date = today + this many days.'),
+  ERP_IMPORT_RETRY_FIRST_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(30_000)
+    .default(15_000)
+    .describe('Wait before a failed scheduled or start-up import is tried again; each further try waits twice as long.'),
+  ERP_IMPORT_RETRY_MAX_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(300_000)
+    .default(300_000)
+    .describe('Longest wait between two tries of a failed import; they go on until one succeeds or the next scheduled run takes over.'),
+  ERP_PUSH_CANCELLATIONS: flag
+    .default(false)
+    .describe("Send drivers' cancellations to the ERP (`POST /documents/{belegartId}/{belegnummer}/cancellation`), like completions."),
   ERP_PUSH_POLL_MS: z.coerce
     .number()
     .int()

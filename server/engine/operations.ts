@@ -231,6 +231,7 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
       noteId: row.id,
       kind: 'note_image' as const,
       ...input.attachment,
+      sha256: null,
       createdAt: now,
     };
     ws.inserts.attachments.push(image);

@@ -10,6 +10,7 @@ import {
   deliveries,
   deliveryItems,
   deliveryServiceValues,
+  erpCancellations,
   notes,
   paymentProtocol,
   processedEvents,
@@ -276,6 +277,13 @@ function laterStatements(tx: Db, sets: WorkingSet[], audit: WorkingSet['inserts'
   if (reviewed.length) statements.push(() => keepReviewChange(tx, reviewed));
   const payments = sets.flatMap((ws) => ws.inserts.payments);
   if (payments.length) statements.push(() => tx.insert(paymentProtocol).values(payments));
+  // A cancellation is kept for its write-back to the ERP (engine/completion/cancellationWriteBack.ts).
+  const cancellations = sets.flatMap((ws) =>
+    ws.inserts.processed
+      .filter((p) => p.type === 'delivery.cancel' && !p.rejection)
+      .map((p) => ({ deliveryId: ws.delivery.id, canceledAt: p.occurredAt!, reason: ws.delivery.stateReason ?? '' })),
+  );
+  if (cancellations.length) statements.push(() => tx.insert(erpCancellations).values(cancellations).onConflictDoNothing());
 
   const noteEntries = sets.flatMap((ws) => [...(ws.notes?.values() ?? [])]);
   const created = noteEntries.filter((n) => n.state === 'new').map((n) => n.row);

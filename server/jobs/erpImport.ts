@@ -1,12 +1,13 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, gte, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { addDays, berlinDate } from '../../shared/rules/calendar.js';
-import type { ImportSummary } from '../../shared/schemas/tours.js';
+import type { ImportDetails, ImportSummary } from '../../shared/schemas/imports.js';
 import type { AppContext } from '../context.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import type { Db } from '../db/client.js';
 import { erpImportRuns, paymentMethods } from '../db/schema.js';
 import { recordChanges } from '../engine/changeLog.js';
+import { emptyCounters, importRunOf } from '../shapes/importRuns.js';
 import { toPaymentMethod } from '../shapes/masterData.js';
 import { syncTour } from '../engine/tourSync/syncTour.js';
 import { DomainError } from '../errors.js';
@@ -14,24 +15,11 @@ import { consistentDay } from '../integrations/erp/consistentDay.js';
 import { demoPaymentMethods } from '../integrations/erp/demoData.js';
 import { asJobRun } from '../observability/requestContext.js';
 
-export type ImportTrigger = 'scheduler' | 'startup' | 'manual';
+export type ImportTrigger = ImportSummary['trigger'];
 export type ImportContext = Pick<AppContext, 'config' | 'database' | 'erp' | 'logger'>;
 
 // Advisory lock key space of the ERP import; the second key is the target date as yyyymmdd.
 export const IMPORT_LOCK = 7_230_100;
-
-const emptyCounters = {
-  tours: 0,
-  tours_created: 0,
-  deliveries_created: 0,
-  deliveries_updated: 0,
-  deliveries_unchanged: 0,
-  deliveries_moved: 0,
-  positions_created: 0,
-  positions_updated: 0,
-  positions_deleted: 0,
-};
-type Counters = typeof emptyCounters;
 
 /** Dates being imported by this process, per database (PGlite has no other process to race with). */
 const runningHere = new WeakMap<object, Set<string>>();
@@ -84,20 +72,6 @@ async function withImportLock<T>(ctx: ImportContext, date: string, work: () => P
   }
 }
 
-function summaryOf(run: typeof erpImportRuns.$inferSelect, counters: Counters, skipped: boolean): ImportSummary {
-  return {
-    run_id: run.id,
-    target_date: run.targetDate,
-    trigger: run.trigger,
-    success: run.success,
-    skipped,
-    started_at: run.startedAt.toISOString(),
-    finished_at: (run.finishedAt ?? run.startedAt).toISOString(),
-    ...counters,
-    error: run.error,
-  };
-}
-
 const IMPORT_CONCURRENCY = 4;
 
 /**
@@ -114,13 +88,16 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
   const { db } = ctx.database;
   const [run] = await db.insert(erpImportRuns).values({ targetDate: date, trigger }).returning();
   const counters = { ...emptyCounters };
+  const details: ImportDetails = { ignored_belegnummern: [], withdrawals_refused_belegnummern: [] };
   const finish = async (success: boolean, error: string | null, skipped = false) => {
+    details.ignored_belegnummern.sort();
+    details.withdrawals_refused_belegnummern.sort();
     const [done] = await db
       .update(erpImportRuns)
-      .set({ finishedAt: new Date(), success, counters, error })
+      .set({ finishedAt: new Date(), success, skipped, counters, details, error })
       .where(eq(erpImportRuns.id, run.id))
       .returning();
-    const summary = summaryOf(done, counters, skipped);
+    const summary = { ...importRunOf(done), finished_at: done.finishedAt!.toISOString() };
     ctx.logger[success ? 'info' : 'warn'](
       { import: summary },
       `ERP import of ${date} (${trigger}) ${skipped ? 'skipped' : success ? 'succeeded' : 'failed'}`,
@@ -150,6 +127,11 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
             counters.deliveries_updated += synced.deliveries.updated;
             counters.deliveries_unchanged += synced.deliveries.unchanged;
             counters.deliveries_moved += synced.deliveries.moved;
+            counters.deliveries_withdrawn += synced.deliveries.withdrawn;
+            counters.withdrawals_refused += synced.deliveries.withdrawalsRefused.length;
+            counters.changes_ignored += synced.deliveries.changesIgnored.length;
+            details.withdrawals_refused_belegnummern.push(...synced.deliveries.withdrawalsRefused);
+            details.ignored_belegnummern.push(...synced.deliveries.changesIgnored);
             counters.positions_created += synced.positions.created;
             counters.positions_updated += synced.positions.updated;
             counters.positions_deleted += synced.positions.deleted;
@@ -160,7 +142,7 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
               { err: error, driver: tour.driver.personalnummer, tourDate: tour.tourDate },
               'ERP import: a tour could not be written',
             );
-            failures.push(`tour of ${tour.driver.personalnummer} on ${tour.tourDate}: ${(error as Error).message}`);
+            failures.push(`tour of driver ${tour.driver.personalnummer} on ${tour.tourDate}: ${(error as Error).message}`);
           }
         }
       };
@@ -180,12 +162,14 @@ async function importDay(ctx: ImportContext, date: string, trigger: ImportTrigge
   }
 }
 
-/** Whether a successful import of the date is logged. */
-export async function hasSuccessfulImport(db: Db, date: string): Promise<boolean> {
+/** Whether a successful import of the date is logged (one that started at `since` or later, when given). */
+export async function hasSuccessfulImport(db: Db, date: string, since?: Date): Promise<boolean> {
   const [row] = await db
     .select({ one: sql`1` })
     .from(erpImportRuns)
-    .where(and(eq(erpImportRuns.targetDate, date), eq(erpImportRuns.success, true)))
+    .where(
+      and(eq(erpImportRuns.targetDate, date), eq(erpImportRuns.success, true), since ? gte(erpImportRuns.startedAt, since) : undefined),
+    )
     .limit(1);
   return !!row;
 }

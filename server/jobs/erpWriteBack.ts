@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.js';
+import { runDueCancellations } from '../engine/completion/cancellationWriteBack.js';
 import { runDueFollowUps } from '../engine/completion/followUp.js';
 import { isDatabaseUnavailable } from '../db/availability.js';
 import { asJobRun } from '../observability/requestContext.js';
@@ -9,7 +10,7 @@ export interface ErpWriteBackJob {
   stop(): Promise<void>;
 }
 
-/** Polls for due follow-ups (failed write-backs, missing reports) until stopped. */
+/** Polls for due follow-ups (write-backs of completions and, with ERP_PUSH_CANCELLATIONS, of cancellations; missing reports) until stopped. */
 export function startErpWriteBackJob(deps: Deps): ErpWriteBackJob {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -17,6 +18,7 @@ export function startErpWriteBackJob(deps: Deps): ErpWriteBackJob {
   const tick = () => {
     running = asJobRun('erp-writeback', () =>
       runDueFollowUps(deps)
+        .then(() => (deps.config.erp.pushCancellations ? runDueCancellations(deps) : 0))
         .then(() => undefined)
         // It runs again at the next poll; an outage is logged by the database health, not with a stack per poll.
         .catch((error) =>

@@ -127,13 +127,13 @@ export function createMetrics() {
       });
       new Gauge({
         name: 'tourline_erp_writeback_backlog',
-        help: 'Completions whose ERP write-back is not done, by status (pending, failed); all instances',
+        help: 'Completions whose ERP write-back is not done, by status (pending, failed, rejected); all instances',
         labelNames: ['status'],
         registers,
         collect: guarded(async function (this: Gauge) {
           const rows = await erpWriteBackBacklog(sources.db);
           this.reset();
-          for (const status of ['pending', 'failed']) this.set({ status }, rows.find((r) => r.status === status)?.count ?? 0);
+          for (const status of ['pending', 'failed', 'rejected']) this.set({ status }, rows.find((r) => r.status === status)?.count ?? 0);
         }),
       });
       new Gauge({

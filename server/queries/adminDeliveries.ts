@@ -3,6 +3,7 @@ import type { CompletedDeliveryItem } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
 import { customers, deliveries, tours } from '../db/schema.js';
 import { berlinDay, deliveryModifiedSql, isoMs } from '../db/deliverySql.js';
+import { isoMicros } from './adminShapes.js';
 import { cutPage, type Page, type PageRequest } from './page.js';
 
 /** Inclusive bounds on the Berlin calendar day of the completion; null is open. */
@@ -33,9 +34,6 @@ const epochMs = (instant: AnyColumn) => sql`floor(extract(epoch from ${instant})
 
 /** A completed delivery's place in the list: completion time (ISO, to the microsecond), number, kind. */
 export type CompletedKey = [completedAt: string, belegnummer: string, belegartId: number];
-
-/** Exact to the microsecond, whatever the session's time zone, and read back as the same instant. */
-const isoMicros = (instant: AnyColumn | SQL) => sql<string>`to_char(${instant} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /** After a key in the list's order; the bound on `completed_at` alone lets its index serve. */
 function afterKey([at, belegnummer, belegartId]: CompletedKey): SQL {

@@ -38,3 +38,6 @@ export const isoOrNull = (date: Date | null) => (date ? date.toISOString() : nul
  * JavaScript Date would round a change and a confirmation in the same millisecond together).
  */
 export const micros = (instant: AnyColumn | SQL) => sql<number>`(extract(epoch from ${instant}) * 1000000)::bigint`.mapWith(Number);
+
+/** Exact to the microsecond, whatever the session's time zone, and read back as the same instant (a cursor's sort key). */
+export const isoMicros = (instant: AnyColumn | SQL) => sql<string>`to_char(${instant} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;

@@ -25,7 +25,7 @@ export async function changeLogHead(db: Db): Promise<number> {
   return Number(result.rows[0]?.head ?? 0);
 }
 
-/** Completions whose ERP write-back is not done, by status (`pending`, `failed`), over all instances. */
+/** Completions whose ERP write-back is not done, by status (`pending`, `failed`, `rejected`), over all instances. */
 export async function erpWriteBackBacklog(db: Db): Promise<{ status: string; count: number }[]> {
   const result = await db.execute<{ status: string; count: string }>(sql`
     SELECT erp_push_status AS status, count(*)::text AS count FROM completions WHERE erp_push_status <> 'succeeded' GROUP BY 1`);

@@ -209,7 +209,7 @@ export const AdminCompletion = z
     driver_signature_id: Uuid,
     report_attachment_id: Uuid.nullable(),
     erp_push: z.object({
-      status: z.enum(['pending', 'succeeded', 'failed']),
+      status: z.enum(['pending', 'succeeded', 'failed', 'rejected']),
       attempts: Int,
       pushed_at: Timestamp.nullable(),
       error: z.string().nullable(),

@@ -43,12 +43,13 @@ export const ErpText = z.string().max(500);
 
 export const Address = z
   .object({
-    street: ErpText,
-    houseNumber: ErpText,
-    postalCode: ErpText,
-    city: ErpText,
-    country: ErpText,
+    street: ErpText.describe('Street name'),
+    houseNumber: ErpText.describe('House number with any letter (12a)'),
+    postalCode: ErpText.describe('Postal code'),
+    city: ErpText.describe('City'),
+    country: ErpText.describe("Country name from the ERP's country master; empty when the ERP has none"),
     addition: ErpText.nullable()
+      .describe('Free addition (district, floor, entrance); null or blank: none')
       .default(null)
       .overwrite((v) => (v?.trim() ? v : null)),
   })

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Address, ContactKind, ContactRole, ErpKey, ErpNumber, ErpText, IsoDate, Timestamp, Uuid } from './common.js';
+import { Address, ContactKind, ContactRole, ErpKey, ErpNumber, ErpText, IsoDate, Uuid } from './common.js';
 
 const Int64 = ErpNumber.min(1).max(Number.MAX_SAFE_INTEGER);
 
@@ -15,31 +15,52 @@ export const listLimits = {
   /** A tour may hold more deliveries than one sync sends: those no longer sent stay. */
   deliveryOrderIds: 2000,
 } as const;
-const Code = z.object({ code: ErpKey, name: ErpText });
+const Code = z.object({
+  code: ErpKey.describe('Warehouse code, its identity (1 to 100 characters, trimmed)'),
+  name: ErpText.describe('Warehouse name as the driver sees it'),
+});
 
 export const SyncPosition = z.object({
-  lineNumber: z.int32(),
-  quantity: z.int32().min(1),
-  unit: ErpText.optional(),
+  lineNumber: z
+    .int32()
+    .describe("The line's number on the document, its identity within the delivery (any 32-bit integer, unique per delivery)"),
+  quantity: z.int32().min(1).describe('Pieces to deliver (at least 1); the driver scans each piece of a scannable article'),
+  unit: ErpText.optional().describe('Unit shown beside the quantity (Stk, Karton, kg)'),
   // Any int, as the contract has it: a line that takes back a deposit has a negative price.
-  unitPriceCents: z.int32().nullable().optional(),
-  article: z.object({
-    articleNumber: ErpKey,
-    name: ErpText,
-    scannable: z.boolean(),
-    defaultWarehouse: Code.nullable().optional(),
-  }),
-  warehouse: Code.nullable().optional(),
+  unitPriceCents: z
+    .int32()
+    .nullable()
+    .optional()
+    .describe(
+      'Price of one unit in cents, gross; negative for a deposit taken back; lowers the open amount when pieces are removed or credited',
+    ),
+  article: z
+    .object({
+      articleNumber: ErpKey.describe('Article number, its identity (1 to 100 characters, trimmed)'),
+      name: ErpText.describe('Article name as the driver sees it'),
+      scannable: z
+        .boolean()
+        .describe('false for services and flat rates (freight, surcharges): shown, never scanned, never blocking the loading'),
+      defaultWarehouse: Code.nullable().optional().describe('Where the article is usually stored; master data of the article'),
+    })
+    .describe('The article; master data, shared by every line that names its number (the last description of an import wins)'),
+  warehouse: Code.nullable()
+    .optional()
+    .describe("Where this line is picked from, when it differs from the article's default warehouse; null: the default"),
 });
 
 const OptionalName = ErpText.nullable().optional();
 // The contract carries no fax ("Fax is not carried"): an ERP's fax numbers are dropped, not refused.
-const Channel = z.object({ kind: z.enum([...ContactKind.options, 'fax']), position: z.int32(), value: ErpText.trim().min(1) });
+const Channel = z.object({
+  kind: z.enum([...ContactKind.options, 'fax']).describe('phone, mobile, email or web; fax is accepted and dropped'),
+  position: z.int32().describe('Order within its kind as the ERP keeps it (first phone 1, second 2)'),
+  value: ErpText.trim().min(1).describe('The number or address, as the driver dials or writes it'),
+});
 const isCarried = (channel: z.output<typeof Channel>): channel is z.output<typeof Channel> & { kind: ContactKind } =>
   channel.kind !== 'fax';
 
 export const SyncContact = z.object({
-  role: ContactRole,
+  role: ContactRole.describe('What the ERP address record stands for: header, delivery, billing, contact_person or customer_master'),
   anrede: OptionalName,
   titel: OptionalName,
   name1: OptionalName,
@@ -47,25 +68,55 @@ export const SyncContact = z.object({
   name3: OptionalName,
   abteilung: OptionalName,
   funktion: OptionalName,
-  address: Address.nullable().optional(),
+  address: Address.nullable().optional().describe('null for a pure contact person without street and city'),
   channels: z
     .array(Channel)
+    .describe('Phone numbers, mobiles, e-mail and web addresses of the record')
     .max(listLimits.channelsPerContact)
     .default([])
     .transform((channels) => channels.filter(isCarried)),
 });
 
 export const SyncDelivery = z.object({
-  belegartId: z.int32(),
-  belegnummer: ErpKey,
-  sequence: z.int32().optional(),
-  customer: z.object({ erpCustomerId: Int64, name: ErpText, address: Address }),
-  deliveryAddress: Address,
-  paymentMethodCode: ErpText.nullable().optional(),
-  paymentTerm: ErpText.nullable().optional(),
-  openAmountCents: z.int32().min(0),
-  positions: z.array(SyncPosition).max(listLimits.positionsPerDelivery),
-  contacts: z.array(SyncContact).max(listLimits.contactsPerDelivery).default([]),
+  belegartId: z.int32().describe('Document kind (Belegart) as the ERP numbers it; with belegnummer the identity of the delivery'),
+  belegnummer: ErpKey.describe('Document number (Belegnummer), 1 to 100 characters, trimmed; unique per belegartId'),
+  sequence: z
+    .int32()
+    .optional()
+    .describe("Place in the tour's order (ascending); without it, the place in this list. The driver's own order wins once set"),
+  customer: z
+    .object({
+      erpCustomerId: Int64.describe('Customer number, its identity'),
+      name: ErpText.describe('Customer name'),
+      address: Address.describe("The customer's own address (master data; follows the ERP)"),
+    })
+    .describe('The customer; master data shared by every delivery to them'),
+  deliveryAddress: Address.describe('Where to deliver; kept as first sent: later changes do not move a delivery already imported'),
+  paymentMethodCode: ErpText.nullable()
+    .optional()
+    .describe("The ERP's payment code (BAR, EC, RECHNUNG): linked to Tourline's payment method of that code, see Payment codes"),
+  paymentTerm: ErpText.nullable()
+    .optional()
+    .describe('Payment term as printed (14 Tage netto); written back unchanged with the completion'),
+  openAmountCents: z
+    .int32()
+    .min(0)
+    .describe('Amount the driver collects in cents, gross, before credits; 0 when nothing is collected on site'),
+  positions: z.array(SyncPosition).max(listLimits.positionsPerDelivery).describe('The document lines'),
+  contacts: z
+    .array(SyncContact)
+    .max(listLimits.contactsPerDelivery)
+    .default([])
+    .describe('Address records of the document (header, delivery, billing, contact person); equal ones are merged'),
+  withdrawn: z
+    .object({
+      reason: ErpText.trim().min(1).describe("Why the ERP withdraws the delivery; the driver's app shows it as the cancel reason"),
+    })
+    .nullable()
+    .optional()
+    .describe(
+      'Set to withdraw a delivery nobody has worked on: it becomes canceled with this reason. One a driver has worked on stays and is reported by number; one not stored yet is not created',
+    ),
 });
 
 /** A delivery's identity, as the contract has it: `(belegartId, belegnummer)`. */
@@ -73,10 +124,19 @@ export const deliveryKey = (d: { belegartId: number; belegnummer: string }) => `
 
 export const SyncTourRequest = z
   .object({
-    driver: z.object({ personalnummer: Int64, name: ErpText.trim().min(1), active: z.boolean().optional() }),
-    tourDate: IsoDate,
-    name: ErpText.optional(),
-    deliveries: z.array(SyncDelivery).max(listLimits.deliveriesPerTour),
+    driver: z
+      .object({
+        personalnummer: Int64.describe("The driver account's Personalnummer (its login id); created when new"),
+        name: ErpText.trim().min(1).describe("The account's name"),
+        active: z.boolean().optional().describe('false deactivates the account; left out: unchanged'),
+      })
+      .describe('Whose tour it is'),
+    tourDate: IsoDate.describe('The Berlin calendar day of the tour, YYYY-MM-DD; with the driver the identity of the tour'),
+    name: ErpText.optional().describe('Tour name shown to the driver (Tour Nord); left out: unchanged'),
+    deliveries: z
+      .array(SyncDelivery)
+      .max(listLimits.deliveriesPerTour)
+      .describe('The deliveries, in ERP order; one no longer sent stays where it is'),
   })
   .superRefine((tour, ctx) => {
     const seen = new Set<string>();
@@ -114,7 +174,15 @@ export const SyncTourResponse = z
   .object({
     tour: Tour,
     created: z.boolean(),
-    deliveries: z.object({ created: z.number().int(), updated: z.number().int(), unchanged: z.number().int(), moved: z.number().int() }),
+    deliveries: z.object({
+      created: z.number().int(),
+      updated: z.number().int(),
+      unchanged: z.number().int(),
+      moved: z.number().int(),
+      withdrawn: z.number().int().describe('Deliveries the ERP withdrew (`withdrawn`) that nobody had worked on: now canceled'),
+      withdrawalsRefused: z.array(z.string()).describe('Numbers of withdrawn deliveries a driver had worked on: kept as they are'),
+      changesIgnored: z.array(z.string()).describe('Numbers of completed or canceled deliveries sent with changes: final, not changed'),
+    }),
     positions: z.object({ created: z.number().int(), updated: z.number().int(), deleted: z.number().int() }),
   })
   .meta({ id: 'SyncTourResponse' });
@@ -186,27 +254,3 @@ export const ContactSource = z
   })
   .meta({ id: 'ContactSource' });
 export type ContactSource = z.infer<typeof ContactSource>;
-
-/** Answer of POST /admin/import-erp (snake_case like every admin answer). */
-export const ImportSummary = z
-  .object({
-    run_id: Uuid,
-    target_date: IsoDate,
-    trigger: z.enum(['scheduler', 'startup', 'manual']),
-    success: z.boolean(),
-    skipped: z.boolean(),
-    started_at: Timestamp,
-    finished_at: Timestamp,
-    tours: z.number().int(),
-    tours_created: z.number().int(),
-    deliveries_created: z.number().int(),
-    deliveries_updated: z.number().int(),
-    deliveries_unchanged: z.number().int(),
-    deliveries_moved: z.number().int(),
-    positions_created: z.number().int(),
-    positions_updated: z.number().int(),
-    positions_deleted: z.number().int(),
-    error: z.string().nullable(),
-  })
-  .meta({ id: 'ImportSummary' });
-export type ImportSummary = z.infer<typeof ImportSummary>;

@@ -93,5 +93,6 @@ export function benchErp(size: ErpSize): ErpGateway {
   return {
     fetchTours: async (date) => ({ tours: largeErpDay(date, size), refused: [] }),
     pushCompletion: async (_document: ErpDocument, _writeBack: CompletionWriteBack) => undefined,
+    pushCancellation: async () => undefined,
   };
 }

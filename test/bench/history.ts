@@ -44,6 +44,7 @@ export function renamingErp(size: ErpSize): ErpGateway {
       return { tours, refused: [] };
     },
     pushCompletion: async () => undefined,
+    pushCancellation: async () => undefined,
   };
 }
 

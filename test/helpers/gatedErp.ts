@@ -18,6 +18,7 @@ export function gatedErp() {
       return { tours: generateDemoTours(date), refused: [] };
     },
     async pushCompletion() {},
+    async pushCancellation() {},
   };
   return { erp, open, reading };
 }

@@ -100,6 +100,10 @@ describe.each(databaseKinds)('completion on %s', (kind) => {
           state: 'completed',
           paymentTerm: '30 Tage netto',
           creditAmountCents: 2000,
+          report: expect.objectContaining({
+            fileName: `Lieferbericht-${delivery.belegnummer}.pdf`,
+            sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+          }),
         },
         idempotencyKey: `completion-${delivery.id}`,
       });
@@ -595,6 +599,7 @@ function switchableErp() {
       await erp.hanging;
       if (erp.failing) throw upstream('ERP write-back failed: answered 503');
     },
+    async pushCancellation() {},
   } satisfies ErpGateway & Record<string, unknown>;
   return erp;
 }
@@ -738,6 +743,7 @@ describe.each(databaseKinds)('write-back to the ERP over HTTP on %s', (kind) => 
         state: 'completed',
         paymentTerm: '10 Tage 2 % Skonto',
         creditAmountCents: 0,
+        report: expect.objectContaining({ downloadPath: `/admin/deliveries/${delivery.id}/report` }),
       },
     });
     expect(completion.erpPushStatus).toBe('succeeded');

@@ -177,7 +177,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       const response = await erpApi.post('/admin/import-erp?date=2026-04-05', undefined, { admin: true });
       expect(response.status).toBe(200);
       expect(response.body).toMatchObject({ success: false, tours: 1, deliveries_created: 2 });
-      expect(response.body.error).toMatch(/tour 1 of the answer does not fit the contract \(deliveries\.0\.positions\.0\.quantity/);
+      // The driver's Personalnummer and the document number name what the ERP must fix.
+      expect(response.body.error).toBe(
+        `tour 1 of the answer (driver 5822, 2026-04-05) does not fit the contract: document ${bad.deliveries[0].belegartId}/${bad.deliveries[0].belegnummer} positions.0.quantity: Invalid input: expected number, received string`,
+      );
       expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5821))).toHaveLength(1);
       expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5822))).toEqual([]);
     });
@@ -190,7 +193,11 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [today, tomorrow] })));
       const response = await erpApi.post('/admin/import-erp?date=2026-04-07', undefined, { admin: true });
       expect(response.status).toBe(200);
-      expect(response.body).toMatchObject({ success: false, tours: 1, error: 'tour 2 of the answer is of 2026-04-08, not of 2026-04-07' });
+      expect(response.body).toMatchObject({
+        success: false,
+        tours: 1,
+        error: 'tour 2 of the answer (driver 5832, 2026-04-08) is of 2026-04-08, not of 2026-04-07',
+      });
       expect(await erpApi.db.select().from(tours).where(eq(tours.accountId, 5832))).toEqual([]);
     });
 
@@ -200,7 +207,7 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       expect(response.status).toBe(502);
       expect(response.body).toMatchObject({
         code: 'upstream_unavailable',
-        detail: expect.stringContaining('tour 2 of the answer does not fit the contract'),
+        detail: expect.stringContaining('tour 2 of the answer (no driver) does not fit the contract'),
       });
       const runs = await runsOf(erpApi, '2026-04-06');
       expect(runs).toMatchObject([{ success: false, error: expect.stringContaining('tour 1 of the answer') }]);
@@ -256,7 +263,7 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       }
     });
 
-    it('imports only the target date from a real ERP, logs a failure and retries at the next start', async () => {
+    it('imports only the target date from a real ERP, logs each failure and tries again with backoff until it succeeds', async () => {
       const dates: string[] = [];
       msw.use(
         http.get(`${ERP}/tours`, ({ request }) => {
@@ -264,23 +271,20 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
           return new HttpResponse(null, { status: 500 });
         }),
       );
-      const first = await startTestServer(kind, { ...enabled, ...httpErp, ERP_IMPORT_OFFSET_DAYS: '2' }, { now });
+      const retrying = { ERP_IMPORT_RETRY_FIRST_MS: '100', ERP_IMPORT_RETRY_MAX_MS: '300' };
+      const server = await startTestServer(kind, { ...enabled, ...httpErp, ...retrying, ERP_IMPORT_OFFSET_DAYS: '2' }, { now });
       try {
-        await first.running.importJobs!.catchUp;
-        expect(dates).toEqual(['2026-03-12']);
-        expect((await runsOf(first, '2026-03-12')).map((r) => [r.trigger, r.success])).toEqual([['startup', false]]);
-        expect((await first.get('/health')).status).toBe(200);
-
+        await expect.poll(() => dates.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(3);
+        expect(new Set(dates)).toEqual(new Set(['2026-03-12']));
+        expect((await server.get('/health')).status).toBe(200);
         msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [] })));
-        const second = await secondInstance(first, { ...enabled, ...httpErp, ERP_IMPORT_OFFSET_DAYS: '2' }, { now });
-        try {
-          await second.running.importJobs!.catchUp;
-          expect((await runsOf(second, '2026-03-12')).map((r) => r.success)).toEqual([false, true]);
-        } finally {
-          await second.close();
-        }
+        await server.running.importJobs!.catchUp;
+        const runs = (await runsOf(server, '2026-03-12')).map((r) => [r.trigger, r.success]);
+        expect(runs[0]).toEqual(['startup', false]);
+        expect(runs.slice(1, -1).every(([trigger, success]) => trigger === 'retry' && !success)).toBe(true);
+        expect(runs.at(-1)).toEqual(['retry', true]);
       } finally {
-        await first.close();
+        await server.close();
       }
     });
 

@@ -5,7 +5,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { DomainError } from '../../server/errors.js';
-import { completionIdempotencyKey } from '../../server/integrations/erp/gateway.js';
+import { completionIdempotencyKey, ErpRefused } from '../../server/integrations/erp/gateway.js';
 import { createHttpErp } from '../../server/integrations/erp/http.js';
 import { generateDemoTours } from '../../server/integrations/erp/demoData.js';
 
@@ -20,6 +20,14 @@ const writeBack = {
   state: 'completed' as const,
   paymentTerm: 'Sofort',
   creditAmountCents: 2000,
+  report: {
+    reference: '~documents/Lieferbericht-1.pdf',
+    fileName: 'Lieferbericht-1.pdf',
+    contentType: 'application/pdf' as const,
+    sizeBytes: 1234,
+    sha256: 'a'.repeat(64),
+    downloadPath: '/admin/deliveries/00000000-0000-4000-8000-000000000001/report',
+  },
 };
 
 const msw = setupServer();
@@ -117,7 +125,9 @@ describe('ERP over HTTP', () => {
     msw.use(http.get(`${ERP}/tours`, () => HttpResponse.json({ tours: [good, { driver: { personalnummer: 'x' } }] })));
     const day = await erp().fetchTours('2026-03-10');
     expect(day.tours).toEqual([good]);
-    expect(day.refused).toEqual([expect.stringMatching(/^tour 2 of the answer does not fit the contract \(driver\.personalnummer: /)]);
+    expect(day.refused).toEqual([
+      expect.stringMatching(/^tour 2 of the answer \(driver x\) does not fit the contract: driver\.personalnummer: /),
+    ]);
   });
 
   it('posts a completion to /documents/{belegartId}/{belegnummer}/completion', async () => {
@@ -132,15 +142,51 @@ describe('ERP over HTTP', () => {
     expect(received).toEqual([{ path: '20/LS 4711/A', body: writeBack }]);
   });
 
-  it('fails a completion write-back the ERP refuses with upstream_unavailable', async () => {
-    msw.use(http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => new HttpResponse(null, { status: 422 })));
-    await upstreamError(
-      erp().pushCompletion(
-        { belegartId: 20, belegnummer: '1' },
-        { deliveredAt: '2026-03-10T09:30:00.000Z', state: 'completed', paymentTerm: null, creditAmountCents: 0 },
-        'completion-1',
-      ),
+  it('does not retry a write-back the ERP refuses with a 4xx, and keeps its answer, truncated', async () => {
+    let calls = 0;
+    const answer = { error: 'belegnummer unknown', detail: 'x'.repeat(2000) };
+    msw.use(
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => {
+        calls += 1;
+        return HttpResponse.json(answer, { status: 422 });
+      }),
     );
+    const error = await upstreamError(erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, writeBack, 'completion-1'));
+    expect(error).toBeInstanceOf(ErpRefused);
+    expect((error as ErpRefused).erpStatus).toBe(422);
+    expect(error.message).toContain('answered 422: {"error":"belegnummer unknown"');
+    expect(error.message.length).toBeLessThan(600);
+    expect(calls).toBe(1);
+  });
+
+  it.each([408, 429, 503])('retries a write-back the ERP answers %i, as a passing failure', async (status) => {
+    let calls = 0;
+    msw.use(
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/completion`, () => {
+        calls += 1;
+        return new HttpResponse(null, { status: calls === 1 ? status : 204 });
+      }),
+    );
+    await erp().pushCompletion({ belegartId: 20, belegnummer: '1' }, writeBack, 'completion-1');
+    expect(calls).toBe(2);
+  });
+
+  it('posts a cancellation to /documents/{belegartId}/{belegnummer}/cancellation with its key', async () => {
+    const received: { path: string; key: string | null; type: string | null; body: unknown }[] = [];
+    msw.use(
+      http.post(`${ERP}/documents/:belegartId/:belegnummer/cancellation`, async ({ request, params }) => {
+        received.push({
+          path: `${params.belegartId}/${params.belegnummer}`,
+          key: request.headers.get('idempotency-key'),
+          type: request.headers.get('content-type'),
+          body: await request.json(),
+        });
+        return new HttpResponse(null, { status: 204 });
+      }),
+    );
+    const cancellation = { canceledAt: '2026-03-10T09:30:00.000Z', state: 'canceled' as const, reason: 'Kunde nicht angetroffen' };
+    await erp().pushCancellation({ belegartId: 20, belegnummer: 'LS 4711/A' }, cancellation, 'cancellation-1');
+    expect(received).toEqual([{ path: '20/LS 4711/A', key: 'cancellation-1', type: 'application/json', body: cancellation }]);
   });
 
   it('sends one Idempotency-Key on every attempt of a completion, and another for another delivery', async () => {

@@ -205,6 +205,8 @@ export const attachments = pgTable(
     reference: text('reference').notNull(),
     contentType: text('content_type').notNull(),
     sizeBytes: integer('size_bytes').notNull(),
+    /** Hex SHA-256 of the bytes, for the delivery report (the ERP write-back names it); null for older rows and other kinds. */
+    sha256: text('sha256'),
     createdAt: createdAt(),
   },
   (t) => [index('attachments_delivery_idx').on(t.deliveryId), index('attachments_reference_idx').on(t.reference)],

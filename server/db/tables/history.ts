@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { bigserial, boolean, date, index, integer, jsonb, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { id, createdAt, ts, writtenAt, personalnummer } from './columns.js';
 import { accounts, cars, paymentMethods } from './masterData.js';
@@ -76,6 +77,12 @@ export const paymentProtocol = pgTable(
   (t) => [uniqueIndex('payment_protocol_client_uq').on(t.clientEventId), index('payment_protocol_delivery_idx').on(t.deliveryId)],
 );
 
+/**
+ * Where a write-back to the ERP stands: `failed` is tried again with backoff; `rejected` (the ERP
+ * answered a 4xx other than 408 and 429) waits for `POST /admin/push-...`, as it would fail alike.
+ */
+export const erpPushStates = ['pending', 'succeeded', 'failed', 'rejected'] as const;
+
 export const completions = pgTable(
   'completions',
   {
@@ -111,9 +118,7 @@ export const completions = pgTable(
     /** When the driver completed the delivery (the device's time, see `completionTime`). */
     completedAt: ts('completed_at').notNull(),
     receivedAt: writtenAt('received_at'),
-    erpPushStatus: text('erp_push_status', { enum: ['pending', 'succeeded', 'failed'] })
-      .notNull()
-      .default('pending'),
+    erpPushStatus: text('erp_push_status', { enum: erpPushStates }).notNull().default('pending'),
     erpPushAttempts: integer('erp_push_attempts').notNull().default(0),
     erpPushedAt: ts('erp_pushed_at'),
     erpPushError: text('erp_push_error'),
@@ -149,14 +154,43 @@ export const erpImportRuns = pgTable(
   {
     id: id(),
     targetDate: date('target_date', { mode: 'string' }).notNull(),
-    trigger: text('trigger', { enum: ['scheduler', 'startup', 'manual'] }).notNull(),
+    trigger: text('trigger', { enum: ['scheduler', 'startup', 'manual', 'retry'] }).notNull(),
     startedAt: ts('started_at').notNull().defaultNow(),
     finishedAt: ts('finished_at'),
     success: boolean('success').notNull().default(false),
+    skipped: boolean('skipped').notNull().default(false),
     counters: jsonb('counters').$type<Record<string, number>>().notNull().default({}),
+    /** The document numbers behind some counters (ImportRunDetails in shared/schemas/imports.ts). */
+    details: jsonb('details').$type<Record<string, string[]>>().notNull().default({}),
     error: text('error'),
   },
-  (t) => [index('erp_import_runs_target_idx').on(t.targetDate)],
+  (t) => [index('erp_import_runs_target_idx').on(t.targetDate), index('erp_import_runs_started_idx').on(t.startedAt, t.id)],
+);
+
+/**
+ * A driver's cancellation, recorded by the event engine in the cancel's transaction, and its
+ * write-back to the ERP (sent only with ERP_PUSH_CANCELLATIONS; states as `erpPushStates`).
+ */
+export const erpCancellations = pgTable(
+  'erp_cancellations',
+  {
+    deliveryId: uuid('delivery_id')
+      .primaryKey()
+      .references(() => deliveries.id),
+    canceledAt: ts('canceled_at').notNull(),
+    reason: text('reason').notNull(),
+    receivedAt: writtenAt('received_at'),
+    pushStatus: text('push_status', { enum: erpPushStates }).notNull().default('pending'),
+    pushAttempts: integer('push_attempts').notNull().default(0),
+    pushedAt: ts('pushed_at'),
+    pushError: text('push_error'),
+    nextAttemptAt: ts('next_attempt_at'),
+  },
+  (t) => [
+    index('erp_cancellations_due_idx')
+      .on(t.receivedAt)
+      .where(sql`push_status IN ('pending', 'failed')`),
+  ],
 );
 
 /** What a recorded rejection answered: a copy of the event answers `duplicate` with it. */

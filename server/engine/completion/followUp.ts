@@ -12,8 +12,9 @@ const CLAIM_LEASE_MS = 5 * 60_000;
 const BATCH = 10;
 
 /**
- * What follows a committed completion: the report (when missing) and the ERP write-back (when
- * not yet succeeded). Never throws: whatever fails stays scheduled for the retry job.
+ * What follows a committed completion: the report and the ERP write-back that names it (the
+ * write-back stores the report first when it is missing). Never throws: whatever fails stays
+ * scheduled for the retry job, and a write-back the ERP refused waits for an admin push.
  */
 export async function followUpCompletion(deps: Deps, deliveryId: string): Promise<void> {
   const db = deps.database.db;
@@ -22,30 +23,27 @@ export async function followUpCompletion(deps: Deps, deliveryId: string): Promis
     .from(completions)
     .where(eq(completions.deliveryId, deliveryId));
   if (!row) return;
-  let reportFailed = false;
-  if (!row.report) {
-    try {
-      await storeDeliveryReport(deps, deliveryId);
-    } catch (error) {
-      reportFailed = true;
-      deps.logger.error({ deliveryId, err: error }, 'delivery report failed');
-    }
+  try {
+    if (row.push === 'pending' || row.push === 'failed') await pushCompletion(deps, deliveryId);
+    else if (!row.report) await storeDeliveryReport(deps, deliveryId);
+  } catch (error) {
+    // A failed write-back recorded its failure and its next attempt; a report alone did not.
+    if (row.push === 'pending' || row.push === 'failed') return;
+    deps.logger.error({ deliveryId, err: error }, 'delivery report failed');
+    const delay = backoffMs(row.attempts + 1, deps.config.erp.pushRetryBaseMs, deps.config.erp.pushRetryMaxMs);
+    await db
+      .update(completions)
+      .set({ erpNextAttemptAt: new Date(Date.now() + delay) })
+      .where(eq(completions.deliveryId, deliveryId));
+    return;
   }
-  if (row.push !== 'succeeded') {
-    try {
-      await pushCompletion(deps, deliveryId);
-    } catch {
-      return; // pushCompletion recorded the failure and the next attempt
-    }
-  }
-  const delay = backoffMs(row.attempts + 1, deps.config.erp.pushRetryBaseMs, deps.config.erp.pushRetryMaxMs);
-  await db
-    .update(completions)
-    .set({ erpNextAttemptAt: reportFailed ? new Date(Date.now() + delay) : null })
-    .where(eq(completions.deliveryId, deliveryId));
+  await db.update(completions).set({ erpNextAttemptAt: null }).where(eq(completions.deliveryId, deliveryId));
 }
 
-const due = (graceMs: number) => sql`(${completions.erpPushStatus} <> 'succeeded' OR ${completions.reportAttachmentId} IS NULL)
+// A rejected write-back is not due: it waits for POST /admin/push-completion (its report is stored: the write-back names it).
+const due = (
+  graceMs: number,
+) => sql`((${completions.erpPushStatus} <> 'succeeded' AND ${completions.erpPushStatus} <> 'rejected') OR ${completions.reportAttachmentId} IS NULL)
   AND coalesce(${completions.erpNextAttemptAt}, ${completions.receivedAt} + ${`${graceMs} milliseconds`}::interval) <= now()`;
 
 /** Claims one completion for a follow-up right after its commit, unless someone else already has it. */

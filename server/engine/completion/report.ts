@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { eq } from 'drizzle-orm';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
@@ -13,7 +14,11 @@ export interface StoredFile {
   reference: string;
   contentType: string;
   sizeBytes: number;
+  sha256?: string;
 }
+
+/** The name a delivery's report is stored under, and that the ERP write-back names. */
+export const reportFileName = (belegnummer: string) => `Lieferbericht-${belegnummer}.pdf`;
 
 type ReportDeps = Pick<AppContext, 'database' | 'documents' | 'config'>;
 
@@ -31,8 +36,9 @@ export async function storeDeliveryReport(deps: ReportDeps, deliveryId: string):
     companyName: deps.config.companyName,
     signatures: { customer: customer.bytes, driver: driver.bytes },
   });
-  const reference = await deps.documents.put(pdf, 'application/pdf', `Lieferbericht-${data.belegnummer}.pdf`);
-  return attachReport(deps.database.db, deliveryId, { reference, contentType: 'application/pdf', sizeBytes: pdf.length });
+  const reference = await deps.documents.put(pdf, 'application/pdf', reportFileName(data.belegnummer));
+  const sha256 = createHash('sha256').update(pdf).digest('hex');
+  return attachReport(deps.database.db, deliveryId, { reference, contentType: 'application/pdf', sizeBytes: pdf.length, sha256 });
 }
 
 /** Links a stored report to its completion once; a second writer (another instance) changes nothing. */

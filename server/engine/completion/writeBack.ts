@@ -1,31 +1,61 @@
+import { createHash } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
+import type { ReportReference } from '../../../shared/schemas/erp.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
-import { completions, deliveries, tours } from '../../db/schema.js';
-import { DomainError, notFound } from '../../errors.js';
+import { attachments, completions, deliveries } from '../../db/schema.js';
+import { notFound } from '../../errors.js';
 import { completionIdempotencyKey } from '../../integrations/erp/gateway.js';
+import { failedPush, pushError } from './pushOutcome.js';
+import { reportFileName, storeDeliveryReport } from './report.js';
 
-type WriteBackDeps = Pick<AppContext, 'database' | 'erp' | 'logger' | 'config'>;
+export { backoffMs } from './pushOutcome.js';
 
-export function backoffMs(attempts: number, baseMs: number, maxMs: number): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.max(0, attempts - 1));
-}
+type WriteBackDeps = Pick<AppContext, 'database' | 'documents' | 'erp' | 'logger' | 'config'>;
 
-/** A completion with its delivery and tour. */
+/** A completion with its delivery. */
 async function loadCompletionRecord(db: Db, deliveryId: string) {
   const [row] = await db
-    .select({ completion: completions, delivery: deliveries, tour: tours })
+    .select({ completion: completions, delivery: deliveries })
     .from(completions)
     .innerJoin(deliveries, eq(deliveries.id, completions.deliveryId))
-    .innerJoin(tours, eq(tours.id, deliveries.tourId))
     .where(eq(completions.deliveryId, deliveryId));
   return row;
 }
 
 /**
- * Writes the completion back to the ERP (delivered-at, state, payment term, money credit;
- * never line quantities) and records the outcome on the completion. A failure schedules the
- * next attempt with exponential backoff and is rethrown; the completion itself stays.
+ * The report the write-back names, stored first when it is not yet (the write-back waits for it:
+ * the ERP deduplicates by key, so a copy sent later with the report would be dropped). Reports
+ * stored before their hash was kept are hashed from the store.
+ */
+async function reportOf(
+  deps: WriteBackDeps,
+  deliveryId: string,
+  belegnummer: string,
+  attachmentId: string | null,
+): Promise<ReportReference> {
+  const id = attachmentId ?? (await storeDeliveryReport(deps, deliveryId));
+  if (!id) throw notFound('Completed delivery');
+  const [report] = await deps.database.db.select().from(attachments).where(eq(attachments.id, id));
+  const sha256 =
+    report.sha256 ??
+    createHash('sha256')
+      .update((await deps.documents.get(report.reference)).bytes)
+      .digest('hex');
+  return {
+    reference: report.reference,
+    fileName: reportFileName(belegnummer),
+    contentType: 'application/pdf',
+    sizeBytes: report.sizeBytes,
+    sha256,
+    downloadPath: `/admin/deliveries/${deliveryId}/report`,
+  };
+}
+
+/**
+ * Writes the completion back to the ERP (delivered-at, state, payment term, money credit and
+ * the report; never line quantities) and records the outcome on the completion. A failure is
+ * kept with the ERP's answer and rethrown; the completion itself stays.
  */
 export async function pushCompletion(deps: WriteBackDeps, deliveryId: string): Promise<void> {
   const db = deps.database.db;
@@ -33,6 +63,7 @@ export async function pushCompletion(deps: WriteBackDeps, deliveryId: string): P
   if (!record) throw notFound('Completed delivery');
   const { completion, delivery } = record;
   try {
+    const report = await reportOf(deps, deliveryId, delivery.belegnummer, completion.reportAttachmentId);
     await deps.erp.pushCompletion(
       { belegartId: delivery.belegartId, belegnummer: delivery.belegnummer },
       {
@@ -40,23 +71,23 @@ export async function pushCompletion(deps: WriteBackDeps, deliveryId: string): P
         state: 'completed',
         paymentTerm: delivery.paymentTerm,
         creditAmountCents: delivery.creditAmountCents ?? 0,
+        report,
       },
       completionIdempotencyKey(completion.deliveryId),
     );
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const delay = backoffMs(completion.erpPushAttempts + 1, deps.config.erp.pushRetryBaseMs, deps.config.erp.pushRetryMaxMs);
+    const failure = failedPush(error, completion.erpPushAttempts, deps.config.erp);
     await db
       .update(completions)
       .set({
-        erpPushStatus: 'failed',
+        erpPushStatus: failure.status,
         erpPushAttempts: sql`${completions.erpPushAttempts} + 1`,
-        erpPushError: message.slice(0, 2000),
-        erpNextAttemptAt: new Date(Date.now() + delay),
+        erpPushError: failure.message,
+        erpNextAttemptAt: failure.retryInMs === null ? null : new Date(Date.now() + failure.retryInMs),
       })
       .where(eq(completions.deliveryId, deliveryId));
-    deps.logger.warn({ deliveryId, err: error, retryInMs: delay }, 'ERP write-back failed');
-    throw error instanceof DomainError ? error : new DomainError('upstream_unavailable', `ERP write-back failed: ${message}`);
+    deps.logger.warn({ deliveryId, err: error, status: failure.status, retryInMs: failure.retryInMs }, 'ERP write-back failed');
+    throw pushError(error, 'write-back');
   }
   await db
     .update(completions)
@@ -65,8 +96,7 @@ export async function pushCompletion(deps: WriteBackDeps, deliveryId: string): P
       erpPushAttempts: sql`${completions.erpPushAttempts} + 1`,
       erpPushedAt: new Date(),
       erpPushError: null,
-      // A report still missing keeps the follow-up scheduled.
-      erpNextAttemptAt: sql`CASE WHEN ${completions.reportAttachmentId} IS NULL THEN now() + ${`${deps.config.erp.pushRetryBaseMs} milliseconds`}::interval END`,
+      erpNextAttemptAt: null,
     })
     .where(eq(completions.deliveryId, deliveryId));
 }

@@ -6,7 +6,9 @@ import { deliveries, tours } from '../../db/schema.js';
 import type { DeliveryRow, TourRow } from '../../shapes/rows.js';
 import type { MasterData } from './masterData.js';
 import { checkSenderDeliveries, type TourSender } from './sender.js';
+import type { FinalDelivery } from './ignoredChanges.js';
 import { differs, insertAll, whenChanged } from './upserts.js';
+import type { Withdrawal } from './withdrawals.js';
 
 const deliveryMirror = [
   deliveries.tourId,
@@ -36,6 +38,10 @@ export interface SyncedDeliveries {
   written: DeliveryRow[];
   /** Open deliveries that were in another tour. */
   moved: OpenDelivery[];
+  /** Stored deliveries the ERP sent with `withdrawn` (left alone here: withdrawals.ts decides). */
+  withdrawals: Withdrawal[];
+  /** Completed or canceled deliveries the ERP sent again (not written: ignoredChanges.ts tells whether they differ). */
+  finals: FinalDelivery[];
 }
 
 /**
@@ -75,9 +81,17 @@ export async function syncDeliveries(
   const previous = new Map(existingRows.map((r) => [deliveryKey(r.delivery), r]));
   checkSenderDeliveries(request, previous, sender);
 
-  const withSequence = request.deliveries
-    .map((input, index) => ({ input, prev: previous.get(deliveryKey(input)), erpSequence: erpSequence(input.sequence, index) }))
-    .filter(({ prev }) => !prev || !isFinalDelivery(prev.delivery.state));
+  const sent = request.deliveries.map((input, index) => ({
+    input,
+    prev: previous.get(deliveryKey(input)),
+    erpSequence: erpSequence(input.sequence, index),
+  }));
+  // A withdrawn delivery is never created, nor written as the ERP sent it.
+  const withdrawals = sent.filter((s): s is Withdrawal & typeof s => !!s.input.withdrawn && !!s.prev);
+  const finals = sent.filter(
+    (s): s is FinalDelivery & typeof s => !s.input.withdrawn && !!s.prev && isFinalDelivery(s.prev.delivery.state),
+  );
+  const withSequence = sent.filter(({ input, prev }) => !input.withdrawn && (!prev || !isFinalDelivery(prev.delivery.state)));
   // The upsert of the tour locked its row (even when it changed nothing), which a reorder takes
   // first to mark the tour: the mark read with it is current.
   const sortOrders = resyncSortOrders(
@@ -138,5 +152,5 @@ export async function syncDeliveries(
     for (const row of rows) current.set(deliveryKey(row), row);
   }
   const moved = open.filter((o) => o.prev && o.prev.delivery.tourId !== tour.id);
-  return { open, current, written, moved };
+  return { open, current, written, moved, withdrawals, finals };
 }

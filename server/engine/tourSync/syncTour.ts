@@ -8,9 +8,11 @@ import { syncChangeRecords } from './changes.js';
 import { syncContacts } from './contacts.js';
 import { syncDeliveries } from './deliveries.js';
 import { mirrorMasterData } from './masterData.js';
+import { ignoredChanges } from './ignoredChanges.js';
 import { syncPositions } from './positions.js';
 import { checkSenderAccount, type TourSender } from './sender.js';
 import { whenChanged } from './upserts.js';
+import { withdrawDeliveries } from './withdrawals.js';
 
 /**
  * Writes one ERP tour: account, tour, master data, deliveries, positions and contacts, in one
@@ -68,6 +70,9 @@ export function syncTour(db: Db, request: SyncTourRequest, sender: TourSender = 
     changes.push(
       ...(await syncChangeRecords(tx, { tourId: tour.id, accountId, master, deliveries: synced, positions, contacts, touched })),
     );
+    const withdrawn = await withdrawDeliveries(tx, synced.withdrawals);
+    changes.push(...withdrawn.changes);
+    const ignored = await ignoredChanges(tx, synced.finals, tour.id, master);
     await recordChanges(tx, changes);
 
     const contactsChanged = new Set(contacts.replaced);
@@ -84,8 +89,18 @@ export function syncTour(db: Db, request: SyncTourRequest, sender: TourSender = 
       deliveries: {
         created,
         updated,
-        unchanged: request.deliveries.length - created - updated - synced.moved.length,
+        unchanged:
+          request.deliveries.length -
+          created -
+          updated -
+          synced.moved.length -
+          withdrawn.canceled.length -
+          withdrawn.refused.length -
+          ignored.length,
         moved: synced.moved.length,
+        withdrawn: withdrawn.canceled.length,
+        withdrawalsRefused: withdrawn.refused,
+        changesIgnored: ignored,
       },
       positions: { created: writtenNew, updated: positions.written.length - writtenNew, deleted: positions.deleted.length },
     };

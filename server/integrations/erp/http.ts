@@ -1,13 +1,11 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { SyncTourRequest } from '../../../shared/schemas/tours.js';
 import type { Config, ErpAuth } from '../../config.js';
 import { upstream } from '../../errors.js';
 import { requestIdHeader } from '../../observability/requestContext.js';
-import type { ErpDay, ErpGateway } from './gateway.js';
+import { ErpRefused, type ErpDocument, type ErpGateway } from './gateway.js';
+import { ToursAnswer, toursOf } from './toursAnswer.js';
 import { createOAuthTokens, TokenEndpointUnavailable } from './oauth.js';
-
-const ToursAnswer = z.object({ tours: z.array(z.unknown()) });
 
 const issuesOf = (error: z.ZodError) =>
   error.issues
@@ -15,23 +13,17 @@ const issuesOf = (error: z.ZodError) =>
     .map((i) => `${i.path.join('.')}: ${i.message}`)
     .join('; ');
 
-/**
- * Each tour checked on its own: one that does not fit, or is of another day than asked for, is
- * refused, the others are imported. An answer none of whose tours fits could not be read at all.
- */
-function toursOf(answer: unknown[], date: string): ErpDay {
-  const day: ErpDay = { tours: [], refused: [] };
-  answer.forEach((raw, i) => {
-    const tour = SyncTourRequest.safeParse(raw);
-    if (!tour.success) day.refused.push(`tour ${i + 1} of the answer does not fit the contract (${issuesOf(tour.error)})`);
-    else if (tour.data.tourDate !== date) day.refused.push(`tour ${i + 1} of the answer is of ${tour.data.tourDate}, not of ${date}`);
-    else day.tours.push(tour.data);
-  });
-  if (day.tours.length === 0 && day.refused.length > 0) throw upstream(`ERP tours could not be read: ${day.refused.join('; ')}`);
-  return day;
+/** How much of a refusing ERP's answer is kept: enough for the back office to read why. */
+const ANSWER_CHARS = 500;
+
+/** The start of an answer's body as text, for the back office; never throws. */
+async function answerText(response: Response): Promise<string> {
+  const text = await response.text().catch(() => '');
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > ANSWER_CHARS ? `${flat.slice(0, ANSWER_CHARS)}…` : flat;
 }
 
-/** Network errors, timeouts and 5xx answers are worth another try; anything else is final. */
+/** Network errors, timeouts, 408, 429 and 5xx answers are worth another try; any other answer is final. */
 class Retryable extends Error {}
 
 export interface HttpErpOptions {
@@ -85,8 +77,15 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, backoff(attempt)));
       try {
         const response = await send(`${base}${path}`, init);
-        if (response.status >= 500) throw new Retryable(`answered ${response.status}`);
-        if (!response.ok) throw upstream(`ERP ${what} failed: answered ${response.status}`);
+        if (response.status >= 500 || response.status === 408 || response.status === 429) {
+          // Not awaited: some bodies settle their cancel only once read.
+          response.body?.cancel().catch(() => undefined);
+          throw new Retryable(`answered ${response.status}`);
+        }
+        if (!response.ok) {
+          const answer = await answerText(response);
+          throw new ErpRefused(`ERP ${what} refused: answered ${response.status}${answer ? `: ${answer}` : ''}`, response.status);
+        }
         return await read(response);
       } catch (error) {
         if (!(error instanceof Retryable)) throw error;
@@ -96,6 +95,20 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
     }
     throw upstream(`ERP ${what} failed: ${lastError}`);
   }
+
+  const post = (what: string, document: ErpDocument, kind: string, body: unknown, idempotencyKey: string) =>
+    call(
+      what,
+      `/documents/${document.belegartId}/${encodeURIComponent(document.belegnummer)}/${kind}`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json', 'idempotency-key': idempotencyKey },
+        body: JSON.stringify(body),
+      },
+      async (response) => {
+        await response.body?.cancel();
+      },
+    );
 
   return {
     fetchTours: (date) =>
@@ -110,19 +123,8 @@ export function createHttpErp(config: Config['erp'], logger: Logger, options: Ht
         if (!parsed.success) throw upstream(`ERP tour read failed: the answer does not fit the contract (${issuesOf(parsed.error)})`);
         return toursOf(parsed.data.tours, date);
       }),
-    // Every attempt, and every later push of this completion, carries the same key: the ERP deduplicates by it.
-    pushCompletion: (document, writeBack, idempotencyKey) =>
-      call(
-        'write-back',
-        `/documents/${document.belegartId}/${encodeURIComponent(document.belegnummer)}/completion`,
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-          body: JSON.stringify(writeBack),
-        },
-        async (response) => {
-          await response.body?.cancel();
-        },
-      ),
+    // Every attempt, and every later push of this write-back, carries the same key: the ERP deduplicates by it.
+    pushCompletion: (document, writeBack, idempotencyKey) => post('write-back', document, 'completion', writeBack, idempotencyKey),
+    pushCancellation: (document, writeBack, idempotencyKey) => post('cancellation', document, 'cancellation', writeBack, idempotencyKey),
   };
 }
