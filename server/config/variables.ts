@@ -106,7 +106,7 @@ const sync = z.object({
     .number()
     .min(0)
     .default(64)
-    .describe('Memory for tours as last answered by `GET /tours/{id}` (docs/erp-import.md#reading-tours); `0` renders every read.'),
+    .describe('Memory for tours as last answered by `GET /tours/{id}` (docs/erp-integration.md#reading-tours); `0` renders every read.'),
   CHANGE_LOG_RETENTION_DAYS: z.coerce
     .number()
     .int()

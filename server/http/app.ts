@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
 import { cors } from './cors.js';
+import { CancellationWriteBack, CompletionWriteBack, ErpToursAnswer } from '../../shared/schemas/erp.js';
 import { buildOpenApi } from './openapi.js';
 import { problemHandler, sendProblem } from './problem.js';
 import { forwardedWithoutTrust, refusalLimit } from './refusalLimit.js';
@@ -58,7 +59,12 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: Incomi
   const { router, direct } = bindRoutes(routes, ctx);
   app.use(front);
 
-  const openApi = buildOpenApi(routes, { version: '0.1.0' });
+  // The ERP gateway's side of the contract (docs/erp-integration.md) is described beside the routes.
+  const openApi = buildOpenApi(
+    routes,
+    { version: '0.1.0' },
+    { input: [ErpToursAnswer], output: [CompletionWriteBack, CancellationWriteBack] },
+  );
   app.get('/openapi.json', (_req, res) => {
     res.json(openApi);
   });

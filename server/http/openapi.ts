@@ -154,7 +154,13 @@ const securityOf: Record<AuthKind, Json[]> = {
   sync: [{ bearer_auth: [] }, { admin_api_key: [] }],
 };
 
-export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
+/** Named schemas that are no route's but belong to the API's contract: what the ERP gateway answers Tourline (input) and what Tourline sends it (output). */
+export interface ContractSchemas {
+  input?: z.ZodType[];
+  output?: z.ZodType[];
+}
+
+export function buildOpenApi(routes: AnyRoute[], info: { version: string }, contract: ContractSchemas = {}) {
   const components: Record<string, Json> = {};
   const convert = schemaConverter(components);
   const problem = convert(Problem, 'output');
@@ -231,6 +237,8 @@ export function buildOpenApi(routes: AnyRoute[], info: { version: string }) {
       responses,
     };
   }
+  for (const schema of contract.input ?? []) convert(schema, 'input');
+  for (const schema of contract.output ?? []) convert(schema, 'output');
   return {
     openapi: '3.1.0',
     info: { title: 'Tourline', version: info.version, description: 'Offline-first sync server for delivery drivers.' },

@@ -1,7 +1,7 @@
 import type { DeliveryState, ItemState } from '../schemas/deliveries.js';
 import { settledState, type ItemSnapshot } from './items.js';
 
-// What a re-sync of a tour from the ERP does to the driver's local work (docs/erp-import.md).
+// What a re-sync of a tour from the ERP does to the driver's local work (docs/erp-integration.md).
 
 /** A completed or canceled delivery is final: a re-sync changes neither it nor its lines nor its contacts. */
 export const isFinalDelivery = (state: DeliveryState) => state === 'completed' || state === 'canceled';

@@ -61,13 +61,13 @@ const isCarried = (channel: z.output<typeof Channel>): channel is z.output<typeo
 
 export const SyncContact = z.object({
   role: ContactRole.describe('What the ERP address record stands for: header, delivery, billing, contact_person or customer_master'),
-  anrede: OptionalName,
-  titel: OptionalName,
-  name1: OptionalName,
-  name2: OptionalName,
-  name3: OptionalName,
-  abteilung: OptionalName,
-  funktion: OptionalName,
+  anrede: OptionalName.describe('Salutation (Herr, Frau, Firma)'),
+  titel: OptionalName.describe('Title (Dr.)'),
+  name1: OptionalName.describe('First name line: the company or the person'),
+  name2: OptionalName.describe('Second name line'),
+  name3: OptionalName.describe('Third name line'),
+  abteilung: OptionalName.describe('Department'),
+  funktion: OptionalName.describe('Function of a contact person (Einkauf, Filialleitung)'),
   address: Address.nullable().optional().describe('null for a pure contact person without street and city'),
   channels: z
     .array(Channel)

@@ -19,7 +19,7 @@ import { withdrawDeliveries } from './withdrawals.js';
  * transaction with one set-based statement per table. Rows are written only where a column
  * differs, so an identical resend writes nothing and records no change. Local work (scans,
  * credits, notes, payments, service values, the driver's order) is never overwritten; see
- * docs/erp-import.md for every rule and shared/rules/resync.ts for the decisions on lines and order.
+ * docs/erp-integration.md for every rule and shared/rules/resync.ts for the decisions on lines and order.
  */
 export function syncTour(db: Db, request: SyncTourRequest, sender: TourSender = { kind: 'any' }): Promise<SyncTourResponse> {
   return db.transaction(async (tx) => {
