@@ -22,13 +22,18 @@ export interface ErpAnswer {
  * write-back's answer (204 by default), `tours` each day's; `down()` closes the port and `up()`
  * opens it again on the same address.
  */
-export async function startRecordingErp(options: { tours?: (date: string) => unknown[]; answer?: (call: ErpCall) => ErpAnswer } = {}) {
+export async function startRecordingErp(
+  options: { tours?: (date: string) => unknown[]; answer?: (call: ErpCall) => ErpAnswer | Promise<ErpAnswer> } = {},
+) {
   const calls: ErpCall[] = [];
-  const state = { tours: options.tours ?? (() => []), answer: options.answer ?? (() => ({ status: 204 })) };
+  const state: { tours: (date: string) => unknown[]; answer: (call: ErpCall) => ErpAnswer | Promise<ErpAnswer> } = {
+    tours: options.tours ?? (() => []),
+    answer: options.answer ?? (() => ({ status: 204 })),
+  };
   const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
+    req.on('end', async () => {
       const url = new URL(req.url ?? '/', 'http://erp');
       const text = Buffer.concat(chunks).toString('utf8');
       const call: ErpCall = {
@@ -43,7 +48,7 @@ export async function startRecordingErp(options: { tours?: (date: string) => unk
       const answer: ErpAnswer =
         req.method === 'GET' && url.pathname === '/tours' && date
           ? { status: 200, body: { tours: state.tours(date) } }
-          : state.answer(call);
+          : await state.answer(call);
       setTimeout(() => {
         if (res.destroyed) return;
         if (answer.body === undefined) res.writeHead(answer.status).end();

@@ -94,10 +94,10 @@ describe.each(databaseKinds)('ERP write-backs over HTTP on %s', (kind) => {
     expect((await api.ctx.documents.get(writeBack.report.reference)).bytes.equals(pdf)).toBe(true);
   });
 
-  it('answers the report download 401 without the admin key, 404 for a delivery without a report, 400 for a bad id', async () => {
+  it('answers the report download 401 without the admin key, 403 to a driver, 404 for a delivery without a report, 400 for a bad id', async () => {
     const { delivery } = await completedDelivery(api);
     expectProblem(await api.get(`/admin/deliveries/${delivery.id}/report`), 401, 'unauthorized');
-    expectProblem(await api.get(`/admin/deliveries/${delivery.id}/report`, { token: await api.token(nextAccount++) }), 401, 'unauthorized');
+    expectProblem(await api.get(`/admin/deliveries/${delivery.id}/report`, { token: await api.token(nextAccount++) }), 403, 'forbidden');
     const open = (await newTour(api.db, { accountId: nextAccount++ })).deliveries[0].delivery;
     expectProblem(await api.get(`/admin/deliveries/${open.id}/report`, { admin: true }), 404, 'not_found');
     expectProblem(await api.get('/admin/deliveries/00000000-0000-4000-8000-000000000000/report', { admin: true }), 404, 'not_found');
