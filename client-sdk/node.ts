@@ -8,6 +8,14 @@ import type { KeyValueStore, KeyValueWrite } from './storage/keyValue.js';
 const SUFFIX = '.json';
 const TEMP = '.tmp';
 
+/** Creates the directory, and removes the temporary files of writes a crash cut short. */
+async function openDirectory(dir: string) {
+  await fs.mkdir(dir, { recursive: true });
+  for (const name of await fs.readdir(dir)) {
+    if (name.endsWith(TEMP)) await fs.rm(path.join(dir, name), { force: true });
+  }
+}
+
 /**
  * A KeyValueStore in a directory, one file per key, for Node apps and tests. Every write goes
  * to a temp file that is fsynced and renamed over the target, then the directory is fsynced:
@@ -20,10 +28,7 @@ export class FileStore implements KeyValueStore {
   private constructor(readonly dir: string) {}
 
   static async open(dir: string): Promise<FileStore> {
-    await fs.mkdir(dir, { recursive: true });
-    for (const name of await fs.readdir(dir)) {
-      if (name.endsWith(TEMP)) await fs.rm(path.join(dir, name), { force: true });
-    }
+    await openDirectory(dir);
     return new FileStore(dir);
   }
 
@@ -130,10 +135,7 @@ export class FileAttachmentStore implements AttachmentStore {
   private constructor(readonly dir: string) {}
 
   static async open(dir: string): Promise<FileAttachmentStore> {
-    await fs.mkdir(dir, { recursive: true });
-    for (const name of await fs.readdir(dir)) {
-      if (name.endsWith(TEMP)) await fs.rm(path.join(dir, name), { force: true });
-    }
+    await openDirectory(dir);
     return new FileAttachmentStore(dir);
   }
 

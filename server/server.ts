@@ -90,19 +90,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   let baseUrl = config.publicUrl ?? '';
   const devIssuer = () => `${baseUrl}/dev/oidc`;
-  const devIdp =
-    config.auth.mode === 'dev'
-      ? await createDevIdentityProvider({
-          dataDir,
-          audience: config.auth.audience,
-          claim: config.auth.personalnummerClaim,
-          roleClaim: config.auth.syncRoleClaim,
-          backOfficeRoleClaim: config.auth.backOfficeRoleClaim,
-          backOfficeRole: config.auth.backOfficeRole,
-          nameClaim: config.auth.nameClaim,
-          ttlSeconds: config.auth.devTokenTtlSeconds,
-        })
-      : undefined;
+  const devIdp = config.auth.mode === 'dev' ? await createDevIdentityProvider(config.auth, dataDir) : undefined;
   const verifyToken = createTokenVerifier({
     issuer: () => (devIdp ? devIssuer() : config.auth.issuer!),
     audience: config.auth.audience,

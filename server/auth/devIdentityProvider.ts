@@ -2,22 +2,20 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import type { Config } from '../config.js';
 
 /**
  * The development identity provider: the server acts as its own OIDC issuer with one ES256
  * key kept in the data directory, so tokens survive restarts.
  */
-export async function createDevIdentityProvider(options: {
-  dataDir?: string;
-  audience: string;
-  claim: string;
-  roleClaim: string;
-  backOfficeRoleClaim: string;
-  backOfficeRole: string;
-  nameClaim: string;
-  ttlSeconds: number;
-}) {
-  const file = options.dataDir && path.join(options.dataDir, 'dev-idp-key.json');
+export async function createDevIdentityProvider(
+  options: Pick<
+    Config['auth'],
+    'audience' | 'personalnummerClaim' | 'syncRoleClaim' | 'backOfficeRoleClaim' | 'backOfficeRole' | 'nameClaim' | 'devTokenTtlSeconds'
+  >,
+  dataDir?: string,
+) {
+  const file = dataDir && path.join(dataDir, 'dev-idp-key.json');
   let privateJwk: JWK;
   if (file && existsSync(file)) {
     privateJwk = JSON.parse(readFileSync(file, 'utf8'));
@@ -31,7 +29,7 @@ export async function createDevIdentityProvider(options: {
   const signingKey = await importJWK(privateJwk, 'ES256');
 
   const sign = async (issuer: string, subject: string, claims: Record<string, unknown>) => {
-    const expiresAt = Math.floor(Date.now() / 1000) + options.ttlSeconds;
+    const expiresAt = Math.floor(Date.now() / 1000) + options.devTokenTtlSeconds;
     const accessToken = await new SignJWT(claims)
       .setProtectedHeader({ alg: 'ES256', kid: privateJwk.kid })
       .setIssuer(issuer)
@@ -54,7 +52,10 @@ export async function createDevIdentityProvider(options: {
       subject_types_supported: ['public'],
     }),
     mint: (issuer: string, personalnummer: number, roles?: string[]) =>
-      sign(issuer, String(personalnummer), { [options.claim]: personalnummer, ...(roles?.length ? { [options.roleClaim]: roles } : {}) }),
+      sign(issuer, String(personalnummer), {
+        [options.personalnummerClaim]: personalnummer,
+        ...(roles?.length ? { [options.syncRoleClaim]: roles } : {}),
+      }),
     /** A token of the back-office role for a person of this name (no Personalnummer: no driver's token). */
     mintBackOffice: (issuer: string, name: string) =>
       sign(issuer, backOfficeSubject(name), { [options.nameClaim]: name, [options.backOfficeRoleClaim]: [options.backOfficeRole] }),

@@ -132,17 +132,7 @@ export function updatePaymentMethod(db: Db, id: string, patch: z.output<typeof U
   });
 }
 
-export function deletePaymentMethod(db: Db, id: string) {
-  return unreferenced(
-    () =>
-      db.transaction(async (tx) => {
-        const [row] = await tx.delete(paymentMethods).where(eq(paymentMethods.id, id)).returning({ id: paymentMethods.id });
-        if (!row) throw notFound('Payment method');
-        await recordChanges(tx, [{ entity: 'paymentMethod', op: 'delete', id }]);
-      }),
-    'The payment method',
-  );
-}
+export const deletePaymentMethod = (db: Db, id: string) => deleteUnreferenced(db, paymentMethods, id, 'paymentMethod', 'Payment method');
 
 // ---------- services ----------
 
@@ -213,14 +203,23 @@ export function updateService(db: Db, id: string, patch: z.output<typeof UpdateS
   });
 }
 
-export function deleteService(db: Db, id: string) {
+export const deleteService = (db: Db, id: string) => deleteUnreferenced(db, services, id, 'service', 'Service');
+
+/** Deletes a payment method or a service that nothing references, and tells the devices. */
+function deleteUnreferenced(
+  db: Db,
+  table: typeof paymentMethods | typeof services,
+  id: string,
+  entity: 'paymentMethod' | 'service',
+  name: string,
+) {
   return unreferenced(
     () =>
       db.transaction(async (tx) => {
-        const [row] = await tx.delete(services).where(eq(services.id, id)).returning({ id: services.id });
-        if (!row) throw notFound('Service');
-        await recordChanges(tx, [{ entity: 'service', op: 'delete', id }]);
+        const [row] = await tx.delete(table).where(eq(table.id, id)).returning({ id: table.id });
+        if (!row) throw notFound(name);
+        await recordChanges(tx, [{ entity, op: 'delete', id }]);
       }),
-    'The service',
+    `The ${name.toLowerCase()}`,
   );
 }

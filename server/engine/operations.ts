@@ -1,18 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { nextDeliveryState, type DeliveryOperation } from '../../shared/rules/delivery.js';
 import { goesWithUnremove, noteImageReference, noteText } from '../../shared/rules/notes.js';
-import {
-  carInactiveRefusal,
-  creditRefusal,
-  itemVerdict,
-  noteContentRefusal,
-  noteLineRefusal,
-  paymentRefusal,
-  serviceValueRefusal,
-  transitionRefusal,
-  workRefusal,
-  type Refusal,
-} from '../../shared/rules/refusals.js';
+// The verdicts the SDK also gives offline; they are the rules, so they read as such here.
+import * as rules from '../../shared/rules/refusals.js';
 import { openAmountCents } from '../../shared/rules/openAmount.js';
 import type { ErrorCode } from '../../shared/schemas/common.js';
 import type { EventEntity, SyncEvent, SyncEventOf } from '../../shared/schemas/sync.js';
@@ -56,7 +46,7 @@ const invalid = (message: string, reason: string, errors?: FieldProblem[]) => re
 const notOwnCar = (path: 'authorCarId' | 'carId') =>
   invalid('The car does not belong to your account', 'car_not_of_account', [{ path, message: 'is not a car of your account' }]);
 /** A refusal of the rules the SDK runs too (shared/rules/refusals.ts). */
-const refused = (rejection: Refusal): Outcome => ({ ok: false, rejection });
+const refused = (rejection: rules.Refusal): Outcome => ({ ok: false, rejection });
 
 function checkCar(lookups: Lookups, carId: string | null | undefined): Outcome | undefined {
   if (carId && !lookups.cars.has(carId)) return notOwnCar('authorCarId');
@@ -101,11 +91,11 @@ function scan(input: OperationInput, event: SyncEventOf<'scan'>, eventId: string
   const { ws } = input;
   const item = ws.items.get(event.deliveryItemId);
   if (!item) return rejected('not_found', 'not_found', 'Delivery item not found');
-  const work = workRefusal(ws.delivery.state);
+  const work = rules.workRefusal(ws.delivery.state);
   if (work) return refused(work);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
-  const outcome = itemVerdict({ ...item.row, scannable: item.scannable }, event.action, event.quantity);
+  const outcome = rules.itemVerdict({ ...item.row, scannable: item.scannable }, event.action, event.quantity);
   if (!outcome.ok) return refused(outcome.refusal);
   const { state, scannedQuantity, creditedQuantity } = outcome.item;
   item.row = { ...item.row, state, scannedQuantity, creditedQuantity };
@@ -141,7 +131,7 @@ function changeDelivery(ws: WorkingSet, changes: Partial<DeliveryRow>) {
 
 function transition(input: OperationInput, operation: DeliveryOperation, reason: string | null): Outcome {
   const { ws } = input;
-  const problem = transitionRefusal(ws.delivery.state, operation, reason);
+  const problem = rules.transitionRefusal(ws.delivery.state, operation, reason);
   if (problem) return refused(problem);
   changeDelivery(ws, { state: nextDeliveryState(ws.delivery.state, operation)!, stateReason: reason?.trim() ?? null });
   return { ok: true, entity: currentDelivery(ws) };
@@ -149,11 +139,11 @@ function transition(input: OperationInput, operation: DeliveryOperation, reason:
 
 function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: string): Outcome {
   const { ws } = input;
-  const work = workRefusal(ws.delivery.state);
+  const work = rules.workRefusal(ws.delivery.state);
   if (work) return refused(work);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
-  const problem = creditRefusal(event, ws.delivery.creditAmountCents !== null);
+  const problem = rules.creditRefusal(event, ws.delivery.creditAmountCents !== null);
   if (problem) return refused(problem);
   if (event.action === 'set') {
     changeDelivery(ws, { creditAmountCents: event.amountCents!, creditReason: event.reason!.trim(), creditUpdatedAt: input.occurredAt });
@@ -175,13 +165,13 @@ function credit(input: OperationInput, event: SyncEventOf<'credit'>, eventId: st
 
 function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: string): Outcome {
   const { ws } = input;
-  const work = workRefusal(ws.delivery.state);
+  const work = rules.workRefusal(ws.delivery.state);
   if (work) return refused(work);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
   const method = input.lookups.paymentMethods.get(event.paymentMethodId);
   const open = openAmount(ws);
-  const problem = paymentRefusal({
+  const problem = rules.paymentRefusal({
     methodActive: method?.active ?? false,
     openAmountCents: open,
     expectedAmountCents: event.expectedAmountCents,
@@ -205,11 +195,11 @@ function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: 
 
 function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): Outcome {
   const { ws } = input;
-  const content = noteContentRefusal(event);
+  const content = rules.noteContentRefusal(event);
   if (content) return refused(content);
   const car = checkCar(input.lookups, event.authorCarId);
   if (car) return car;
-  if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) return refused(noteLineRefusal());
+  if (event.creditDeliveryItemId && !ws.items.has(event.creditDeliveryItemId)) return refused(rules.noteLineRefusal());
   if (ws.notes!.has(event.noteId)) return rejected('conflict', 'conflict', 'A note with this id exists');
   const now = new Date();
   const row = {
@@ -249,7 +239,7 @@ function noteUpdate(input: OperationInput, event: SyncEventOf<'note.update'>): O
     ...(event.imageAttachment !== undefined ? { imageAttachment: noteImageReference(event.imageAttachment) } : {}),
     updatedAt: new Date(),
   };
-  const content = noteContentRefusal(next);
+  const content = rules.noteContentRefusal(next);
   if (content) return refused(content);
   note.row = next;
   if (note.state === 'clean') note.state = 'dirty';
@@ -279,7 +269,7 @@ function serviceSet(input: OperationInput, event: SyncEventOf<'service.set'>): O
   const { ws } = input;
   const service = input.lookups.services.get(event.serviceId);
   if (!service) return rejected('not_found', 'not_found', 'Service not found');
-  const problem = serviceValueRefusal(ws.delivery.state, service, event);
+  const problem = rules.serviceValueRefusal(ws.delivery.state, service, event);
   if (problem) return refused(problem);
   const row = {
     deliveryId: ws.delivery.id,
@@ -296,7 +286,7 @@ function serviceSet(input: OperationInput, event: SyncEventOf<'service.set'>): O
 function serviceClear(input: OperationInput, event: SyncEventOf<'service.clear'>): Outcome {
   const { ws } = input;
   if (!input.lookups.services.has(event.serviceId)) return rejected('not_found', 'not_found', 'Service not found');
-  const work = workRefusal(ws.delivery.state);
+  const work = rules.workRefusal(ws.delivery.state);
   if (work) return refused(work);
   const value = ws.serviceValues!.get(event.serviceId);
   if (value && value.state !== 'deleted') value.state = 'deleted';
@@ -308,7 +298,7 @@ function assignCar(input: OperationInput, event: SyncEventOf<'delivery.assignCar
   if (event.carId) {
     const car = input.lookups.cars.get(event.carId);
     if (!car) return notOwnCar('carId');
-    if (!car.active) return refused(carInactiveRefusal());
+    if (!car.active) return refused(rules.carInactiveRefusal());
   }
   changeDelivery(ws, { assignedCarId: event.carId });
   return { ok: true, entity: currentDelivery(ws) };

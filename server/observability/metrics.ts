@@ -125,29 +125,33 @@ export function createMetrics() {
           this.set(slowestSeq === undefined ? 0 : Math.max(0, (await changeLogHead(sources.db)) - slowestSeq));
         }),
       });
-      new Gauge({
-        name: 'tourline_erp_writeback_backlog',
-        help: 'Completions whose ERP write-back is not done, by status (pending, failed, rejected); all instances',
-        labelNames: ['status'],
-        registers,
-        collect: guarded(async function (this: Gauge) {
-          const rows = await erpWriteBackBacklog(sources.db);
-          this.reset();
-          for (const status of ['pending', 'failed', 'rejected']) this.set({ status }, rows.find((r) => r.status === status)?.count ?? 0);
-        }),
-      });
-      new Gauge({
-        name: 'tourline_erp_import_runs',
-        help: 'Logged ERP import runs by result (succeeded, failed, skipped, running); all instances',
-        labelNames: ['result'],
-        registers,
-        collect: guarded(async function (this: Gauge) {
-          const rows = await importRunsByResult(sources.db);
-          this.reset();
-          for (const result of ['succeeded', 'failed', 'skipped', 'running'])
-            this.set({ result }, rows.find((r) => r.result === result)?.count ?? 0);
-        }),
-      });
+      // Counts of the whole installation by one label, read from the database at scrape time; a value without rows is 0.
+      const countsBy = (name: string, help: string, label: string, values: string[], read: () => Promise<Record<string, unknown>[]>) =>
+        new Gauge({
+          name,
+          help,
+          labelNames: [label],
+          registers,
+          collect: guarded(async function (this: Gauge) {
+            const rows = await read();
+            this.reset();
+            for (const value of values) this.set({ [label]: value }, Number(rows.find((r) => r[label] === value)?.count ?? 0));
+          }),
+        });
+      countsBy(
+        'tourline_erp_writeback_backlog',
+        'Completions whose ERP write-back is not done, by status (pending, failed, rejected); all instances',
+        'status',
+        ['pending', 'failed', 'rejected'],
+        () => erpWriteBackBacklog(sources.db),
+      );
+      countsBy(
+        'tourline_erp_import_runs',
+        'Logged ERP import runs by result (succeeded, failed, skipped, running); all instances',
+        'result',
+        ['succeeded', 'failed', 'skipped', 'running'],
+        () => importRunsByResult(sources.db),
+      );
       deviceMetrics(registry, sources.db, guarded);
     },
   };

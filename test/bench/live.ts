@@ -269,16 +269,7 @@ async function seed(target: Target, url: string, count: number, secondDevices: n
       FROM tours t JOIN deliveries d ON d.tour_id = t.id JOIN delivery_items i ON i.delivery_id = d.id
       WHERE t.tour_date = ${TODAY}::date GROUP BY t.account_id, d.id ORDER BY t.account_id`);
     const config = loadConfig(target.env);
-    const idp = await createDevIdentityProvider({
-      dataDir: target.dataDir,
-      audience: config.auth.audience,
-      claim: config.auth.personalnummerClaim,
-      roleClaim: config.auth.syncRoleClaim,
-      backOfficeRoleClaim: config.auth.backOfficeRoleClaim,
-      backOfficeRole: config.auth.backOfficeRole,
-      nameClaim: config.auth.nameClaim,
-      ttlSeconds: config.auth.devTokenTtlSeconds,
-    });
+    const idp = await createDevIdentityProvider(config.auth, target.dataDir);
     const every = Math.max(1, Math.floor(count / secondDevices));
     return Promise.all(
       rows.rows.map(async (row, i) => ({

@@ -17,12 +17,12 @@ import { imageStage } from './image.js';
 async function startIssuer(ttlSeconds: number) {
   const idp = await createDevIdentityProvider({
     audience: 'tourline',
-    claim: 'personalnummer',
-    roleClaim: 'roles',
+    personalnummerClaim: 'personalnummer',
+    syncRoleClaim: 'roles',
     backOfficeRoleClaim: 'roles',
     backOfficeRole: 'tourline-back-office',
     nameClaim: 'name',
-    ttlSeconds,
+    devTokenTtlSeconds: ttlSeconds,
   });
   const server = http.createServer((req, res) => {
     const body = req.url === '/jwks' ? idp.jwks : req.url === '/.well-known/openid-configuration' ? idp.metadata(url) : undefined;
