@@ -26,9 +26,15 @@ export async function startRecordingErp(
   options: { tours?: (date: string) => unknown[]; answer?: (call: ErpCall) => ErpAnswer | Promise<ErpAnswer> } = {},
 ) {
   const calls: ErpCall[] = [];
-  const state: { tours: (date: string) => unknown[]; answer: (call: ErpCall) => ErpAnswer | Promise<ErpAnswer> } = {
+  const state: {
+    tours: (date: string) => unknown[];
+    answer: (call: ErpCall) => ErpAnswer | Promise<ErpAnswer>;
+    /** Whether the call's credentials let it in; 401 when not (every caller by default). */
+    authorize: (call: ErpCall) => boolean | Promise<boolean>;
+  } = {
     tours: options.tours ?? (() => []),
     answer: options.answer ?? (() => ({ status: 204 })),
+    authorize: () => true,
   };
   const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
@@ -45,8 +51,9 @@ export async function startRecordingErp(
       };
       calls.push(call);
       const date = url.searchParams.get('date');
-      const answer: ErpAnswer =
-        req.method === 'GET' && url.pathname === '/tours' && date
+      const answer: ErpAnswer = !(await state.authorize(call))
+        ? { status: 401 }
+        : req.method === 'GET' && url.pathname === '/tours' && date
           ? { status: 200, body: { tours: state.tours(date) } }
           : await state.answer(call);
       setTimeout(() => {
