@@ -32,6 +32,8 @@ export interface AppContext {
   devices: DeviceReports;
   /** Set on SIGTERM: readiness answers 503 while requests are still served (the drain). */
   lifecycle: { draining: boolean };
+  /** What "today" is: the default day of the tour list and the ERP import (tests set it). */
+  clock: () => Date;
 }
 
 export type Actor =

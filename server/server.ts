@@ -63,8 +63,10 @@ export interface StartOptions {
   erp?: ErpGateway;
   /** Use this document store instead of the configured one (tests inject failing stores). */
   documents?: DocumentStore;
-  /** The clock of the ERP import jobs (tests pin it). */
+  /** The service's clock (`AppContext.clock`): today's tours and the ERP import's day (tests pin it). */
   now?: () => Date;
+  /** For PGlite: start from this data-directory dump of a migrated database instead of an empty one (tests). */
+  pgliteImage?: Blob;
   /** The process's limit of open files, instead of the one read from the system (tests lower it). */
   openFileLimit?: number;
 }
@@ -81,6 +83,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       dataDir,
       poolSize: config.databasePoolSize,
       timeouts: config.databaseTimeouts,
+      pgliteImage: options.pgliteImage,
       logger,
     }));
 
@@ -128,6 +131,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     metrics: createMetrics(),
     devices: createDeviceReports({ maxPerAccount: config.devices.maxPerAccount }),
     lifecycle: { draining: false },
+    clock: options.now ?? (() => new Date()),
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
@@ -184,7 +188,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   }
   const erpWriteBack = startErpWriteBackJob(ctx);
   // The catch-up runs after listen: a slow ERP must not keep the service from answering.
-  const importJobs = config.erp.importEnabled ? startImportJobs(ctx, { now: options.now }) : undefined;
+  const importJobs = config.erp.importEnabled ? startImportJobs(ctx, { now: ctx.clock }) : undefined;
 
   let closing: Promise<void> | undefined;
   const close = () =>

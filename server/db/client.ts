@@ -147,6 +147,8 @@ export interface DatabaseOptions {
   /** A connection straight to PostgreSQL (not a transaction pooler) for migrations and LISTEN; `url` without one. */
   directUrl?: string;
   dataDir?: string;
+  /** PGlite in memory from this dump of a migrated data directory (`migratedPgliteImage`), instead of an empty one. */
+  pgliteImage?: Blob;
   poolSize?: number;
   timeouts?: DatabaseTimeouts;
   logger?: Logger;
@@ -194,17 +196,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       dataDir = path.join(options.dataDir, 'pglite');
       mkdirSync(dataDir, { recursive: true });
     }
-    // Loaded only here: a service on PostgreSQL should not spend its start loading PGlite.
-    const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
-      import('@electric-sql/pglite'),
-      import('drizzle-orm/pglite'),
-      import('drizzle-orm/pglite/migrator'),
-    ]);
-    const client = await PGlite.create(dataDir ? { dataDir } : {});
-    const db = drizzlePglite({ client, logger });
-    await migratePglite(db, { migrationsFolder });
-    await buildLateIndexes((text, values) => client.query(text, values), false);
-    await runBackfills(db as unknown as Db);
+    const { client, db } = await openPglite(dataDir ? { dataDir } : { loadDataDir: options.pgliteImage }, logger);
     database = {
       kind: 'pglite',
       db: db as unknown as Db,
@@ -232,6 +224,36 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
   health.attach(options.logger, check);
   return { ...database, epoch, health, check };
+}
+
+/** PGlite, migrated (a dump of a migrated data directory has nothing left to do but the check). */
+async function openPglite(options: { dataDir?: string; loadDataDir?: Blob }, logger?: { logQuery: () => void }) {
+  // Loaded only here: a service on PostgreSQL should not spend its start loading PGlite.
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('drizzle-orm/pglite'),
+    import('drizzle-orm/pglite/migrator'),
+  ]);
+  const client = await PGlite.create(options);
+  const db = drizzlePglite({ client, logger });
+  await migratePglite(db, { migrationsFolder });
+  await buildLateIndexes((text, values) => client.query(text, values), false);
+  await runBackfills(db as unknown as Db);
+  return { client, db };
+}
+
+/**
+ * A dump of an in-memory PGlite migrated to the current schema, taken before it has an epoch:
+ * every database loaded from it is an installation of its own. Loading one takes a fraction of
+ * the time migrating an empty one does (tests start many).
+ */
+export async function migratedPgliteImage(): Promise<Blob> {
+  const { client } = await openPglite({});
+  try {
+    return await client.dumpDataDir('none');
+  } finally {
+    await client.close();
+  }
 }
 
 async function ensureEpoch(db: Db): Promise<string> {

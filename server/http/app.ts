@@ -17,8 +17,18 @@ import { answerDatabaseUnavailable } from './unavailable.js';
 import type { AnyRoute } from './route.js';
 
 const require = createRequire(import.meta.url);
-// Only the assets' folder: the package's main module loads the whole UI bundle into the server.
-const swaggerUiDir = (require('swagger-ui-dist/absolute-path.js') as () => string)();
+/**
+ * The Swagger UI's assets folder (only the folder: the package's main module loads the whole UI
+ * bundle into the server). Absent where the package is not installed (the test server package
+ * leaves it out); /docs then has no assets.
+ */
+const swaggerUiDir = (() => {
+  try {
+    return (require('swagger-ui-dist/absolute-path.js') as () => string)();
+  } catch {
+    return undefined;
+  }
+})();
 
 const docsPage = `<!doctype html>
 <html><head><meta charset="utf-8"><title>Tourline API</title>
@@ -74,7 +84,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: Incomi
   app.get('/docs/init.js', (_req, res) => {
     res.type('js').send(docsInit);
   });
-  app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
+  if (swaggerUiDir) app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
 
   app.use(router);
   app.use((req, res) => sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`));

@@ -8,9 +8,12 @@ const run = promisify(execFile);
 export const sdkDir = path.resolve(import.meta.dirname, '../../client-sdk');
 
 /** `npm pack` of the SDK (its prepack builds it), as a publish would make it. */
-export async function packSdk(): Promise<string> {
+export const packSdk = () => packPackage(sdkDir);
+
+/** `npm pack` of a package of the repository into a folder of its own; the tarball's path. */
+export async function packPackage(dir: string): Promise<string> {
   const out = await mkdtemp(path.join(os.tmpdir(), 'tourline-pack-'));
-  const { stdout } = await run('npm', ['pack', '--pack-destination', out, '--json'], { cwd: sdkDir, maxBuffer: 16 * 2 ** 20 });
+  const { stdout } = await run('npm', ['pack', '--pack-destination', out, '--json'], { cwd: dir, maxBuffer: 16 * 2 ** 20 });
   const [{ filename }] = JSON.parse(stdout.slice(stdout.indexOf('[')));
   return path.join(out, filename);
 }

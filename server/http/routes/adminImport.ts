@@ -19,7 +19,7 @@ export const adminImportRoutes = [
     query: z.object({ date: IsoDate.optional() }),
     response: ImportSummary,
     errors: [502],
-    handler: ({ ctx, query }) => runImport(ctx, query.date ?? berlinDate(new Date()), 'manual'),
+    handler: ({ ctx, query }) => runImport(ctx, query.date ?? berlinDate(ctx.clock()), 'manual'),
   }),
   route({
     method: 'get',

@@ -46,7 +46,7 @@ export const tourRoutes = [
     query: z.object({ date: IsoDate.optional() }),
     response: TourSummaryList,
     handler: async ({ ctx, actor, query }) => ({
-      tours: await listTourSummaries(ctx.database.db, actor.personalnummer, query.date ?? berlinDate(new Date())),
+      tours: await listTourSummaries(ctx.database.db, actor.personalnummer, query.date ?? berlinDate(ctx.clock())),
     }),
   }),
   route({

@@ -71,11 +71,12 @@ const stateLabel: Record<string, string> = { Done: 'geliefert', Removed: 'entfer
  * Cyrillic name or note would come out garbled. The condensed cut sets about as wide as the
  * standard sans serif did.
  */
-const fontFiles = (() => {
+function readFonts() {
   const require = createRequire(import.meta.url);
-  const file = (name: string) => require.resolve(`dejavu-fonts-ttf/ttf/${name}`);
+  const file = (name: string) => readFileSync(require.resolve(`dejavu-fonts-ttf/ttf/${name}`));
   return { regular: file('DejaVuSansCondensed.ttf'), bold: file('DejaVuSansCondensed-Bold.ttf') };
-})();
+}
+/** Read on first use, like pdfkit is loaded (the test server package goes without both). */
 let fonts: { regular: Buffer; bold: Buffer } | undefined;
 const REGULAR = 'Regular';
 const BOLD = 'Bold';
@@ -93,7 +94,7 @@ export async function renderDeliveryReport(data: DeliveryReportData): Promise<Bu
   // Loaded on first use, like sharp: only completions need it, and loading it slows every start.
   const { default: PDFDocument } = await import('pdfkit');
   const [customerSignature, driverSignature] = await Promise.all([plainPng(data.signatures.customer), plainPng(data.signatures.driver)]);
-  fonts ??= { regular: readFileSync(fontFiles.regular), bold: readFileSync(fontFiles.bold) };
+  fonts ??= readFonts();
   const doc = new PDFDocument({
     size: 'A4',
     margins: { top: PAGE_MARGIN, left: PAGE_MARGIN, right: PAGE_MARGIN, bottom: PAGE_MARGIN + FOOTER_SPACE },

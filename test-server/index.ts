@@ -1,0 +1,10 @@
+export { startTestServer } from './start.js';
+export type { TestServerOptions, TestTourline } from './start.js';
+export type { SettledEvent } from './settle.js';
+export { demoTour } from './tours.js';
+export type { DemoTourOptions } from './tours.js';
+export type { ClockControl } from './clock.js';
+export type { ErpControl, WriteBack } from './erp.js';
+export type { NetworkControl, NetworkStats, RequestMatch } from './network.js';
+export type { TypedAdmin } from './admin.js';
+export type { SyncTourInput, SyncTourResponse } from '../shared/schemas/tours.js';
