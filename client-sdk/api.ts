@@ -335,6 +335,10 @@ export class TourlineApi {
   push(body: In<typeof S.PushRequest>) {
     return this.call<Out<typeof S.PushResponse>>('POST', '/sync/push', { json: body });
   }
+  /** This device's sync health, as a small request of its own (docs/client-sdk.md, "Sync health"). */
+  reportDevice(report: In<typeof S.DeviceReport>) {
+    return this.call<void>('POST', '/sync/device', { json: report });
+  }
   /** The cursor of "now" (not in the interface spec; the service offers it for a fresh start). */
   cursor() {
     return this.call<{ cursor: string }>('GET', '/sync/cursor');

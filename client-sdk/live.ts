@@ -1,3 +1,4 @@
+import type { DeviceReportAnswer } from '../shared/schemas/devices.js';
 import type { Change } from '../shared/schemas/sync.js';
 import { CLIENT_QUERY_PARAMETER } from '../shared/rules/clientVersion.js';
 import { joinUrl } from './api.js';
@@ -40,6 +41,8 @@ export interface LiveOptions {
   pull: () => Promise<void>;
   onConnected: (connected: boolean) => void;
   onError: (error: unknown) => void;
+  /** The service's answer to a device report sent on the socket. */
+  onDevice?: (answer: DeviceReportAnswer) => void;
   /** The server refused the resume cursor (expired, or another database): the client resyncs. */
   onCursorRefused: () => void;
   pollIntervalMs: number;
@@ -93,6 +96,17 @@ export class LiveChanges {
     this.setConnected(false);
   }
 
+  /** Sends a message on the open socket; false when none is open. */
+  send(message: unknown): boolean {
+    if (!this.connected || !this.socket) return false;
+    try {
+      this.socket.send(JSON.stringify(message));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** Reconnects, so the next resume uses the current cursor. */
   restart() {
     if (this.stopped) return;
@@ -138,6 +152,8 @@ export class LiveChanges {
       if (message?.type === 'changes') {
         this.tokenRefreshes = 0;
         queue = queue.then(() => this.options.ingest(message.changes as Change[], message.cursor as string)).catch(this.options.onError);
+      } else if (message?.type === 'device') {
+        this.options.onDevice?.(message as unknown as DeviceReportAnswer);
       } else if (message?.type === 'error') {
         this.options.onError(Object.assign(new Error(String(message.message)), { code: message.code }));
         if (message.code === 'validation') this.options.onCursorRefused();

@@ -11,6 +11,7 @@ import type { Outbox, OutboxAction, OutboxEntry } from '../outbox.js';
 import type { LocalState } from '../state.js';
 import type { TabCoordinator } from '../tabs.js';
 import type { JsonStore, KeyValueStore } from '../storage/keyValue.js';
+import type { HealthReporter } from '../health.js';
 import { Outcomes } from './outcomes.js';
 import type { RejectedEvent, SyncStatus } from './status.js';
 
@@ -55,6 +56,12 @@ export interface TourlineClientOptions {
    * hours and 64 MiB; null keeps nothing.
    */
   keepAcknowledged?: KeepAcknowledgedOptions | null;
+  /** Named in the device's health report, so the office sees which app and release a phone runs. */
+  app?: { name: string; version: string };
+  /** The platform the health report names; default detected (react-native, hermes, node, web). */
+  platform?: string;
+  /** Reports the device's sync health to the service (default true; docs/client-sdk.md, "Sync health"). */
+  healthReports?: boolean;
 }
 
 export interface ClientEvents extends Record<string, unknown> {
@@ -107,6 +114,8 @@ export class ClientCore {
   readonly outcomes = new Outcomes();
   /** Entries the local copy holds already (a change named them) until the feed has removed them. */
   readonly heldByCopy = new Set<string>();
+  /** The device's health report, unless the app turned it off (`healthReports: false`). */
+  health: HealthReporter | undefined;
   /** Set by the status part; every part reports through it. */
   emitStatus: () => void = () => undefined;
 

@@ -29,6 +29,7 @@ export class Feed {
         core.emitStatus();
       },
       onError: (error) => this.status.recordError(error),
+      onDevice: (answer) => core.health?.answered(answer),
       onCursorRefused: () =>
         void this.pull()
           .then(() => this.live.restart())
@@ -134,6 +135,7 @@ export class Feed {
     // Marked in the same turn as the copy takes the changes: no view in between counts them twice.
     const named = this.holdNamed(changes);
     const outcome = await this.core.state.applyChanges(changes, cursor);
+    this.status.lastPullAt = this.core.now();
     for (const tourId of outcome.refetch) await this.refetchTour(tourId).catch((error) => this.status.recordError(error));
     // Before telling anyone: an entry the server's state now holds must not count twice in the view.
     const settled = await this.settleNamed(named);

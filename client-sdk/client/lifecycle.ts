@@ -12,6 +12,7 @@ import { Sender } from './sender.js';
 import { Status } from './status.js';
 import { detectTabs } from '../tabs.js';
 import { Tabs } from './tabs.js';
+import { HealthReporter } from '../health.js';
 import { requeueRefusedAsTooOld } from './upgrade.js';
 
 const CLIENT_ID_KEY = 'clientId';
@@ -57,6 +58,25 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
   const coordinator =
     options.tabs === undefined ? (kv.shared === undefined ? undefined : detectTabs(kv.shared)) : (options.tabs ?? undefined);
   const tabs = coordinator && new Tabs(core, sender, status, coordinator);
+  if (options.healthReports !== false) {
+    const { store: jsonStore, attachments, now, randomId, random } = core;
+    core.health = new HealthReporter({
+      store: jsonStore,
+      outbox,
+      attachments,
+      now,
+      randomId,
+      random,
+      app: options.app,
+      platform: options.platform,
+      sync: () => ({ lastPushAt: status.lastPushAt, lastPullAt: status.lastPullAt, lastErrorCode: status.lastError?.code ?? null }),
+      sendOnSocket: (report) => feed.live.send({ type: 'device', report }),
+      post: (report) => core.api.reportDevice(report),
+      maySend: () => sender.started && sender.leading && !sender.offline && !status.needsSignIn,
+    });
+    await core.health.load();
+    core.events.on('status', () => core.health?.observe());
+  }
   return { core, feed, status, sender, reads, actions, tabs };
 }
 
@@ -74,11 +94,13 @@ export class Lifecycle {
     feed.liveWanted = options.live ?? true;
     if (feed.liveWanted && !sender.offline) feed.live.start();
     sender.scheduleFlush();
+    this.parts.core.health?.start();
   }
 
   stop() {
     this.parts.tabs?.resign();
     this.parts.sender.stop();
+    this.parts.core.health?.stop();
     this.parts.feed.liveWanted = false;
     this.parts.feed.live.stop();
   }

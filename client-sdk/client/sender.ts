@@ -161,7 +161,10 @@ export class Sender {
     const events = entries.map((e) => (e.action as { event: SyncEvent }).event);
     let results: EventResult[];
     try {
-      ({ results } = await core.api.push({ clientId: core.clientId, events }));
+      const device = await core.health?.forPush();
+      let answer;
+      ({ results, device: answer } = await core.api.push({ clientId: core.clientId, events, ...(device && { device }) }));
+      core.health?.answered(answer);
     } catch (error) {
       if (isClientError(error) || (error instanceof ProblemError && error.status === 500)) {
         // The batch as a whole was refused (or crashed the server, or was too large for a proxy):

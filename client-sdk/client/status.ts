@@ -50,6 +50,9 @@ export class Status {
   /** Called whenever the service answers (the sender sends what waited for the network). */
   onAnswered: () => void = () => {};
   lastSyncAt: number | null = null;
+  /** When a push, and a pull or live message, last came back (the device's health report). */
+  lastPushAt: number | null = null;
+  lastPullAt: number | null = null;
   lastError: SyncStatus['lastError'] = null;
   nextRetryAt: number | null = null;
   needsSignIn = false;
@@ -90,7 +93,7 @@ export class Status {
   /** The service answered: it is reachable, and the last error is news only while an entry still waits because of one. */
   reached(clearError: boolean) {
     this.answered();
-    this.lastSyncAt = this.core.now();
+    this.lastSyncAt = this.lastPushAt = this.core.now();
     if (clearError) this.lastError = null;
     this.core.emitStatus();
   }

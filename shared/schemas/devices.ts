@@ -10,7 +10,7 @@ import { ErpNumber, INT32_MAX, textParameter, Timestamp, Uuid } from './common.j
 /** The largest report the service takes (its JSON, in bytes); a larger one is refused whole. */
 export const DEVICE_REPORT_MAX_BYTES = 8 * 1024;
 /** The most pending completions a report names one by one; `pendingCompletionCount` counts them all. */
-export const DEVICE_REPORT_MAX_COMPLETIONS = 100;
+export const DEVICE_REPORT_MAX_COMPLETIONS = 50;
 
 const Count = z.number().int().min(0).max(INT32_MAX);
 const Bytes = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
