@@ -67,6 +67,10 @@ export class HealthReporter {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
   private sending = false;
+  /** A report fell due while one was on its way: it goes right after. */
+  private dueAgain = false;
+  /** The last report did not reach the service: the next change of the status tries again. */
+  private undelivered = false;
   private running = false;
   /** Undefined until the service first answers a report; false once it said it knows no reports (an older service). */
   private supported: boolean | undefined;
@@ -107,18 +111,29 @@ export class HealthReporter {
     const before = this.observed;
     this.observed = { pending, rejected };
     const important = (before.pending === 0 && pending > 0) || (before.pending > 0 && pending === 0) || rejected > before.rejected;
-    if (important) this.schedule(0);
+    if (important || this.undelivered) this.schedule(0);
   }
 
-  /** A report for the push about to go, unless the service took one less than a second ago. */
+  /**
+   * A report for the push about to go when one is due (an important change, or a minute since the
+   * last): the push carries it instead of a request of its own. Most pushes carry none.
+   */
   async forPush(): Promise<DeviceReport | undefined> {
-    if (this.supported === false || this.sources.now() - this.lastSentAt < MIN_GAP_MS) return undefined;
+    const now = this.sources.now();
+    if (this.supported === false || now - this.lastSentAt < MIN_GAP_MS) return undefined;
+    const due = this.timer === undefined ? now - this.lastSentAt >= HEALTH_INTERVAL_MS : this.timerAt <= now + MIN_GAP_MS;
+    if (!due) return undefined;
+    this.timer = clearTimer(this.timer);
+    this.timerAt = Infinity;
+    this.undelivered = true;
+    this.schedule(HEALTH_INTERVAL_MS);
     return this.report();
   }
 
   /** The service's answer to a report (of a push, the socket or its own request). */
   answered(answer: DeviceReportAnswer | undefined) {
     if (!answer) return;
+    this.undelivered = false;
     this.lastSentAt = this.sources.now();
     if (answer.status === 'stored') {
       this.supported = true;
@@ -192,7 +207,11 @@ export class HealthReporter {
   }
 
   private async send() {
-    if (this.sending || !this.running) return;
+    if (!this.running) return;
+    if (this.sending) {
+      this.dueAgain = true;
+      return;
+    }
     if (!this.sources.maySend()) return this.schedule(HEALTH_INTERVAL_MS);
     this.sending = true;
     try {
@@ -202,12 +221,15 @@ export class HealthReporter {
         await this.sources.post(report);
         this.answered({ status: 'stored' });
       }
+      this.undelivered = false;
     } catch (error) {
+      this.undelivered = !(error instanceof ProblemError);
       if (error instanceof ProblemError && error.status === 404) this.supported = false;
       else if (error instanceof ProblemError) this.answered({ status: 'refused', code: error.code });
     } finally {
       this.sending = false;
-      this.schedule(HEALTH_INTERVAL_MS);
+      this.schedule(this.dueAgain ? 0 : HEALTH_INTERVAL_MS);
+      this.dueAgain = false;
     }
   }
 

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { DEVICE_REPORT_MAX_BYTES, DeviceReport, type DeviceReportAnswer } from '../../shared/schemas/devices.js';
-import type { Db } from '../db/client.js';
-import { devices } from '../db/schema.js';
+import { executePrepared, type Db } from '../db/client.js';
+import { combining, deferred } from '../db/combining.js';
 import { conflict, DomainError, validation } from '../errors.js';
 
 /** How often one device's report is written at most, and how many reports one account's devices send per second on average (and at once). */
@@ -22,10 +22,12 @@ export interface DeviceReportOptions {
  * never the report's; a device id another account reported is refused (409), so no report can
  * change another account's device. A report is checked on its own and capped in rate
  * (one write per device per second, a bucket per account), so a bad or flooding one costs a
- * push nothing but its refusal.
+ * push nothing but its refusal. Reports arriving together are written in one statement.
  */
 export function createDeviceReports(options: DeviceReportOptions) {
   const now = options.now ?? Date.now;
+  // One statement at a time; reports arriving meanwhile go together in the next.
+  const write = combining<Waiting>({ concurrency: 1, maxItems: 500 }, writeBatch);
   const lastWrite = new Map<string, number>();
   const buckets = new Map<number, { tokens: number; at: number }>();
   const remember = <K, V>(map: Map<K, V>, key: K, value: V) => {
@@ -55,8 +57,12 @@ export function createDeviceReports(options: DeviceReportOptions) {
     async store(db: Db, accountId: number, raw: unknown): Promise<void> {
       const report = parseReport(raw);
       admit(accountId, report.deviceId);
-      const { inserted } = await upsert(db, accountId, report, new Date(now()));
-      if (inserted) await keepWithinBound(db, accountId, options.maxPerAccount);
+      const settle = deferred<Written>();
+      write({ db, row: rowOf(accountId, report, new Date(now())), settle });
+      const written = await settle.promise;
+      if (written === 'conflict')
+        throw conflict('This device id is reported by another account; a device id is made once per device and account');
+      if (written === 'inserted') await keepWithinBound(db, accountId, options.maxPerAccount);
     },
 
     /** As `store`, but answering the refusal instead of throwing it: for a report sent along with a push or on the socket. */
@@ -90,44 +96,100 @@ function parseReport(raw: unknown): DeviceReport {
   return parsed.data;
 }
 
-async function upsert(db: Db, accountId: number, r: DeviceReport, at: Date): Promise<{ inserted: boolean }> {
-  const row = {
-    deviceId: r.deviceId,
-    accountId,
-    sdkVersion: r.sdkVersion,
-    appName: r.appName,
-    appVersion: r.appVersion,
+/** The columns of a report's row, with their types for reading them out of the batch's JSON. */
+const COLUMNS = {
+  device_id: 'uuid',
+  account_id: 'bigint',
+  sdk_version: 'text',
+  app_name: 'text',
+  app_version: 'text',
+  platform: 'text',
+  pending_count: 'int',
+  oldest_pending_since: 'timestamptz',
+  oldest_pending_type: 'text',
+  oldest_pending_delivery_id: 'uuid',
+  pending_completion_count: 'int',
+  pending_completions: 'jsonb',
+  rejected_count: 'int',
+  outbox_bytes: 'bigint',
+  attachment_bytes: 'bigint',
+  last_push_at: 'timestamptz',
+  last_pull_at: 'timestamptz',
+  last_error_code: 'text',
+  first_seen_at: 'timestamptz',
+  last_seen_at: 'timestamptz',
+} as const;
+type Row = Record<keyof typeof COLUMNS, unknown>;
+const KEPT_ON_UPDATE = new Set(['device_id', 'account_id', 'first_seen_at']);
+
+/**
+ * The rows of a batch in one prepared statement of one parameter (their JSON): the reports that
+ * arrive together cost one statement. Another account's row is left alone and answers no row.
+ */
+const upsertStatement = () => {
+  const names = Object.keys(COLUMNS);
+  const types = Object.entries(COLUMNS).map(([name, type]) => `${name} ${type}`);
+  const updated = names.filter((c) => !KEPT_ON_UPDATE.has(c)).map((c) => `${c} = excluded.${c}`);
+  return sql`INSERT INTO devices (${sql.raw(names.join(', '))})
+    SELECT ${sql.raw(names.join(', '))} FROM jsonb_to_recordset(${sql.placeholder('rows')}::jsonb) AS r(${sql.raw(types.join(', '))})
+    ON CONFLICT (device_id) DO UPDATE SET ${sql.raw(updated.join(', '))} WHERE devices.account_id = excluded.account_id
+    RETURNING device_id, (xmax = 0) AS inserted`;
+};
+
+function rowOf(accountId: number, r: DeviceReport, at: Date): Row {
+  const iso = (instant: string | null) => (instant === null ? null : new Date(instant).toISOString());
+  return {
+    device_id: r.deviceId,
+    account_id: accountId,
+    sdk_version: r.sdkVersion,
+    app_name: r.appName,
+    app_version: r.appVersion,
     platform: r.platform,
-    pendingCount: r.pendingCount,
-    oldestPendingSince: r.oldestPending ? new Date(at.getTime() - r.oldestPending.ageMs) : null,
-    oldestPendingType: r.oldestPending?.type ?? null,
-    oldestPendingDeliveryId: r.oldestPending?.deliveryId ?? null,
-    pendingCompletionCount: r.pendingCompletionCount,
-    pendingCompletions: r.pendingCompletions.map((c) => ({
-      delivery_id: c.deliveryId,
-      completed_at: new Date(c.completedAt).toISOString(),
-    })),
-    rejectedCount: r.rejectedCount,
-    outboxBytes: r.outboxBytes,
-    attachmentBytes: r.attachmentBytes,
-    lastPushAt: r.lastPushAt ? new Date(r.lastPushAt) : null,
-    lastPullAt: r.lastPullAt ? new Date(r.lastPullAt) : null,
-    lastErrorCode: r.lastErrorCode,
-    firstSeenAt: at,
-    lastSeenAt: at,
+    pending_count: r.pendingCount,
+    oldest_pending_since: r.oldestPending ? new Date(at.getTime() - r.oldestPending.ageMs).toISOString() : null,
+    oldest_pending_type: r.oldestPending?.type ?? null,
+    oldest_pending_delivery_id: r.oldestPending?.deliveryId ?? null,
+    pending_completion_count: r.pendingCompletionCount,
+    pending_completions: r.pendingCompletions.map((c) => ({ delivery_id: c.deliveryId, completed_at: iso(c.completedAt) })),
+    rejected_count: r.rejectedCount,
+    outbox_bytes: r.outboxBytes,
+    attachment_bytes: r.attachmentBytes,
+    last_push_at: iso(r.lastPushAt),
+    last_pull_at: iso(r.lastPullAt),
+    last_error_code: r.lastErrorCode,
+    first_seen_at: at.toISOString(),
+    last_seen_at: at.toISOString(),
   };
-  const { deviceId: _id, accountId: _account, firstSeenAt: _first, ...changed } = row;
-  const set = Object.fromEntries(Object.keys(changed).map((key) => [key, sql.raw(`excluded.${columnOf(key)}`)]));
-  const rows = await db
-    .insert(devices)
-    .values(row)
-    .onConflictDoUpdate({ target: devices.deviceId, set, setWhere: sql`${devices.accountId} = ${accountId}` })
-    .returning({ inserted: sql<boolean>`(xmax = 0)` });
-  if (rows.length === 0) throw conflict('This device id is reported by another account; a device id is made once per device and account');
-  return { inserted: rows[0].inserted };
 }
 
-const columnOf = (key: string) => (devices as unknown as Record<string, { name: string }>)[key].name;
+type Written = 'inserted' | 'updated' | 'conflict';
+type Waiting = { db: Db; row: Row; settle: ReturnType<typeof deferred<Written>> };
+
+/**
+ * Writes the rows given, one statement for those of distinct devices (a statement may touch a
+ * row once), then the rest; answers each whether it was inserted, updated, or refused as another
+ * account's device.
+ */
+async function writeBatch(items: Waiting[]) {
+  let rest = items;
+  while (rest.length) {
+    const seen = new Set<unknown>();
+    const now = rest.filter((item) => !seen.has(item.row.device_id) && seen.add(item.row.device_id));
+    rest = rest.filter((item) => !now.includes(item));
+    try {
+      const rows = await executePrepared<{ device_id: string; inserted: boolean }>(items[0].db, 'device_upsert', upsertStatement, {
+        rows: JSON.stringify(now.map((item) => item.row)),
+      });
+      const written = new Map(rows.map((r) => [r.device_id, r.inserted]));
+      for (const item of now) {
+        const inserted = written.get(item.row.device_id as string);
+        item.settle.resolve(inserted === undefined ? 'conflict' : inserted ? 'inserted' : 'updated');
+      }
+    } catch (error) {
+      for (const item of now) item.settle.reject(error);
+    }
+  }
+}
 
 /** Past the bound, the devices that hold no work and were seen longest ago go first. */
 async function keepWithinBound(db: Db, accountId: number, max: number) {

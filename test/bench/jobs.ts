@@ -21,6 +21,8 @@ export interface PushJob extends BatchShape {
   warmupMs: number;
   /** Pause after each answer; 0 pushes again at once. */
   thinkMs: number;
+  /** Each push carries a device health report, every one kept (`--device-reports`). */
+  deviceReports?: boolean;
 }
 
 export interface FloorJob extends BatchShape {
@@ -147,6 +149,33 @@ async function timed(
   return { elapsedMs: Math.max(1, Math.min(monotonicMs(), end + 60_000) - measureFrom), cpuMs };
 }
 
+/**
+ * A phone's report as the SDK sends it with a push: two completions waiting. A driver's pushes
+ * take turns among 8 device ids, so that each id comes at most once a second (the service's cap)
+ * and every report is an upsert of a kept row.
+ */
+function deviceReport(personalnummer: number, push: number) {
+  const deviceId = `00000000-0000-4000-8000-${String(personalnummer * 10 + (push % 8)).padStart(12, '0')}`;
+  const completedAt = new Date().toISOString();
+  return {
+    deviceId,
+    sdkVersion: '0.2.0',
+    appName: 'Bench',
+    appVersion: '1.0.0',
+    platform: 'node',
+    pendingCount: 2,
+    oldestPending: { ageMs: 1000, type: 'delivery.complete', deliveryId: deviceId },
+    pendingCompletionCount: 2,
+    pendingCompletions: [1, 2].map((n) => ({ deliveryId: `${deviceId.slice(0, -1)}${n}`, completedAt })),
+    rejectedCount: 0,
+    outboxBytes: 2400,
+    attachmentBytes: 8000,
+    lastPushAt: completedAt,
+    lastPullAt: completedAt,
+    lastErrorCode: null,
+  };
+}
+
 async function runPush(job: PushJob, onMark: OnMark): Promise<Measured> {
   const out: Measured = { latencies: [], count: 0, requests: 0, elapsedMs: 0, errors: [] };
   Object.assign(
@@ -158,15 +187,17 @@ async function runPush(job: PushJob, onMark: OnMark): Promise<Measured> {
       async (slot, measuring, done) => {
         const driver = job.drivers[slot];
         const next = batchMaker(driver, job);
+        let pushes = 0;
         // Spread the drivers' first requests over the think time, as phones would.
         if (job.thinkMs) await sleep(Math.random() * job.thinkMs);
         while (!done()) {
           const events = next().flatMap((g) => g.events);
           const started = monotonicMs();
           const counted = measuring();
+          const device = job.deviceReports ? deviceReport(driver.personalnummer, pushes++) : undefined;
           const reply = await request('POST', `${job.url}/sync/push`, {
             token: driver.token,
-            body: { clientId: `bench-${driver.personalnummer}`, events },
+            body: { clientId: `bench-${driver.personalnummer}`, events, device },
           });
           const finished = monotonicMs();
           if (reply.status !== 200) {

@@ -2,6 +2,7 @@
  * npm run bench [-- --only push,fanout] [--db postgres|pglite] [--tiny (sizes for checking the scenarios, not for figures)]
  *   [--only history --size month|year (default year; history runs only when named, on PostgreSQL unless --db says pglite)]
  *   [--phase load|measure with HISTORY_DATABASE_URL: only load that database, or only measure it loaded so]
+ *   [--device-reports (every push of the push scenario carries a device health report)]
  *   [--only live --drivers 10000 (default 1000,5000,10000,15000) --service-dir <checkout> --cpu-prof-dir <dir>; PostgreSQL only]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
@@ -78,6 +79,7 @@ const { values } = parseArgs({
     drivers: { type: 'string' },
     'service-dir': { type: 'string' },
     'cpu-prof-dir': { type: 'string' },
+    'device-reports': { type: 'boolean', default: false },
   },
 });
 const only = new Set(
@@ -119,6 +121,7 @@ try {
       sizes: values.tiny ? tinySizes : fullSizes,
       newTarget: (name) => newTarget(kind, name, cluster?.createDatabase),
       log,
+      deviceReports: values['device-reports'],
       problems: [],
     };
     const results: Results = all[kind] ?? {};

@@ -90,6 +90,8 @@ export interface BenchContext {
   sizes: Sizes;
   newTarget(name: string): Promise<Target>;
   log(message: string): void;
+  /** The push scenario's pushes carry a device health report each (`--device-reports`). */
+  deviceReports?: boolean;
   /** Whatever went wrong besides timing (refused requests, lost changes); the smoke test expects none. */
   problems: string[];
 }
@@ -184,7 +186,10 @@ export async function writeScenarios(ctx: BenchContext, which: { push: boolean; 
       await checkpoint();
       ctx.log('  push');
       const cpu = serviceCpu();
-      const measured = await runLoad({ kind: 'push', url: server.url, drivers, thinkMs: 0, ...pick(push) }, cpu.mark);
+      const measured = await runLoad(
+        { kind: 'push', url: server.url, drivers, thinkMs: 0, deviceReports: ctx.deviceReports, ...pick(push) },
+        cpu.mark,
+      );
       reportErrors(ctx, 'push', measured);
       results.push = {
         events_per_s: Math.round(measured.count / (measured.elapsedMs / 1000)),

@@ -200,6 +200,31 @@ describe.each(databaseKinds)('the SDK in real Chromium against the service on %s
     expect((await call(page, 'view', first)).positions[0].scannedQuantity).toBe(3);
   });
 
+  it("reports the device's health from the browser: a device id kept in IndexedDB, the web platform, its pending work, then the emptied outbox", async () => {
+    const { seeded, openPage, first, item } = await setUp();
+    const account = seeded.tour.accountId;
+    const page = await openPage();
+    await call(page, 'open');
+    await call(page, 'loadTours', seeded.tour.tourDate);
+    await page.setOfflineMode(true);
+    await call(page, 'start');
+    await call<string>(page, 'scan', item);
+    await call<string>(page, 'photo', first, 'Hof');
+    const deviceId = await call<string>(page, 'deviceId');
+    expect(deviceId).toMatch(/^[0-9a-f-]{36}$/);
+
+    // Back in coverage: the first report names the work that waited; then the outbox empties and says so.
+    await page.setOfflineMode(false);
+    const device = async () => (await server.get(`/admin/devices?account=${account}`, { admin: true })).body.devices[0];
+    await expect.poll(device, { timeout: 10_000 }).toMatchObject({ device_id: deviceId, platform: 'web', app_name: 'Fahrer-Web' });
+    await call(page, 'settled', 10_000);
+    await expect.poll(async () => (await device()).pending_count, { timeout: 10_000 }).toBe(0);
+
+    await page.reload();
+    await call(page, 'open');
+    expect(await call(page, 'deviceId')).toBe(deviceId);
+  });
+
   it('two tabs of one app: one sends, the other hands over its actions; when the sending tab closes, the other sends what is left, each action once', async () => {
     const { seeded, openPage, pushes, item } = await setUp();
     const a = await openPage();

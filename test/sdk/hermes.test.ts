@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import ts from 'typescript';
 import { afterAll, describe, expect, it } from 'vitest';
+import { SDK_VERSION } from '../../client-sdk/version.js';
 
 const run = promisify(execFile);
 const hermes = path.join(path.dirname(createRequire(import.meta.url).resolve('hermes-engine-cli/package.json')), 'linux64-bin/hermes');
@@ -59,6 +60,20 @@ describe('the SDK in a real Hermes VM', () => {
       filesLeft: 3,
     });
     expect(result.offlineError).toMatch(/Network request failed/);
+    // The health report went with the first push that arrived, as it stood before: seven actions waiting, one a completion.
+    expect(result.report).toMatchObject({
+      deviceId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      platform: 'react-native',
+      sdkVersion: SDK_VERSION,
+      pendingCount: 7,
+      oldestPending: { type: 'scan', deliveryId: null },
+      pendingCompletionCount: 1,
+      rejectedCount: 0,
+      attachmentBytes: 0,
+      lastErrorCode: 'network',
+    });
+    expect(result.report.pendingCompletions).toHaveLength(1);
+    expect(JSON.stringify(result.report)).not.toContain('Karton');
     expect(result.pushed).toEqual(['scan', 'scan', 'scan', 'scan', 'delivery.hold']);
     const [photo, completion] = result.parts;
     expect(photo).toContainEqual(['file', { uri: 'file:///dcim/IMG_0001.jpg', name: 'note.jpeg', type: 'image/jpeg' }]);

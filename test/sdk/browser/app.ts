@@ -83,6 +83,7 @@ Object.assign(globalThis, {
         pollIntervalMs: 60_000,
         storage: await IndexedDbStore.open('tourline'),
         attachments: await IndexedDbAttachmentStore.open('tourline'),
+        app: { name: 'Fahrer-Web', version: '1.0.0' },
       });
       addEventListener('online', () => client?.online());
       addEventListener('offline', () => client?.offline());
@@ -100,5 +101,7 @@ Object.assign(globalThis, {
     outcomes: () => outcomes,
     stored,
     contract,
+    /** The device id the health report carries, as IndexedDB keeps it. */
+    deviceId: async () => JSON.parse((await (await IndexedDbStore.open('tourline')).get('deviceId')) ?? 'null'),
   },
 });

@@ -35,6 +35,7 @@ async function fetch(url: string, init: { method?: string; body?: unknown }) {
   if (path === '/sync/push') {
     const events = (body as { events: { eventId: string }[] }).events;
     return answer(200, {
+      device: { status: 'stored' },
       results: events.map((e) => ({ eventId: e.eventId, status: seen.has(e.eventId) ? 'duplicate' : (seen.add(e.eventId), 'applied') })),
     });
   }
@@ -118,6 +119,7 @@ async function day() {
     rejected: done.rejected.length,
     online: done.online,
     filesLeft: files.size,
+    report: (sent.find((s) => s.path === '/sync/push' && (s.body as { device?: unknown }).device)?.body as { device?: unknown })?.device,
     calls: sent.map((s) => `${s.method} ${s.path}`),
     pushed: sent
       .filter((s) => s.path === '/sync/push')
