@@ -4,6 +4,7 @@ import { attachmentsOf, type Outbox } from './outbox.js';
 import { ProblemError } from './problem.js';
 import type { JsonStore } from './storage/keyValue.js';
 import { clearTimer } from './timers.js';
+import type { ClientCore } from './client/core.js';
 import { toRejected } from './client/status.js';
 import { SDK_VERSION } from './version.js';
 
@@ -22,6 +23,8 @@ export interface HealthSources {
   now: () => number;
   randomId: () => string;
   random: () => number;
+  /** The delivery an action belongs to (a scan's through its line), as far as the local copy knows. */
+  deliveryOfAction: ClientCore['deliveryOfAction'];
   app?: { name?: string; version?: string };
   platform?: string;
   /** The last push and pull the service answered, and the code of the last error. */
@@ -149,7 +152,7 @@ export class HealthReporter {
     const pending = outbox.pending();
     const oldest = pending.reduce<(typeof pending)[number] | undefined>((a, e) => (!a || e.createdAt < a.createdAt ? e : a), undefined);
     const completions = pending.flatMap((e) => (e.action.kind === 'completion' ? [e.action] : []));
-    const oldestAction = oldest && toRejected(oldest);
+    const oldestAction = oldest && toRejected(oldest, this.sources);
     const sync = this.sources.sync();
     const iso = (at: number | null) => (at === null ? null : new Date(at).toISOString());
     return {

@@ -67,6 +67,7 @@ export async function openParts(options: TourlineClientOptions): Promise<Parts> 
       now,
       randomId,
       random,
+      deliveryOfAction: (action) => core.deliveryOfAction(action),
       app: options.app,
       platform: options.platform,
       sync: () => ({ lastPushAt: status.lastPushAt, lastPullAt: status.lastPullAt, lastErrorCode: status.lastError?.code ?? null }),

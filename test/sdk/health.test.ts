@@ -22,6 +22,7 @@ async function setUp(post: (report: DeviceReport) => Promise<void> = async () =>
     now: Date.now,
     randomId: uuid,
     random: Math.random,
+    deliveryOfAction: (action) => (action.kind === 'event' ? undefined : action.deliveryId),
     app: { name: 'Fahrer-App', version: '3.2.1' },
     sync: () => ({ lastPushAt: null, lastPullAt: null, lastErrorCode: null }),
     sendOnSocket: () => false,

@@ -66,7 +66,7 @@ describe('the SDK in a real Hermes VM', () => {
       platform: 'react-native',
       sdkVersion: SDK_VERSION,
       pendingCount: 7,
-      oldestPending: { type: 'scan', deliveryId: null },
+      oldestPending: { type: 'scan' },
       pendingCompletionCount: 1,
       rejectedCount: 0,
       attachmentBytes: 0,
