@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { errorCatalogue } from '../../server/errors.js';
+import { route } from '../../server/http/route.js';
 import type { ApiResponse } from './server.js';
 
 /** An answer is the problem+json of `code`: its status, the catalogue's title, a detail and the request's id. */
@@ -11,3 +12,16 @@ export function expectProblem(response: ApiResponse, status: number, code: strin
   expect(response.body.detail).toEqual(expect.any(String));
   expect(response.headers.get('x-request-id')).toBeTruthy();
 }
+
+/** `GET /test/crash`, a route whose handler throws an unexpected error with `message`: a bug, as the service sees it. */
+export const crashingRoute = (message: string) =>
+  route({
+    method: 'get',
+    path: '/test/crash',
+    auth: 'none',
+    tags: ['Test'],
+    summary: 'throws an unexpected error',
+    handler: async () => {
+      throw new Error(message);
+    },
+  });

@@ -81,3 +81,24 @@ export class SyncSocket {
     return this.closed;
   }
 }
+
+/** Opens /sync/ws (with `query`, and `origin` when given); answers 101 when it opened, else the refusal's status, type and problem. */
+export function tryUpgrade(url: string, token: string, { query = '', origin }: { query?: string; origin?: string } = {}) {
+  const ws = new WebSocket(
+    `${url.replace(/^http/, 'ws')}/sync/ws${query}`,
+    ['bearer', token],
+    origin === undefined ? {} : { headers: { origin } },
+  );
+  return new Promise<{ status: number; type?: string; body?: any }>((resolve, reject) => {
+    ws.once('open', () => {
+      ws.close();
+      resolve({ status: 101 });
+    });
+    ws.once('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (chunk) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], body: JSON.parse(text) }));
+    });
+    ws.once('error', reject);
+  });
+}

@@ -1,24 +1,9 @@
-import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
 import { databaseKinds } from '../helpers/databases.js';
 import { useTestServer } from '../helpers/server.js';
+import { tryUpgrade } from '../helpers/wsClient.js';
 
-/** Opens /sync/ws with `query`; answers 101 when it opened, else the refusal's status and problem. */
-function upgrade(url: string, token: string, query: string) {
-  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/sync/ws${query}`, ['bearer', token]);
-  return new Promise<{ status: number; body?: any }>((resolve, reject) => {
-    ws.once('open', () => {
-      ws.close();
-      resolve({ status: 101 });
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      let text = '';
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    });
-    ws.once('error', reject);
-  });
-}
+const upgrade = (url: string, token: string, query: string) => tryUpgrade(url, token, { query });
 
 const named = (release: string, protocol = 1) => ({ 'tourline-client': `@tourline/client/${release}; protocol=${protocol}` });
 

@@ -8,7 +8,7 @@ import { DomainError, errorCatalogue } from '../../server/errors.js';
 import { createHttpApp } from '../../server/http/app.js';
 import { route } from '../../server/http/route.js';
 import { databaseKinds } from '../helpers/databases.js';
-import { expectProblem } from '../helpers/problems.js';
+import { crashingRoute, expectProblem } from '../helpers/problems.js';
 import { useTestServer, type ApiResponse } from '../helpers/server.js';
 import { inProcess } from '../helpers/target.js';
 
@@ -16,16 +16,7 @@ const BODY_LIMIT = 1024;
 
 /** Routes that fail the ways handlers can fail, served by an app built like the real one. */
 const failingRoutes = [
-  route({
-    method: 'get',
-    path: '/test/crash',
-    auth: 'none',
-    tags: ['Test'],
-    summary: 'throws an unexpected error',
-    handler: async () => {
-      throw new Error('connection to 10.0.0.7 refused; password=hunter2');
-    },
-  }),
+  crashingRoute('connection to 10.0.0.7 refused; password=hunter2'),
   route({
     method: 'get',
     path: '/test/domain',

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpApp } from '../../server/http/app.js';
-import { route } from '../../server/http/route.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { crashingRoute } from '../helpers/problems.js';
 import { TEST_ADMIN_KEY, TestServer, testConfig } from '../helpers/server.js';
 import { startServer } from '../../server/server.js';
 
@@ -55,16 +55,7 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
   });
 
   it('writes the error behind a 500 with its stack into the line, at level error', async () => {
-    const crash = route({
-      method: 'get',
-      path: '/test/crash',
-      auth: 'none',
-      tags: ['Test'],
-      summary: 'throws an unexpected error',
-      handler: async () => {
-        throw new Error('the disk is full');
-      },
-    });
+    const crash = crashingRoute('the disk is full');
     const server = http.createServer(createHttpApp(api.ctx, [crash]));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
@@ -80,7 +71,7 @@ describe.each(databaseKinds)('request logging on %s', (kind) => {
         res: { statusCode: 500 },
       });
       expect(lines[0].err?.message).toBe('the disk is full');
-      expect(lines[0].err?.stack).toMatch(/logging\.test\.ts/);
+      expect(lines[0].err?.stack).toMatch(/helpers\/problems\.ts/);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

@@ -1,28 +1,13 @@
-import WebSocket from 'ws';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { DEVELOPMENT_CORS_ORIGINS } from '../../server/config/access.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { useTestServer } from '../helpers/server.js';
+import { tryUpgrade } from '../helpers/wsClient.js';
 
 const APP = 'https://driver.example.com';
 
-/** Opens /sync/ws with `origin` (none when undefined); answers 101 when it opened, else the refusal's status and problem. */
-function upgrade(url: string, token: string, origin: string | undefined) {
-  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}/sync/ws`, ['bearer', token], origin === undefined ? {} : { headers: { origin } });
-  return new Promise<{ status: number; type?: string; body?: any }>((resolve, reject) => {
-    ws.once('open', () => {
-      ws.close();
-      resolve({ status: 101 });
-    });
-    ws.once('unexpected-response', (_req, res) => {
-      let text = '';
-      res.on('data', (chunk) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], body: JSON.parse(text) }));
-    });
-    ws.once('error', reject);
-  });
-}
+const upgrade = (url: string, token: string, origin: string | undefined) => tryUpgrade(url, token, { origin });
 
 describe.each(databaseKinds)('the Origin of a WebSocket upgrade on %s', (kind) => {
   const api = useTestServer(kind, { CORS_ORIGINS: APP });
