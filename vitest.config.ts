@@ -22,6 +22,7 @@ const blackBox = [
   'test/integration/directAnswers.test.ts',
   'test/integration/documentsS3.test.ts',
   'test/integration/engine.test.ts',
+  'test/integration/erpImportRuns.test.ts',
   'test/integration/errors.test.ts',
   'test/integration/eventRetention.test.ts',
   'test/integration/masterData.test.ts',

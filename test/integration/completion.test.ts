@@ -798,12 +798,12 @@ describe.each(databaseKinds)('push-completion on %s', (kind) => {
     expectProblem(await api.post(`/admin/push-completion?${query}`, undefined, { admin: true }), 400, 'validation');
   });
 
-  it('needs the admin key: 401 without it, with a wrong one and with a bearer token', async () => {
+  it('needs the admin key: 401 without it and with a wrong one, 403 with a driver token', async () => {
     const { token, delivery } = await setup(api);
     const path = `/admin/push-completion?delivery_id=${delivery.id}`;
     expectProblem(await api.post(path), 401, 'unauthorized');
     expectProblem(await api.post(path, undefined, { admin: 'wrong-key-wrong-key-wrong' }), 401, 'unauthorized');
-    expectProblem(await api.post(path, undefined, { token }), 401, 'unauthorized');
+    expectProblem(await api.post(path, undefined, { token }), 403, 'forbidden');
   });
 });
 

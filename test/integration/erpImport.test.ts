@@ -122,10 +122,10 @@ describe.each(databaseKinds)('ERP import on %s', (kind) => {
       expect(await runs()).toBe(before);
     });
 
-    it('refuses a missing or wrong admin key and a driver token with 401', async () => {
+    it('refuses a missing or wrong admin key with 401 and a driver token with 403', async () => {
       expect((await api.post('/admin/import-erp?date=2026-03-13')).status).toBe(401);
       expect((await api.post('/admin/import-erp?date=2026-03-13', undefined, { admin: 'wrong-key-0123456789abcdef' })).status).toBe(401);
-      expect((await api.post('/admin/import-erp?date=2026-03-13', undefined, { token: await api.token(5990) })).status).toBe(401);
+      expect((await api.post('/admin/import-erp?date=2026-03-13', undefined, { token: await api.token(5990) })).status).toBe(403);
       expect(await runsOf(api, '2026-03-13')).toEqual([]);
     });
   });

@@ -29,6 +29,9 @@ describe.each(databaseKinds)('an ERP that is down at start on %s', (kind) => {
       ERP_IMPORT_RETRY_MAX_MS: '2000',
     });
     try {
+      // Down at start: the start-up import fails; the ERP is back 5 s after that.
+      const runsOfToday = async () => (await api.get(`/admin/import-runs?date=${today}`, { admin: true })).body.runs as unknown[];
+      await expect.poll(async () => (await runsOfToday()).length, { timeout: 20_000 }).toBeGreaterThan(0);
       const back = setTimeout(() => void erp.up(), 5000);
       const token = await api.token(driver);
       await expect
