@@ -34,6 +34,7 @@ const blackBox = [
   'test/integration/syncChanges.test.ts',
   'test/integration/syncPush.test.ts',
   'test/integration/syncWs.test.ts',
+  'test/integration/timeOrderedIds.test.ts',
   'test/integration/tours.test.ts',
   'test/integration/wsDeactivation.test.ts',
   'test/sdk/browser.test.ts',

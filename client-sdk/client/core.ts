@@ -1,3 +1,4 @@
+import { newId } from '../../shared/ids.js';
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { TourlineApi, type FetchLike, type GetToken } from '../api.js';
@@ -32,7 +33,7 @@ export interface TourlineClientOptions {
   /** Default: globalThis.WebSocket when present; null pulls /sync/changes only. */
   webSocket?: WebSocketFactory | null;
   now?: () => number;
-  /** Client-generated ids; default globalThis.crypto.randomUUID. */
+  /** Client-generated ids (events, scans, notes); default time-ordered UUIDv7 from crypto.getRandomValues. */
   randomId?: () => string;
   random?: () => number;
   backoff?: Partial<BackoffPolicy>;
@@ -73,11 +74,8 @@ export interface ClientEvents extends Record<string, unknown> {
 
 const MAX_BATCH = 500;
 
-export function defaultRandomId(): string {
-  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
-  if (!c?.randomUUID) throw new Error('no crypto.randomUUID here; pass options.randomId');
-  return c.randomUUID();
-}
+/** Time-ordered (UUIDv7): the service's indexes of event and scan ids then grow at one end. */
+export const defaultRandomId = newId;
 
 /** Runs jobs one after another; a failed job does not stop the next. */
 export class Serial {

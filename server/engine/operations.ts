@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../shared/ids.js';
 import { nextDeliveryState, type DeliveryOperation } from '../../shared/rules/delivery.js';
 import { goesWithUnremove, noteImageReference, noteText } from '../../shared/rules/notes.js';
 // The verdicts the SDK also gives offline; they are the rules, so they read as such here.
@@ -178,7 +178,7 @@ function payment(input: OperationInput, event: SyncEventOf<'payment'>, eventId: 
   });
   if (problem) return refused(problem);
   const row: PaymentRow = {
-    id: randomUUID(),
+    id: newId(),
     clientEventId: eventId,
     deliveryId: ws.delivery.id,
     paymentMethodId: method!.id,
@@ -216,7 +216,7 @@ function noteCreate(input: OperationInput, event: SyncEventOf<'note.create'>): O
   ws.notes!.set(row.id, { row, state: 'new' });
   if (input.attachment) {
     const image = {
-      id: randomUUID(),
+      id: newId(),
       deliveryId: ws.delivery.id,
       noteId: row.id,
       kind: 'note_image' as const,

@@ -1,8 +1,10 @@
 import { sql } from 'drizzle-orm';
+import { newId } from '../../../shared/ids.js';
 import { bigint, customType, timestamp, uuid } from 'drizzle-orm/pg-core';
 
 // Column kinds the tables share.
-export const id = () => uuid('id').primaryKey().defaultRandom();
+// Ids are made here, time-ordered (shared/ids.ts), so PGlite and PostgreSQL agree; the column default stays for rows written by hand.
+export const id = () => uuid('id').primaryKey().defaultRandom().$defaultFn(newId);
 export const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
 export const updatedAt = () => timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
 export const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });

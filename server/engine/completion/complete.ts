@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/ids.js';
 import { eq } from 'drizzle-orm';
 import { completionTime } from '../../../shared/rules/completion.js';
 import type { CompleteDeliveryAcknowledgements, Delivery } from '../../../shared/schemas/deliveries.js';
@@ -53,7 +53,7 @@ async function commit(db: Db, actor: DriverActor, request: CompletionRequest): P
           ['customer_signature', request.customerSignature],
           ['driver_signature', request.driverSignature],
         ] as const
-      ).map(([kind, bytes]) => ({ id: randomUUID(), kind, bytes }));
+      ).map(([kind, bytes]) => ({ id: newId(), kind, bytes }));
       const signatureRows: AttachmentRow[] = await tx
         .insert(attachments)
         .values(

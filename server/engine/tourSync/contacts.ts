@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/ids.js';
 import { inArray } from 'drizzle-orm';
 import { mergeContacts, type MergedContact } from '../../../shared/rules/contacts.js';
 import type { Address } from '../../../shared/schemas/common.js';
@@ -78,7 +78,7 @@ export async function syncContacts(tx: Db, open: OpenDelivery[], current: Map<st
     replaced.push(deliveryId);
     for (const contact of merged) {
       const { channels, ...fields } = contact;
-      const id = randomUUID();
+      const id = newId();
       newSources.push({ id, deliveryId, ...fields });
       newChannels.push(...channels.map((ch) => ({ sourceId: id, ...ch })));
     }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { newId } from '../../../shared/ids.js';
 import { z } from 'zod';
 import { Uuid } from '../../../shared/schemas/common.js';
 import {
@@ -35,7 +35,7 @@ const ServiceParams = z.object({ delivery_id: Uuid, service_id: Uuid });
 type EventBody = SyncEvent extends infer E ? (E extends SyncEvent ? Omit<E, 'eventId' | 'occurredAt'> : never) : never;
 
 /** A REST mutation is one event through the engine; its rejection becomes the HTTP error. */
-function apply(ctx: AppContext, actor: DriverActor, event: EventBody, eventId: string = randomUUID()) {
+function apply(ctx: AppContext, actor: DriverActor, event: EventBody, eventId: string = newId()) {
   return applyEvent(ctx.database.db, actor, { ...event, eventId, occurredAt: new Date().toISOString() } as SyncEvent, {
     ...ctx.metrics.engine,
   });
@@ -135,7 +135,7 @@ export const deliveryRoutes = [
     body: CreateDeliveryNoteRequest,
     response: DeliveryNoteResponse,
     handler: async ({ ctx, actor, params, body }) => ({
-      note: (await apply(ctx, actor, { type: 'note.create', deliveryId: params.delivery_id, noteId: randomUUID(), ...body })) as Note,
+      note: (await apply(ctx, actor, { type: 'note.create', deliveryId: params.delivery_id, noteId: newId(), ...body })) as Note,
     }),
   }),
   route({

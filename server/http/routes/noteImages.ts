@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { newId } from '../../../shared/ids.js';
 import { z } from 'zod';
 import { NOTE_TEXT_MAX } from '../../../shared/rules/notes.js';
 import { Uuid } from '../../../shared/schemas/common.js';
@@ -24,7 +25,7 @@ const NoteImageFields = z.object({
  * resend names the note the first upload made (a UUID of version 8, RFC 9562's custom kind).
  */
 function noteIdOf(clientEventId: string | undefined): string {
-  if (!clientEventId) return randomUUID();
+  if (!clientEventId) return newId();
   const hex = createHash('sha256').update(`note-image/${clientEventId}`).digest('hex');
   const variant = ((parseInt(hex[16], 16) & 0x3) | 0x8).toString(16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
@@ -103,7 +104,7 @@ export const noteImageRoutes = [
         actor,
         {
           type: 'note.create',
-          eventId: fields.clientEventId ?? randomUUID(),
+          eventId: fields.clientEventId ?? newId(),
           occurredAt: new Date().toISOString(),
           deliveryId: params.delivery_id,
           noteId: fields.noteId ?? noteIdOf(fields.clientEventId),
