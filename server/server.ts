@@ -65,8 +65,6 @@ export interface StartOptions {
   documents?: DocumentStore;
   /** The service's clock (`AppContext.clock`): today's tours and the ERP import's day (tests pin it). */
   now?: () => Date;
-  /** For PGlite: start from this data-directory dump of a migrated database instead of an empty one (tests). */
-  pgliteImage?: Blob;
   /** The process's limit of open files, instead of the one read from the system (tests lower it). */
   openFileLimit?: number;
 }
@@ -83,7 +81,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       dataDir,
       poolSize: config.databasePoolSize,
       timeouts: config.databaseTimeouts,
-      pgliteImage: options.pgliteImage,
       logger,
     }));
 

@@ -3,9 +3,9 @@ import { pino } from 'pino';
 import { AdminApi } from '../client-sdk/api.js';
 import type { SyncTourInput, SyncTourResponse } from '../shared/schemas/tours.js';
 import { loadConfig } from '../server/config.js';
-import { migratedPgliteImage } from '../server/db/client.js';
+import { migratedPgliteImage, openDatabase, type Database } from '../server/db/client.js';
 import { accounts } from '../server/db/schema.js';
-import { startServer } from '../server/server.js';
+import { startServer, type RunningServer } from '../server/server.js';
 import type { TypedAdmin } from './admin.js';
 import { TestClock, type ClockControl } from './clock.js';
 import { TestErp, type ErpControl } from './erp.js';
@@ -47,13 +47,28 @@ export interface TestTourline {
 const ERP_SETTINGS = { ERP_PUSH_POLL_MS: '50', ERP_PUSH_RETRY_BASE_MS: '50', ERP_PUSH_RETRY_MAX_MS: '500', ERP_TIMEOUT_MS: '1000' };
 
 let image: Promise<Blob> | undefined;
-/** The migrated database, made at the first start in a process and loaded by every start. */
+let spare: Promise<Database> | undefined;
+
+/** The migrated database, made at the first start in a process; every start loads a copy. */
 function databaseImage() {
   image ??= migratedPgliteImage().catch((error) => {
     image = undefined;
     throw error;
   });
   return image;
+}
+
+/**
+ * A database of its own, loaded from the image. Loading is most of a start, so the next one is
+ * loaded in the background while the tests run (it keeps no process alive).
+ */
+async function takeDatabase(): Promise<Database> {
+  const taken = spare ?? databaseImage().then((pgliteImage) => openDatabase({ pgliteImage }));
+  spare = undefined;
+  const database = await taken;
+  spare = databaseImage().then((pgliteImage) => openDatabase({ pgliteImage }));
+  spare.catch(() => (spare = undefined));
+  return database;
 }
 
 /** The real service in this process on an in-memory PGlite of its own, on loopback, with faults on demand. */
@@ -74,18 +89,20 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const logger = pino({ level: config.logLevel });
   const clock = new TestClock(options.now);
   const erp = new TestErp(logger, config.erp.timeoutMs);
-  const running = await startServer(config, {
-    logger,
-    ephemeral: true,
-    pgliteImage: await databaseImage(),
-    erp,
-    now: () => clock.now(),
-  });
+  const database = await takeDatabase();
+  let running: RunningServer;
   let network: FaultyNetwork;
+  try {
+    running = await startServer(config, { logger, ephemeral: true, database, erp, now: () => clock.now() });
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
   try {
     network = await FaultyNetwork.start(running.url);
   } catch (error) {
     await running.close();
+    await database.close();
     throw error;
   }
   const admin = new AdminApi({ baseUrl: running.url, adminKey }) as unknown as TypedAdmin;
@@ -116,6 +133,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
       erp.restore();
       await network.close();
       await running.close();
+      await database.close();
     },
   };
   try {
