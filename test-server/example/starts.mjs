@@ -1,3 +1,4 @@
+/* global console, performance, setTimeout */
 // Start times in one process, as the package README gives them: `node starts.mjs` in a project
 // that installed the package. Ten starts with a test of a second in between (the next database
 // loads meanwhile), then ten back to back, then five side by side.
