@@ -1,7 +1,7 @@
 /** The jobs of the load process (load.ts): each runs for a bounded time and returns raw measurements. */
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { WebSocket } from 'ws';
+import { newId } from '../../shared/ids.js';
 import { request, requestJson } from './http.js';
 import { floorBatch, type FloorExecutor } from './floorSql.js';
 import { monotonicMs, sleep } from './stats.js';
@@ -84,7 +84,7 @@ export function batchMaker(driver: Driver, shape: BatchShape) {
       const events: ScanEvent[] = [];
       for (let e = 0; e < shape.eventsPerDelivery; e++) {
         events.push({
-          eventId: randomUUID(),
+          eventId: newId(), // as the SDK makes them: time-ordered
           occurredAt: new Date().toISOString(),
           type: 'scan',
           deliveryItemId: delivery.items[nextItem++ % delivery.items.length],
@@ -368,7 +368,7 @@ async function runFanout(job: FanoutJob): Promise<Measured> {
       pending[account].set(itemId, { sentAt: monotonicMs(), missing: job.clientsPerAccount });
       expected += job.clientsPerAccount;
       const event: ScanEvent = {
-        eventId: randomUUID(),
+        eventId: newId(), // as the SDK makes them: time-ordered
         occurredAt: new Date().toISOString(),
         type: 'scan',
         deliveryItemId: itemId,

@@ -4,8 +4,8 @@
  * second one (another device of the account), and push one scan at random moments, on average
  * one per interval (a Poisson process per driver, so the service sees no synchronised waves).
  */
-import { randomUUID } from 'node:crypto';
 import { deferred } from '../../server/db/combining.js';
+import { newId } from '../../shared/ids.js';
 import { request } from './http.js';
 import { LiveSocket } from './liveSocket.js';
 import type { ScanEvent } from './jobs.js';
@@ -144,7 +144,7 @@ async function drive(
   while (at < end) {
     await sleep(at - monotonicMs());
     const event: ScanEvent = {
-      eventId: randomUUID(),
+      eventId: newId(), // as the SDK makes them: time-ordered
       occurredAt: new Date().toISOString(),
       type: 'scan',
       deliveryItemId: driver.items[item++ % driver.items.length],
