@@ -11,58 +11,38 @@ const directNeedsPooled = (env: { DATABASE_URL?: string; DATABASE_DIRECT_URL?: s
 };
 
 const Env = Variables.superRefine((env, ctx) => {
+  const refuse = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
   directNeedsPooled(env, ctx);
-  if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL)
-    ctx.addIssue({ code: 'custom', path: ['ERP_BASE_URL'], message: 'is required when ERP_MODE=http' });
+  if (env.ERP_MODE === 'http' && !env.ERP_BASE_URL) refuse('ERP_BASE_URL', 'is required when ERP_MODE=http');
   const erpWays = [
     env.ERP_TOKEN && 'ERP_TOKEN',
     (env.ERP_USERNAME || env.ERP_PASSWORD) && 'ERP_USERNAME',
     (env.ERP_OAUTH_TOKEN_URL || env.ERP_OAUTH_CLIENT_ID || env.ERP_OAUTH_CLIENT_SECRET) && 'ERP_OAUTH_TOKEN_URL',
   ].filter(Boolean);
   if (erpWays.length > 1)
-    ctx.addIssue({
-      code: 'custom',
-      path: [erpWays[0] as string],
-      message:
-        'choose one way to authenticate to the ERP: ERP_TOKEN (bearer), ERP_USERNAME with ERP_PASSWORD (basic) or ERP_OAUTH_* (OAuth 2 client credentials), not several',
-    });
+    refuse(
+      erpWays[0] as string,
+      'choose one way to authenticate to the ERP: ERP_TOKEN (bearer), ERP_USERNAME with ERP_PASSWORD (basic) or ERP_OAUTH_* (OAuth 2 client credentials), not several',
+    );
   else if (env.ERP_OAUTH_TOKEN_URL || env.ERP_OAUTH_CLIENT_ID || env.ERP_OAUTH_CLIENT_SECRET) {
     for (const name of ['ERP_OAUTH_TOKEN_URL', 'ERP_OAUTH_CLIENT_ID', 'ERP_OAUTH_CLIENT_SECRET'] as const)
-      if (!env[name])
-        ctx.addIssue({
-          code: 'custom',
-          path: [name],
-          message: 'ERP_OAUTH_TOKEN_URL, ERP_OAUTH_CLIENT_ID and ERP_OAUTH_CLIENT_SECRET go together',
-        });
+      if (!env[name]) refuse(name, 'ERP_OAUTH_TOKEN_URL, ERP_OAUTH_CLIENT_ID and ERP_OAUTH_CLIENT_SECRET go together');
   } else if (!env.ERP_USERNAME !== !env.ERP_PASSWORD)
-    ctx.addIssue({
-      code: 'custom',
-      path: [env.ERP_USERNAME ? 'ERP_PASSWORD' : 'ERP_USERNAME'],
-      message: 'ERP_USERNAME and ERP_PASSWORD go together',
-    });
-  if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL)
-    ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE_URL'], message: 'is required when DOCUMENT_STORE=http' });
-  if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET)
-    ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when DOCUMENT_STORE=s3' });
+    refuse(env.ERP_USERNAME ? 'ERP_PASSWORD' : 'ERP_USERNAME', 'ERP_USERNAME and ERP_PASSWORD go together');
+  if (env.DOCUMENT_STORE === 'http' && !env.DOCUMENT_STORE_URL) refuse('DOCUMENT_STORE_URL', 'is required when DOCUMENT_STORE=http');
+  if (env.DOCUMENT_STORE === 's3' && !env.S3_BUCKET) refuse('S3_BUCKET', 'is required when DOCUMENT_STORE=s3');
   if (!env.AWS_ACCESS_KEY_ID !== !env.AWS_SECRET_ACCESS_KEY)
-    ctx.addIssue({ code: 'custom', path: ['AWS_SECRET_ACCESS_KEY'], message: 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together' });
-  if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER)
-    ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required when AUTH_MODE=oidc' });
-  if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER)
-    ctx.addIssue({ code: 'custom', path: ['OIDC_ISSUER'], message: 'is required in production' });
-  if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev')
-    ctx.addIssue({ code: 'custom', path: ['AUTH_MODE'], message: 'dev is not allowed in production' });
-  if (env.DEV_TOKEN_TTL_SECONDS < 10 && env.NODE_ENV !== 'test')
-    ctx.addIssue({ code: 'custom', path: ['DEV_TOKEN_TTL_SECONDS'], message: 'must be at least 10' });
-  if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY)
-    ctx.addIssue({ code: 'custom', path: ['ADMIN_API_KEY'], message: 'is required in production' });
+    refuse('AWS_SECRET_ACCESS_KEY', 'AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together');
+  if (env.AUTH_MODE === 'oidc' && !env.OIDC_ISSUER) refuse('OIDC_ISSUER', 'is required when AUTH_MODE=oidc');
+  if (env.NODE_ENV === 'production' && !env.OIDC_ISSUER) refuse('OIDC_ISSUER', 'is required in production');
+  if (env.NODE_ENV === 'production' && env.AUTH_MODE === 'dev') refuse('AUTH_MODE', 'dev is not allowed in production');
+  if (env.DEV_TOKEN_TTL_SECONDS < 10 && env.NODE_ENV !== 'test') refuse('DEV_TOKEN_TTL_SECONDS', 'must be at least 10');
+  if (env.NODE_ENV === 'production' && !env.ADMIN_API_KEY) refuse('ADMIN_API_KEY', 'is required in production');
   // The demo ERP writes made-up tours for Personalnummern that real drivers may have.
-  if (env.NODE_ENV === 'production' && !env.ERP_MODE)
-    ctx.addIssue({ code: 'custom', path: ['ERP_MODE'], message: 'is required in production (http, with ERP_BASE_URL)' });
-  if (env.NODE_ENV === 'production' && env.ERP_MODE === 'demo')
-    ctx.addIssue({ code: 'custom', path: ['ERP_MODE'], message: 'demo is not allowed in production' });
+  if (env.NODE_ENV === 'production' && !env.ERP_MODE) refuse('ERP_MODE', 'is required in production (http, with ERP_BASE_URL)');
+  if (env.NODE_ENV === 'production' && env.ERP_MODE === 'demo') refuse('ERP_MODE', 'demo is not allowed in production');
   if (env.NODE_ENV === 'production' && !env.DOCUMENT_STORE)
-    ctx.addIssue({ code: 'custom', path: ['DOCUMENT_STORE'], message: 'is required in production (s3, http, or local for one instance)' });
+    refuse('DOCUMENT_STORE', 'is required in production (s3, http, or local for one instance)');
 });
 
 export type Config = ReturnType<typeof loadConfig>;
