@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import type { FieldProblem } from './errors.js';
 import type { Authenticator } from './auth/authenticate.js';
 import type { BackOfficePerson } from './auth/tokens.js';
 import type { Database } from './db/client.js';
@@ -34,6 +35,8 @@ export interface AppContext {
   lifecycle: { draining: boolean };
   /** What "today" is: the default day of the tour list and the ERP import (tests set it). */
   clock: () => Date;
+  /** What the instance must have reached once before it is ready (server/startupChecks.ts). */
+  startup: { pending(): FieldProblem[] };
 }
 
 export type Actor =

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Config } from './config.js';
 
 /** Host, port and database of a postgres:// URL; its user, password and parameters stay out of the log. */
-function databaseAddress(url: string) {
+export function databaseAddress(url: string) {
   try {
     const parsed = new URL(url);
     const database = decodeURIComponent(parsed.pathname.replace(/^\//, '')) || '(default)';
@@ -13,7 +13,7 @@ function databaseAddress(url: string) {
 }
 
 /** A URL without its user, password and query (where a token could sit). */
-function address(url: string) {
+export function address(url: string) {
   const parsed = new URL(url);
   return `${parsed.origin}${parsed.pathname.replace(/\/$/, '')}`;
 }
@@ -25,7 +25,7 @@ function database(config: Config) {
   return direct === pooled ? `PostgreSQL ${pooled}` : `PostgreSQL ${pooled} (direct ${direct})`;
 }
 
-function documents(config: Config) {
+export function describeDocuments(config: Config) {
   const { mode, url, s3 } = config.documents;
   if (mode === 's3') return `s3 bucket ${s3.bucket}${s3.endpoint ? ` at ${address(s3.endpoint)}` : ''} (${s3.region})`;
   if (mode === 'http') return `http ${address(url!)}`;
@@ -50,7 +50,7 @@ export function productionSummary(config: Config) {
     'Production settings:',
     `identity ${auth.mode} issuer ${auth.issuer ? address(auth.issuer) : '(development)'} audience ${auth.audience};`,
     `ERP ${erp.mode}${erp.baseUrl ? ` ${address(erp.baseUrl)}` : ''}${erpAuth(erp.auth)}, import ${erp.importEnabled ? `at ${erp.importCron}` : 'off'};`,
-    `documents ${documents(config)};`,
+    `documents ${describeDocuments(config)};`,
     `metrics ${config.metricsPort === undefined ? 'off' : `on port ${config.metricsPort}`};`,
     `CORS ${config.corsOrigins.length ? config.corsOrigins.join(', ') : 'no origins'};`,
     `database ${database(config)}`,

@@ -1,3 +1,4 @@
+import { documentStoreCheck, startStartupChecks } from './startupChecks.js';
 import { mkdirSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
@@ -129,6 +130,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     devices: createDeviceReports({ maxPerAccount: config.devices.maxPerAccount }),
     lifecycle: { draining: false },
     clock: options.now ?? (() => new Date()),
+    startup: { pending: () => [] },
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
@@ -183,6 +185,16 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     metricsServer = await startMetricsServer(ctx.metrics, config.metricsPort, config.host, logger);
     metricsUrl = `http://${host}:${(metricsServer.address() as AddressInfo).port}/metrics`;
   }
+  // Ready only once the document store took a write and the issuer answered (an injected store is the test's own).
+  const startup = startStartupChecks(
+    [
+      ...(options.documents ? [] : [documentStoreCheck(config, documents)]),
+      ...(config.auth.mode === 'oidc' ? [{ name: 'issuer', target: config.auth.issuer!, run: verifyToken.warm }] : []),
+    ],
+    logger,
+  );
+  ctx.startup = startup;
+  await startup.first;
   const erpWriteBack = startErpWriteBackJob(ctx);
   // The catch-up runs after listen: a slow ERP must not keep the service from answering.
   const importJobs = config.erp.importEnabled ? startImportJobs(ctx, { now: ctx.clock }) : undefined;
@@ -203,6 +215,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         server.closeIdleConnections();
       });
       await ctx.background.settled();
+      startup.stop();
       await retention.stop();
       await ctx.changes.close();
       await erpWriteBack.stop();

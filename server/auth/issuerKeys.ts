@@ -82,9 +82,10 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
     }
   };
 
-  const fetchKeySet = async () => {
-    if (budgetNow() < 1) throw new IssuerUnreachable('the key set was fetched too often lately', retryAfterSeconds());
-    budget -= 1;
+  /** `budgeted`: asked for by a token; the start's own fetch spends none of the budget that spares the issuer. */
+  const fetchKeySet = async (budgeted: boolean) => {
+    if (budgeted && budgetNow() < 1) throw new IssuerUnreachable('the key set was fetched too often lately', retryAfterSeconds());
+    if (budgeted) budget -= 1;
     const issuer = options.issuer().replace(/\/$/, '');
     if (!jwksUri) {
       const metadata = Discovery.safeParse(await ask('discovery', `${issuer}/.well-known/openid-configuration`));
@@ -109,8 +110,8 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
     };
   };
   /** One fetch at a time: requests that need the set meanwhile wait for the same answer. */
-  const refresh = () =>
-    (fetching ??= fetchKeySet().finally(() => {
+  const refresh = (budgeted = true) =>
+    (fetching ??= fetchKeySet(budgeted).finally(() => {
       fetching = undefined;
     }));
 
@@ -151,6 +152,8 @@ export function createIssuerKeys(options: IssuerKeysOptions) {
       const notPublished = new KeyNotPublished(`the issuer's key set holds no key ${header.kid ?? `for ${header.alg}`}`);
       throw failure && !(held && hopeless(held, header, issuedAt)) ? failure : notPublished;
     },
+    /** Fetches discovery and the key set now (the start's readiness check); throws `IssuerUnreachable`. */
+    fetch: () => refresh(false),
     /** Whether a token checked against the set of this generation still counts: the set is the latest, and young. */
     isCurrent: (checkedWith: number) => held !== undefined && checkedWith === generation && !isOld(held),
   };

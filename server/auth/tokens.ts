@@ -203,7 +203,10 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     return { personalnummer: valid ? personalnummer : null, expiresAt: payload.exp! * 1000, syncRole, backOffice, generation };
   };
 
-  return async function verify(token: string): Promise<VerifiedToken> {
+  // `warm` asks the issuer once now (discovery and keys), for the start's readiness.
+  return Object.assign(verify, { warm: () => keys.fetch() });
+
+  async function verify(token: string): Promise<VerifiedToken> {
     const known = verified.get(token);
     if (known && keys.isCurrent(known.generation) && known.expiresAt > Date.now()) {
       const { generation: _generation, ...answer } = known;
@@ -214,5 +217,5 @@ export function createTokenVerifier(options: TokenVerifierOptions) {
     verified.set(token, fresh);
     const { generation: _generation, ...answer } = fresh;
     return answer;
-  };
+  }
 }

@@ -312,8 +312,9 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
   }
 
   it('answers 503 upstream_unavailable, not 401, while the issuer cannot be asked, and 200 once it is back', async () => {
+    // Down since before the start: the service holds no key set (the start's own fetch failed too).
+    idp.discoveryDown = true;
     await withFreshServer(3104, async (api, token) => {
-      idp.discoveryDown = true;
       expectUpstream(await api.get('/me/cars', { token }));
       await expect(SyncSocket.open(api.url, { token })).rejects.toMatchObject({ status: 503 });
       idp.discoveryDown = false;
@@ -336,9 +337,9 @@ describe.each(databaseKinds)('OIDC discovery on %s', (kind) => {
     });
   });
 
-  it('fetches the discovery document and key set once for many requests', async () => {
+  it('fetches the discovery document and key set once, at the start, for many requests', async () => {
+    const before = { ...idp.hits };
     await withFreshServer(3101, async (api, token) => {
-      const before = { ...idp.hits };
       const concurrent = await Promise.all(Array.from({ length: 5 }, () => api.get('/me/cars', { token })));
       for (let i = 0; i < 5; i += 1)
         concurrent.push(await api.get('/me/cars', { token: await idpToken(3101, { key: i % 2 ? ecKey : rsaKey }) }));

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { databaseKinds, type DatabaseKind } from '../helpers/databases.js';
 import { AUDIENCE, newIssuerKey, RealIssuer, type IssuerKey } from '../helpers/oidcIssuer.js';
 import { startTestServer, type ApiResponse, type TestServer } from '../helpers/server.js';
@@ -209,6 +209,8 @@ describe.each(databaseKinds)('tokens of a real OpenID provider on %s', (kind: Da
     }
     await sleep(retryAfter * 1000);
     expect((await fresh.get('/me/cars', { token })).status).toBe(200);
+    // Not ready until its own check of the issuer, retried in the background, has an answer.
+    await vi.waitFor(async () => expect((await fresh.get('/readyz')).status).toBe(200), { timeout: 35_000, interval: 250 });
   }, 60_000);
 
   it('refuses garbage and a wrong signature under a known key with 401 while the issuer is up', async () => {

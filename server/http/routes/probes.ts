@@ -40,13 +40,16 @@ export const probeRoutes = [
     tags: ['System'],
     errors: [503],
     response: Ready,
-    summary: 'Readiness: the database answers within READINESS_TIMEOUT_MS, its migrations are applied, LISTEN is up, not draining',
+    summary:
+      'Readiness: the document store and the issuer answered once since the start, the database answers within READINESS_TIMEOUT_MS, its migrations are applied, LISTEN is up, not draining',
     description:
       '503 problem+json (`upstream_unavailable`, with Retry-After) names each failing check in `errors`: ' +
-      '`draining` (SIGTERM received, requests still served), `listener`, `database`, `migrations`.',
+      '`draining` (SIGTERM received, requests still served), `documents` or `issuer` (not reached once since the start: ' +
+      'the document store took no write, the issuer answered no discovery or key set), `listener`, `database`, `migrations`.',
     handler: async ({ ctx, res }) => {
       const problems: FieldProblem[] = [];
       if (ctx.lifecycle.draining) problems.push({ path: 'draining', message: 'shutting down: send new requests elsewhere' });
+      problems.push(...ctx.startup.pending());
       if (!ctx.database.health.listening)
         problems.push({ path: 'listener', message: "the LISTEN connection that carries other instances' changes is down" });
       const ms = ctx.config.readinessTimeoutMs;

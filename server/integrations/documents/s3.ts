@@ -49,9 +49,9 @@ export function createS3DocumentStore(options: S3DocumentStoreOptions): Document
 
   const failed = (error: unknown, what: string) => {
     const service = error as { name?: string; $metadata?: { httpStatusCode?: number } };
-    const detail = service.$metadata
-      ? ` (${service.name}, ${service.$metadata.httpStatusCode ?? 'no status'})`
-      : `: ${(error as Error).message}`;
+    // Without a status the store never answered (refused, timed out): its message says why.
+    const status = service.$metadata?.httpStatusCode;
+    const detail = status ? ` (${service.name}, ${status})` : `: ${(error as Error).message || service.name}`;
     return upstream(`Document store ${what} failed${detail}`);
   };
 
