@@ -1,6 +1,6 @@
 // Builds the service for production: every module of server/ and shared/ compiled to JavaScript
 // one file each (ESM, the same paths under dist/), the files they read at run time beside them
-// (the migrations, the PDF worker), and the client SDK package. Types are checked by `npm run typecheck`.
+// (the migrations, the PDF worker), the back-office console (one script, its page and styles) and the client SDK package. Types are checked by `npm run typecheck`.
 // `node build.mjs [--outdir <dir>]`; dist/ by default.
 import { cp, readdir, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -30,3 +30,15 @@ await build({
 // Read at run time relative to the modules: migrations (server/db/client.ts) and the worker (pdfRaster.ts).
 await cp(path.join(root, 'migrations'), path.join(outdir, 'migrations'), { recursive: true });
 for (const file of sources.filter((f) => f.endsWith('.mjs'))) await cp(path.join(root, file), path.join(outdir, file));
+// The console as the service serves it from dist/console (server/http/console.ts).
+await build({
+  absWorkingDir: root,
+  entryPoints: ['console/src/main.ts'],
+  outfile: path.join(outdir, 'console/app.js'),
+  bundle: true,
+  format: 'esm',
+  target: 'es2022',
+  minify: true,
+  logLevel: 'warning',
+});
+for (const file of ['index.html', 'console.css']) await cp(path.join(root, 'console', file), path.join(outdir, 'console', file));

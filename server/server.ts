@@ -16,6 +16,7 @@ import { openFileLimit, watchConnectionBudget } from './http/connectionBudget.js
 import { answerUnparsableRequest } from './http/problem.js';
 import { apiRoutes } from './http/routes/index.js';
 import { devIdentityRoutes } from './http/routes/devIdentity.js';
+import { devSignInPages } from './http/devSignInPages.js';
 import { createSyncSocketServer } from './http/ws.js';
 import { createErpGateway, type ErpGateway } from './integrations/erp/gateway.js';
 import { createDocumentStore, type DocumentStore } from './integrations/documents/store.js';
@@ -134,7 +135,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   };
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
-  const app = createHttpApp(ctx, routes);
+  const signInPages = devIdp
+    ? [devSignInPages({ idp: devIdp, issuer: devIssuer, clientId: config.auth.consoleClientId, keyMatches: adminKeyMatcher(admin.keys) })]
+    : [];
+  const app = createHttpApp(ctx, routes, signInPages);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   // Above the keep-alive timeout, so a proxy never sends a request on a connection we are about to drop.

@@ -46,9 +46,13 @@ export async function createDevIdentityProvider(
     metadata: (issuer: string) => ({
       issuer,
       jwks_uri: `${issuer}/jwks`,
-      token_endpoint: issuer.replace(/\/dev\/oidc$/, '/dev/token'),
+      // The console's sign-in (http/devSignInPages.ts); POST /dev/token mints tokens with the admin key.
+      authorization_endpoint: `${issuer}/authorize`,
+      token_endpoint: `${issuer}/token`,
+      grant_types_supported: ['authorization_code'],
+      code_challenge_methods_supported: ['S256'],
       id_token_signing_alg_values_supported: ['ES256'],
-      response_types_supported: ['token'],
+      response_types_supported: ['code'],
       subject_types_supported: ['public'],
     }),
     mint: (issuer: string, personalnummer: number, roles?: string[]) =>

@@ -3,6 +3,7 @@ import compression from 'compression';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { AppContext } from '../context.js';
+import { consolePages } from './console.js';
 import { cors } from './cors.js';
 import { CancellationWriteBack, CompletionWriteBack, ErpToursAnswer } from '../../shared/schemas/erp.js';
 import { buildOpenApi } from './openapi.js';
@@ -41,7 +42,12 @@ const docsPage = `<!doctype html>
 const docsInit = `SwaggerUIBundle({ url: '/openapi.json', dom_id: '#ui', persistAuthorization: true });\n`;
 
 /** The service's request listener: express, with the routes marked `direct` answered before it (direct.ts). */
-export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: IncomingMessage, res: ServerResponse) => void {
+export function createHttpApp(
+  ctx: AppContext,
+  routes: AnyRoute[],
+  /** Pages beside the API (the development issuer's sign-in). */
+  pages: RequestHandler[] = [],
+): (req: IncomingMessage, res: ServerResponse) => void {
   const app = express();
   app.disable('x-powered-by');
   // Only routes marked `conditional` carry an ETag (registration sets it): hashing every other
@@ -57,7 +63,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: Incomi
   // In front of every route, in this order; each works on Node's own request and answer too.
   const front: RequestHandler[] = [
     requestLog(ctx.logger),
-    securityHeaders({ hstsMaxAgeSeconds: ctx.config.hstsMaxAgeSeconds }),
+    securityHeaders({ hstsMaxAgeSeconds: ctx.config.hstsMaxAgeSeconds, issuer: ctx.config.auth.issuer }),
     cors(ctx.config.corsOrigins),
     requestMetrics(ctx.metrics),
     // Brotli or gzip as Accept-Encoding asks; only compressible types (JSON, text), never images or PDFs.
@@ -86,6 +92,7 @@ export function createHttpApp(ctx: AppContext, routes: AnyRoute[]): (req: Incomi
   });
   if (swaggerUiDir) app.use('/docs/assets', express.static(swaggerUiDir, { index: false }));
 
+  app.use(consolePages(ctx), ...pages);
   app.use(router);
   app.use((req, res) => sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`));
   app.use(fallbacks);

@@ -12,13 +12,13 @@ export async function ownsDelivery(db: Db, accountId: number, deliveryId: string
   return found !== undefined;
 }
 
-/** An attachment of a delivery on one of the account's tours; undefined when unknown or foreign. */
-export async function ownAttachment(db: Db, accountId: number, attachmentId: string) {
+/** An attachment of a delivery on one of the account's tours (any account's with null, the back office); undefined when unknown or foreign. */
+export async function ownAttachment(db: Db, accountId: number | null, attachmentId: string) {
   const [attachment] = await db
     .select({ id: attachments.id, reference: attachments.reference })
     .from(attachments)
     .innerJoin(deliveries, eq(deliveries.id, attachments.deliveryId))
     .innerJoin(tours, eq(tours.id, deliveries.tourId))
-    .where(and(eq(attachments.id, attachmentId), eq(tours.accountId, accountId)));
+    .where(and(eq(attachments.id, attachmentId), accountId === null ? undefined : eq(tours.accountId, accountId)));
   return attachment;
 }

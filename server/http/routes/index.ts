@@ -3,6 +3,7 @@ import { adminCompletionRoutes } from './adminCompletion.js';
 import { attachmentRoutes } from './attachments.js';
 import { completionRoutes } from './completion.js';
 import { adminRoutes } from './admin.js';
+import { adminDayRoutes } from './adminDay.js';
 import { deliveryRoutes } from './deliveries.js';
 import { deviceRoutes } from './devices.js';
 import { masterDataRoutes } from './masterData.js';
@@ -25,6 +26,7 @@ export const apiRoutes: AnyRoute[] = [
   ...attachmentRoutes,
   ...adminCompletionRoutes,
   ...adminRoutes,
+  ...adminDayRoutes,
   ...deliveryRoutes,
   ...syncRoutes,
   ...deviceRoutes,
