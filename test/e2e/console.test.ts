@@ -50,6 +50,7 @@ beforeAll(async () => {
         async pushCompletion() {
           if (!erpUp) throw upstream('ERP nicht erreichbar');
         },
+        async pushCancellation() {},
       },
     },
   );
@@ -196,12 +197,19 @@ describe('the back-office console in real Chromium', { timeout: 240_000 }, () =>
     expect(pushed.erpPushStatus).toBe('succeeded');
 
     // The day's deliveries, with the signatures and the report.
+    // The report is stored after the completion's answer; the screen shows it once it is there.
+    await expect
+      .poll(async () => (await server.get(`/admin/deliveries/${delivered.delivery.id}/report`, { admin: true })).status, WAIT)
+      .toBe(200);
     await open(page, 'zustellungen', 'Zustellungen');
     await (await button(page, `Dokumente zu ${delivered.delivery.belegnummer}`))!.click();
     await page.waitForFunction(() => {
       const images = Array.from(document.querySelectorAll<HTMLImageElement>('.signatures img'));
       return images.length === 2 && images.every((image) => image.complete && image.naturalWidth > 0);
     }, WAIT);
+    const report = await page.waitForSelector('a[download$=".pdf"]', WAIT);
+    // The PDF the service answered, held by the page as an object URL (the policy lets the page fetch nothing but the API).
+    expect(await report!.evaluate((link) => (link as HTMLAnchorElement).href)).toMatch(/^blob:/);
     await shot(page, 'deliveries-documents');
 
     for (const screen of screens) await check(page, screen, 'desk');

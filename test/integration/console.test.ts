@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+
 import { describe, expect, it } from 'vitest';
 import { berlinDate } from '../../shared/rules/calendar.js';
-import { completions } from '../../server/db/schema.js';
+
 import { databaseKinds } from '../helpers/databases.js';
 import { completeAt, newTour } from '../helpers/factories.js';
 import { TEST_ADMIN_KEY, useTestServer } from '../helpers/server.js';
@@ -78,35 +78,6 @@ describe.each(databaseKinds)('the console and its admin reads on %s', (kind) => 
     const response = await api.get(`/admin/tours?date=${date}`, admin);
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ code: 'validation' });
-  });
-
-  it('lists open and failed write-backs, not the succeeded ones, oldest completion first', async () => {
-    await api.token(7702);
-    const {
-      deliveries: [failed, open, done],
-    } = await newTour(api.db, { accountId: 7702, deliveries: 3 });
-    await completeAt(api.db, failed.delivery.id, new Date('2026-01-02T08:00:00Z'));
-    await completeAt(api.db, open.delivery.id, new Date('2026-01-02T09:00:00Z'));
-    await completeAt(api.db, done.delivery.id, new Date('2026-01-02T07:00:00Z'));
-    await api.db
-      .update(completions)
-      .set({ erpPushStatus: 'failed', erpPushAttempts: 3, erpPushError: 'ERP 503' })
-      .where(eq(completions.deliveryId, failed.delivery.id));
-    await api.db.update(completions).set({ erpPushStatus: 'succeeded' }).where(eq(completions.deliveryId, done.delivery.id));
-
-    const listed = (await api.get('/admin/write-backs', admin)).body.write_backs.filter((w: { delivery_id: string }) =>
-      [failed, open, done].some((d) => d.delivery.id === w.delivery_id),
-    );
-    expect(listed).toEqual([
-      expect.objectContaining({
-        delivery_id: failed.delivery.id,
-        status: 'failed',
-        attempts: 3,
-        error: 'ERP 503',
-        belegnummer: failed.delivery.belegnummer,
-      }),
-      expect.objectContaining({ delivery_id: open.delivery.id, status: 'pending', attempts: 0, error: null }),
-    ]);
   });
 
   it("answers any delivery's attachment preview to the back office, 404 for an unknown one and 400 for a bad id", async () => {

@@ -18,7 +18,7 @@ interface Details {
 
 const preview = (id: string, width: number) => `/admin/attachments/${id}?w=${width}&h=0&ext=png`;
 
-/** Opens the delivery's signatures and the report's first page beside its row. */
+/** Opens the delivery's signatures and its report (PDF) beside its row. */
 async function showDocuments(entry: Completed, target: HTMLElement) {
   const details = await getJson<Details>(`/admin/belege/${encodeURIComponent(entry.belegnummer)}`);
   const completion = details.deliveries.find((d) => d.id === entry.delivery_id)?.completion;
@@ -38,7 +38,10 @@ async function showDocuments(entry: Completed, target: HTMLElement) {
             {},
             h(
               'a',
-              { href: await objectUrl(preview(report, 1200)), download: `Lieferbericht-${entry.belegnummer}.png` },
+              {
+                href: await objectUrl(`/admin/deliveries/${entry.delivery_id}/report`),
+                download: `Lieferbericht-${entry.belegnummer}.pdf`,
+              },
               'Lieferbericht öffnen',
             ),
           )
@@ -79,7 +82,12 @@ export function deliveriesScreen(): Screen {
               {},
               h(
                 'button',
-                { type: 'button', class: 'secondary', onclick: () => void showDocuments(d, documents) },
+                {
+                  type: 'button',
+                  class: 'secondary',
+                  onclick: () =>
+                    void showDocuments(d, documents).catch((error: Error) => documents.replaceChildren(notice(error.message, 'error'))),
+                },
                 `Dokumente zu ${d.belegnummer}`,
               ),
               documents,

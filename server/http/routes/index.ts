@@ -3,7 +3,7 @@ import { adminCompletionRoutes } from './adminCompletion.js';
 import { attachmentRoutes } from './attachments.js';
 import { completionRoutes } from './completion.js';
 import { adminRoutes } from './admin.js';
-import { adminDayRoutes } from './adminDay.js';
+import { adminTourRoutes } from './adminTours.js';
 import { deliveryRoutes } from './deliveries.js';
 import { deviceRoutes } from './devices.js';
 import { masterDataRoutes } from './masterData.js';
@@ -26,7 +26,7 @@ export const apiRoutes: AnyRoute[] = [
   ...attachmentRoutes,
   ...adminCompletionRoutes,
   ...adminRoutes,
-  ...adminDayRoutes,
+  ...adminTourRoutes,
   ...deliveryRoutes,
   ...syncRoutes,
   ...deviceRoutes,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { IsoDate, Timestamp } from './common.js';
+import { IsoDate } from './common.js';
 
-// The office's view of a day: tours with their progress, and write-backs to the ERP still to be done.
+// The office's view of a day: its tours with their progress.
 
 export const AdminToursQuery = z.object({
   date: IsoDate.meta({ description: 'Tour date YYYY-MM-DD (default: today in Berlin)' }).optional(),
@@ -24,22 +24,3 @@ export const AdminTourProgress = z
 
 export const AdminToursResponse = z.object({ date: IsoDate, tours: z.array(AdminTourProgress) }).meta({ id: 'AdminToursResponse' });
 export type AdminToursResponse = z.infer<typeof AdminToursResponse>;
-
-export const AdminWriteBack = z
-  .object({
-    delivery_id: z.uuid(),
-    belegnummer: z.string(),
-    belegart_id: z.number().int(),
-    customer_name: z.string(),
-    completed_at: Timestamp,
-    status: z.enum(['pending', 'failed']),
-    attempts: Count,
-    error: z.string().nullable(),
-    next_attempt_at: Timestamp.nullable(),
-  })
-  .meta({ id: 'AdminWriteBack' });
-
-export const AdminWriteBacksResponse = z
-  .object({ write_backs: z.array(AdminWriteBack).meta({ description: 'Oldest completion first, at most 500' }) })
-  .meta({ id: 'AdminWriteBacksResponse' });
-export type AdminWriteBacksResponse = z.infer<typeof AdminWriteBacksResponse>;

@@ -1,8 +1,7 @@
 import { asc, eq, inArray, sql } from 'drizzle-orm';
-import type { AdminToursResponse, AdminWriteBacksResponse } from '../../shared/schemas/adminDay.js';
+import type { AdminToursResponse } from '../../shared/schemas/adminTours.js';
 import type { Db } from '../db/client.js';
-import { accounts, completions, customers, deliveries, deliveryItems, tours } from '../db/schema.js';
-import { iso, isoOrNull } from './adminShapes.js';
+import { accounts, deliveries, deliveryItems, tours } from '../db/schema.js';
 
 const countWhere = (condition: ReturnType<typeof sql>) => sql<number>`count(*) FILTER (WHERE ${condition})`.mapWith(Number);
 
@@ -59,41 +58,6 @@ export async function toursOfDay(db: Db, date: string): Promise<AdminToursRespon
       driver: { personalnummer: t.personalnummer, name: t.driverName },
       deliveries: deliveriesOf.get(t.id) ?? { total: 0, active: 0, held: 0, canceled: 0, completed: 0 },
       lines: linesOf.get(t.id) ?? { total: 0, loaded: 0, removed: 0, held: 0 },
-    })),
-  };
-}
-
-/** Completions whose ERP write-back is still open or failed, oldest completion first (at most 500). */
-export async function openWriteBacks(db: Db): Promise<AdminWriteBacksResponse> {
-  const rows = await db
-    .select({
-      deliveryId: completions.deliveryId,
-      belegnummer: deliveries.belegnummer,
-      belegartId: deliveries.belegartId,
-      customerName: customers.name,
-      completedAt: completions.completedAt,
-      status: completions.erpPushStatus,
-      attempts: completions.erpPushAttempts,
-      error: completions.erpPushError,
-      nextAttemptAt: completions.erpNextAttemptAt,
-    })
-    .from(completions)
-    .innerJoin(deliveries, eq(deliveries.id, completions.deliveryId))
-    .innerJoin(customers, eq(customers.id, deliveries.customerId))
-    .where(inArray(completions.erpPushStatus, ['pending', 'failed']))
-    .orderBy(asc(completions.completedAt), asc(completions.deliveryId))
-    .limit(500);
-  return {
-    write_backs: rows.map((r) => ({
-      delivery_id: r.deliveryId,
-      belegnummer: r.belegnummer,
-      belegart_id: r.belegartId,
-      customer_name: r.customerName,
-      completed_at: iso(r.completedAt),
-      status: r.status as 'pending' | 'failed',
-      attempts: r.attempts,
-      error: r.error,
-      next_attempt_at: isoOrNull(r.nextAttemptAt),
     })),
   };
 }
