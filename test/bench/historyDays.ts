@@ -16,6 +16,14 @@ export const CUSTOMERS = 2000;
 export const PAYMENT_CODE = 'BENCH-BAR';
 /** An array as one parameter (drizzle spreads a JavaScript array into a list); for codes and dates, which need no quoting. */
 export const pgArray = (values: string[]) => `{${values.join(',')}}`;
+/**
+ * A UUIDv7 of the time `at`, an SQL expression (shared/ids.ts's layout, made in SQL): the history
+ * holds time-ordered ids as the service and the SDK make them, so its indexes are laid out as a
+ * year of pushes leaves them.
+ */
+const idAt = (at: string) =>
+  sql.raw(`encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) PLACING
+    substring(int8send(floor(extract(epoch FROM ${at}) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid`);
 
 /**
  * A block of days is first generated into temporary tables (no WAL, dropped at commit) that hold
@@ -28,7 +36,7 @@ async function generateTours(tx: Db, size: CompanySize, dates: string[], complet
   const temp = (name: string, body: SQL) => tx.execute(sql`CREATE TEMP TABLE ${sql.raw(name)} ON COMMIT DROP AS `.append(body));
   await temp(
     'h_t',
-    sql`SELECT gen_random_uuid() AS id, a AS account_id, d AS tour_date FROM unnest(${pgArray(dates)}::date[]) AS d
+    sql`SELECT ${idAt("(d - 1)::timestamp AT TIME ZONE 'Europe/Berlin'")} AS id, a AS account_id, d AS tour_date FROM unnest(${pgArray(dates)}::date[]) AS d
     CROSS JOIN generate_series(${FIRST_DRIVER}::bigint, ${FIRST_DRIVER + size.drivers - 1}::bigint) AS a`,
   );
   // n numbers a delivery within its day; the pick h chooses the few that deviate (h < 150 a removed line,
@@ -36,7 +44,7 @@ async function generateTours(tx: Db, size: CompanySize, dates: string[], complet
   // (h ≥ 9995; on the last day all of them).
   await temp(
     'h_d',
-    sql`SELECT gen_random_uuid() AS id, t.id AS tour_id, t.account_id, t.tour_date, s AS sort_order, v.n, v.h, v.belegnummer, c.id AS customer_id,
+    sql`SELECT ${idAt("v.day_start - interval '1 day'")} AS id, t.id AS tour_id, t.account_id, t.tour_date, s AS sort_order, v.n, v.h, v.belegnummer, c.id AS customer_id,
       c.address, car.id AS car_id, v.day_start, CASE WHEN ${done} THEN v.done END AS completed_at,
       CASE WHEN ${done} THEN v.done ELSE v.day_start END AS updated_at,
       ${done} AND t.tour_date < ${lastDay}::date AND v.h < 9995 AS mail_sent
@@ -52,7 +60,7 @@ async function generateTours(tx: Db, size: CompanySize, dates: string[], complet
   // Named and ordered as delivery_items' columns: the change log keeps such rows as JSON.
   await temp(
     'h_i',
-    sql`SELECT gen_random_uuid() AS id, d.id AS delivery_id, p * 10 AS line_number, a.id AS article_id, a.default_warehouse_id AS warehouse_id,
+    sql`SELECT ${idAt("d.day_start - interval '1 day'")} AS id, d.id AS delivery_id, p * 10 AS line_number, a.id AS article_id, a.default_warehouse_id AS warehouse_id,
       v.q AS required_quantity, CASE WHEN v.removed OR NOT ${done} OR NOT a.scannable THEN 0 ELSE v.q END AS scanned_quantity,
       0 AS credited_quantity, CASE WHEN v.removed THEN 'Removed' WHEN ${done} AND a.scannable THEN 'Done' ELSE 'InProgress' END AS state,
       'Stk' AS unit, 100 + v.article AS unit_price_cents, d.updated_at
@@ -91,11 +99,11 @@ async function generateWork(tx: Db, lastDay: string, changeLogFrom: string) {
   await run(
     sql`WITH audit AS (INSERT INTO scan_audit (client_scan_id, delivery_id, delivery_item_id, action, quantity, reason,
       scanned_quantity_after, credited_quantity_after, state_after, account_id, author_car_id, occurred_at, received_at)
-    SELECT gen_random_uuid(), d.id, i.id, 'scan', i.required_quantity, NULL, i.required_quantity, 0, 'Done', d.account_id, d.car_id,
+    SELECT ${idAt("d.completed_at - interval '20 minutes' + i.line_number * interval '1 second'")}, d.id, i.id, 'scan', i.required_quantity, NULL, i.required_quantity, 0, 'Done', d.account_id, d.car_id,
       d.completed_at - interval '20 minutes' + i.line_number * interval '1 second', d.completed_at - interval '20 minutes' + i.line_number * interval '1 second'
     FROM h_d d JOIN h_i i ON i.delivery_id = d.id WHERE i.state = 'Done'
     UNION ALL
-    SELECT gen_random_uuid(), d.id, i.id, 'remove', NULL, 'beschädigt', 0, 0, 'Removed', d.account_id, d.car_id,
+    SELECT ${idAt("d.completed_at - interval '5 minutes'")}, d.id, i.id, 'remove', NULL, 'beschädigt', 0, 0, 'Removed', d.account_id, d.car_id,
       d.completed_at - interval '5 minutes', d.completed_at - interval '5 minutes'
     FROM h_d d JOIN h_i i ON i.delivery_id = d.id WHERE i.state = 'Removed'
     RETURNING client_scan_id AS event_id, account_id, delivery_id, occurred_at, received_at)
@@ -103,22 +111,22 @@ async function generateWork(tx: Db, lastDay: string, changeLogFrom: string) {
   );
   await run(
     sql`WITH credit AS (INSERT INTO credit_events (client_event_id, delivery_id, action, amount_cents, reason, account_id, author_car_id, occurred_at, received_at)
-    SELECT gen_random_uuid(), d.id, 'set', 500, 'Bruch', d.account_id, d.car_id, d.completed_at - interval '2 minutes', d.completed_at - interval '2 minutes'
+    SELECT ${idAt("d.completed_at - interval '2 minutes'")}, d.id, 'set', 500, 'Bruch', d.account_id, d.car_id, d.completed_at - interval '2 minutes', d.completed_at - interval '2 minutes'
     FROM h_d d WHERE d.h BETWEEN 150 AND 299
     RETURNING client_event_id AS event_id, account_id, delivery_id, occurred_at, received_at)
   `.append(recorded('credit', 'credit')),
   );
   await run(sql`CREATE TEMP TABLE h_n ON COMMIT DROP AS
-    SELECT gen_random_uuid() AS id, d.id AS delivery_id, d.account_id, d.car_id,
+    SELECT ${idAt("d.completed_at - interval '4 minutes'")} AS id, d.id AS delivery_id, d.account_id, d.car_id,
       CASE WHEN d.h < 150 THEN 'Karton beschädigt' WHEN d.h < 300 THEN 'Gutschrift wegen Bruch' ELSE 'Hintereingang' END AS text,
       i.id AS item_id, d.h BETWEEN 150 AND 299 AS amount, d.completed_at - interval '4 minutes' AS at
     FROM h_d d LEFT JOIN h_i i ON i.delivery_id = d.id AND i.state = 'Removed'`);
   await run(sql`INSERT INTO notes (id, delivery_id, text, author_car_id, credit_delivery_item_id, is_amount_credit_note, created_at, updated_at)
     SELECT id, delivery_id, text, car_id, item_id, amount, at, at FROM h_n`);
   await run(sql`INSERT INTO processed_events (event_id, type, client_id, account_id, delivery_id, occurred_at, received_at)
-    SELECT gen_random_uuid(), 'note.create', 'bench-history', account_id, delivery_id, at, at FROM h_n`);
+    SELECT ${idAt('at')}, 'note.create', 'bench-history', account_id, delivery_id, at, at FROM h_n`);
   await run(sql`CREATE TEMP TABLE h_p ON COMMIT DROP AS
-    SELECT gen_random_uuid() AS id, gen_random_uuid() AS event_id, d.id AS delivery_id, (d.n % 3) * 1000 AS amount_cents, d.account_id, d.car_id,
+    SELECT ${idAt("d.completed_at - interval '1 minute'")} AS id, ${idAt("d.completed_at - interval '1 minute'")} AS event_id, d.id AS delivery_id, (d.n % 3) * 1000 AS amount_cents, d.account_id, d.car_id,
       d.completed_at - interval '1 minute' AS at FROM h_d d`);
   await run(sql`INSERT INTO payment_protocol (id, client_event_id, delivery_id, payment_method_id, payment_method_code, amount_cents,
       account_id, author_car_id, occurred_at, received_at)
@@ -129,7 +137,7 @@ async function generateWork(tx: Db, lastDay: string, changeLogFrom: string) {
   );
   // Signatures of 2 KB each (random, as compressed images are), kept in the database; the report in the document store.
   await run(sql`CREATE TEMP TABLE h_a ON COMMIT DROP AS
-    SELECT gen_random_uuid() AS id, d.id AS delivery_id, k.kind, d.completed_at AS at FROM h_d d
+    SELECT ${idAt('d.completed_at')} AS id, d.id AS delivery_id, k.kind, d.completed_at AS at FROM h_d d
     CROSS JOIN unnest(ARRAY['customer_signature', 'driver_signature', 'delivery_report']) AS k(kind)`);
   await run(sql`INSERT INTO attachments (id, delivery_id, kind, reference, content_type, size_bytes, created_at)
     SELECT id, delivery_id, kind, CASE WHEN kind = 'delivery_report' THEN 'reports/' || id || '.pdf' ELSE '~db/' || id END,
@@ -148,7 +156,7 @@ async function generateWork(tx: Db, lastDay: string, changeLogFrom: string) {
   completion AS (INSERT INTO completions (delivery_id, client_event_id, account_id, author_car_id, payment_method_id, payment_id,
       payment_collected, collected_amount_cents, notes_acknowledged, acknowledged_note_ids, customer_signature_id, driver_signature_id,
       report_attachment_id, report_source, completed_at, received_at, erp_push_status, erp_push_attempts, erp_pushed_at, erp_push_error, erp_next_attempt_at)
-    SELECT d.id, gen_random_uuid(), d.account_id, d.car_id, (SELECT id FROM payment_methods WHERE code = ${PAYMENT_CODE}), p.id, true, p.amount_cents,
+    SELECT d.id, ${idAt('d.completed_at')}, d.account_id, d.car_id, (SELECT id FROM payment_methods WHERE code = ${PAYMENT_CODE}), p.id, true, p.amount_cents,
       true, jsonb_build_array(n.id), cs.id, ds.id, r.id,
       jsonb_build_object('belegnummer', d.belegnummer, 'completedAt', d.completed_at, 'positions', l.positions),
       d.completed_at, d.completed_at,
