@@ -4,7 +4,8 @@ import { TourlineClient, type TourlineClientOptions } from '../../client-sdk/ind
 import type { TourDetails } from '../../shared/schemas/deliveries.js';
 import { newTour } from '../helpers/factories.js';
 import type { TestServer } from '../helpers/server.js';
-import { SDK_BASE_URL, type FaultInjector } from './faults.js';
+import type { FaultyNetwork } from '../../test-server/network.js';
+import { FaultInjector, SDK_BASE_URL } from './faults.js';
 
 /** What a test opened (servers, clients, folders), closed after it in reverse order. */
 export const cleanups: (() => Promise<unknown>)[] = [];
@@ -30,17 +31,20 @@ export async function driverWithTour(server: TestServer) {
   return { pnr, seeded, tourId: seeded.tour.id };
 }
 
+/**
+ * A client through `faults`: the fault injector, the SDK's fetch that forwards to whichever server
+ * runs now, or the test server package's loopback proxy in front of one server (HTTP and WebSocket).
+ */
 export function sdkOptions(
   server: () => TestServer,
   pnr: number,
-  faults: FaultInjector,
+  faults: FaultInjector | FaultyNetwork,
   extra: Partial<TourlineClientOptions> = {},
 ): TourlineClientOptions {
   return {
-    baseUrl: SDK_BASE_URL,
+    ...(faults instanceof FaultInjector ? { baseUrl: SDK_BASE_URL, fetch: faults.fetch } : { baseUrl: faults.url }),
     // A fresh token from the identity provider of whichever server runs now.
     getToken: () => server().issueToken(pnr),
-    fetch: faults.fetch,
     webSocket: null,
     backoff: { baseMs: 20, capMs: 200 },
     pollIntervalMs: 100,
