@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { processedEvents, scanAudit } from '../../server/db/schema.js';
+import { contactSources, deliveries, deliveryItems, processedEvents, scanAudit } from '../../server/db/schema.js';
 import { newId } from '../../shared/ids.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
+import { tourPayload } from '../helpers/tourPayloads.js';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 let nextAccount = 7900;
@@ -52,5 +53,26 @@ describe.each(databaseKinds)('ids on %s', (kind) => {
     expect(parseInt(noteId.replace(/-/g, '').slice(0, 12), 16)).toBeGreaterThanOrEqual(before);
     const [event] = await api.db.select().from(processedEvents).where(eq(processedEvents.deliveryId, delivery.id));
     expect(event.eventId).toMatch(UUID_V7);
+  });
+
+  it("makes time-ordered ids for an imported tour's rows: tour, deliveries, positions, contacts", async () => {
+    const accountId = nextAccount++;
+    const token = await api.token(accountId);
+    const before = Date.now();
+    const response = await api.post('/sync/tour', tourPayload(accountId, { deliveries: 2, positions: 3 }), { token });
+    expect(response.status).toBe(200);
+    const tourId: string = response.body.tour.id;
+    const rows = await api.db.select({ id: deliveries.id }).from(deliveries).where(eq(deliveries.tourId, tourId));
+    const deliveryIds = rows.map((r) => r.id);
+    const items = await api.db.select({ id: deliveryItems.id }).from(deliveryItems).where(inArray(deliveryItems.deliveryId, deliveryIds));
+    const sources = await api.db
+      .select({ id: contactSources.id })
+      .from(contactSources)
+      .where(inArray(contactSources.deliveryId, deliveryIds));
+    const ids = [tourId, ...deliveryIds, ...items.map((i) => i.id), ...sources.map((c) => c.id)];
+    expect(items).toHaveLength(6);
+    expect(sources.length).toBeGreaterThan(0);
+    ids.forEach((id) => expect(id).toMatch(UUID_V7));
+    ids.forEach((id) => expect(parseInt(id.replace(/-/g, '').slice(0, 12), 16)).toBeGreaterThanOrEqual(before));
   });
 });
