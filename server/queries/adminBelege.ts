@@ -2,7 +2,7 @@ import { asc, desc, eq, inArray } from 'drizzle-orm';
 import { isModified, isPositionModified, type ReviewPosition } from '../../shared/rules/review.js';
 import type { AdminDeliveryDetails, DeliveryDetailsResponse } from '../../shared/schemas/admin.js';
 import type { Db } from '../db/client.js';
-import { accounts, completions, deliveries, deliveryItems, services, tours } from '../db/schema.js';
+import { accounts, completions, deliveries, deliveryItems, erpCancellations, services, tours } from '../db/schema.js';
 import { notFound } from '../errors.js';
 import { adminAddress, isoOrNull, iso, snakeKeys } from './adminShapes.js';
 import { reviewStatuses } from './adminReviews.js';
@@ -35,6 +35,21 @@ function adminCompletion(row: CompletionRow): AdminDeliveryDetails['completion']
   };
 }
 
+function adminCancellation(row: typeof erpCancellations.$inferSelect | undefined): AdminDeliveryDetails['cancellation'] {
+  if (!row) return null;
+  return {
+    canceled_at: iso(row.canceledAt),
+    reason: row.reason,
+    erp_push: {
+      status: row.pushStatus,
+      attempts: row.pushAttempts,
+      pushed_at: isoOrNull(row.pushedAt),
+      error: row.pushError,
+      next_attempt_at: isoOrNull(row.nextAttemptAt),
+    },
+  };
+}
+
 /**
  * Everything known about the deliveries with an ERP document number, whatever their state:
  * several deliveries share a number when their document kinds (belegart) differ, so all of
@@ -57,6 +72,7 @@ export function belegDetails(db: Db, belegnummer: string): Promise<DeliveryDetai
       const serviceIds = [...new Set(bundle.deliveries.flatMap((d) => d.serviceValues.map((v) => v.serviceId)))];
       const serviceRows = serviceIds.length ? await tx.select().from(services).where(inArray(services.id, serviceIds)) : [];
       const completionRows = await tx.select().from(completions).where(inArray(completions.deliveryId, ids));
+      const cancellationRows = await tx.select().from(erpCancellations).where(inArray(erpCancellations.deliveryId, ids));
       const reviews = await reviewStatuses(
         tx,
         bundle.deliveries.map((d) => ({ id: d.id, creditAmountCents: d.credit?.amountCents ?? null, positions: d.positions })),
@@ -64,6 +80,7 @@ export function belegDetails(db: Db, belegnummer: string): Promise<DeliveryDetai
 
       const serviceOf = new Map(serviceRows.map((s) => [s.id, s]));
       const completionOf = new Map(completionRows.map((c) => [c.deliveryId, c]));
+      const cancellationOf = new Map(cancellationRows.map((c) => [c.deliveryId, c]));
       const customerOf = new Map(bundle.customers.map((c) => [c.id, c]));
       const articleOf = new Map(bundle.articles.map((a) => [a.id, a]));
       const warehouseOf = new Map(bundle.warehouses.map((w) => [w.id, w]));
@@ -97,6 +114,7 @@ export function belegDetails(db: Db, belegnummer: string): Promise<DeliveryDetai
           }),
           latest_payment: latestPayment && snakeKeys(latestPayment),
           completion: completion ? adminCompletion(completion) : null,
+          cancellation: adminCancellation(cancellationOf.get(row.id)),
           attachments: attachments.map(snakeKeys),
           pending_on_device: pendingOnDevice ? snakeKeys(pendingOnDevice) : null,
         };

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ContactKind, ContactRole, ErpNumber, IsoDate, isRealDate, Timestamp, Uuid } from './common.js';
 import { DeliveryState, ItemState } from './deliveries.js';
+import { AdminCancellation, AdminErpPush } from './erpPush.js';
 
 /** Back-office shapes: every `/admin/...` response is snake_case throughout. */
 
@@ -208,13 +209,7 @@ export const AdminCompletion = z
     customer_signature_id: Uuid,
     driver_signature_id: Uuid,
     report_attachment_id: Uuid.nullable(),
-    erp_push: z.object({
-      status: z.enum(['pending', 'succeeded', 'failed', 'rejected']),
-      attempts: Int,
-      pushed_at: Timestamp.nullable(),
-      error: z.string().nullable(),
-      next_attempt_at: Timestamp.nullable(),
-    }),
+    erp_push: AdminErpPush,
   })
   .meta({ id: 'AdminCompletion' });
 
@@ -261,6 +256,7 @@ export const AdminDeliveryDetails = z
     service_values: z.array(AdminServiceValue),
     latest_payment: AdminPayment.nullable(),
     completion: AdminCompletion.nullable(),
+    cancellation: AdminCancellation.nullable().describe("A driver's cancellation; null for any other delivery, one the ERP withdrew too"),
     attachments: z.array(AdminAttachment),
     pending_on_device: z
       .object({ device_id: Uuid, completed_at: Timestamp, reported_at: Timestamp })

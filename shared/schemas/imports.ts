@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { IsoDate, Timestamp, Uuid } from './common.js';
 import { PageFields } from './admin.js';
+import { AdminErpPush } from './erpPush.js';
 
 const Count = z.number().int().min(0);
 
@@ -67,11 +68,9 @@ export const ImportRunList = z
   .meta({ id: 'ImportRunList' });
 export type ImportRunList = z.infer<typeof ImportRunList>;
 
-export const ErpWriteBackStatus = z
-  .enum(['pending', 'succeeded', 'failed', 'rejected'])
-  .describe(
-    'pending: not sent yet; failed: tried again with backoff; rejected: the ERP refused it (4xx), waits for an admin push; succeeded',
-  );
+export const ErpWriteBackStatus = AdminErpPush.shape.status.describe(
+  'pending: not sent yet; failed: tried again with backoff; rejected: the ERP refused it (4xx), waits for an admin push; succeeded',
+);
 
 export const ErpWriteBack = z
   .object({

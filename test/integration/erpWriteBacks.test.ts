@@ -168,6 +168,12 @@ describe.each(databaseKinds)('ERP write-backs over HTTP on %s', (kind) => {
       state: 'canceled',
       reason: 'Kunde nicht angetroffen',
     });
+    const details = await api.get(`/admin/belege/${delivery.belegnummer}`, { admin: true });
+    expect(details.body.deliveries[0]).toMatchObject({
+      state: 'canceled',
+      completion: null,
+      cancellation: { reason: 'Kunde nicht angetroffen', erp_push: { status: 'succeeded', error: null } },
+    });
     expect((await api.post(`/admin/push-cancellation?delivery_id=${delivery.id}`, undefined, { admin: true })).status).toBe(204);
     expect(copiesFor(delivery.belegnummer, 'cancellation').length).toBe(copies.length + 1);
     expectProblem(
