@@ -9,6 +9,14 @@ import { Outbox } from '../../client-sdk/outbox.js';
 import type { SyncEvent } from '../../shared/schemas/sync.js';
 import { fakeService, newTour, problem, type FakeAnswer, type FakeCall } from './fakes.js';
 
+/** What the client sent, in order: each push as its events' types joined by `+`, any other call by its last path segment. */
+const sentInOrder = (calls: { path: string; body?: unknown }[]) =>
+  calls
+    .filter((c) => c.path !== '/sync/changes')
+    .map((c) =>
+      c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop(),
+    );
+
 const dirs: string[] = [];
 const clients: TourlineClient[] = [];
 afterEach(async () => {
@@ -216,11 +224,7 @@ describe('flushing', () => {
     ]);
     expect(client.outbox.pending().map((e) => e.id)).toEqual(calls.map((c) => c.eventId));
     await client.sync();
-    const order = service.calls
-      .filter((c) => c.path !== '/sync/changes')
-      .map((c) =>
-        c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop(),
-      );
+    const order = sentInOrder(service.calls);
     expect(order).toEqual(['delivery.hold', 'image', 'delivery.resume+scan']);
   });
 
@@ -333,11 +337,7 @@ describe('flushing', () => {
     await client.createNote(a.id, { text: 'after completion' });
     await client.scan(b.positions[0].id);
     await client.sync();
-    const order = service.calls
-      .filter((c) => c.path !== '/sync/changes')
-      .map((c) =>
-        c.path === '/sync/push' ? (c.body as { events: SyncEvent[] }).events.map((e) => e.type).join('+') : c.path.split('/').pop(),
-      );
+    const order = sentInOrder(service.calls);
     expect(order).toEqual(['scan+scan', 'complete', 'note.create']);
     const form = service.calls.find((c) => c.path.endsWith('/complete'))!.body as FormData;
     const acknowledgements = JSON.parse(form.get('acknowledgements') as string);
