@@ -256,12 +256,9 @@ export const DeliveryDetails = Delivery.extend({
   serviceValues: z.array(ServiceValue),
   latestPayment: Payment.nullable(),
   attachments: z.array(Attachment),
-  pendingOnDevice: z
-    .object({ deviceId: Uuid, completedAt: Timestamp, reportedAt: Timestamp })
-    .optional()
-    .meta({
-      description: 'Present while a phone holds an unsent completion of it: completed at completedAt (device clock), not yet received',
-    }),
+  pendingOnDevice: z.object({ deviceId: Uuid, completedAt: Timestamp, reportedAt: Timestamp }).optional().meta({
+    description: 'Present while a phone holds an unsent completion of it: completed at completedAt (device clock), not yet received',
+  }),
 }).meta({ id: 'DeliveryDetails' });
 export type DeliveryDetails = z.infer<typeof DeliveryDetails>;
 
