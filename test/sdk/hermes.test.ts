@@ -42,6 +42,8 @@ async function hermesBundle(): Promise<string> {
   return file;
 }
 
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 describe('the SDK in a real Hermes VM', () => {
   it('runs an offline driver day: queued in a dead zone, shown at once, sent exactly once with React Native file parts when back', async () => {
     const bundle = await hermesBundle();
@@ -62,7 +64,7 @@ describe('the SDK in a real Hermes VM', () => {
     expect(result.offlineError).toMatch(/Network request failed/);
     // The health report went with the first push that arrived, as it stood before: seven actions waiting, one a completion.
     expect(result.report).toMatchObject({
-      deviceId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      deviceId: expect.stringMatching(UUID_V7),
       platform: 'react-native',
       sdkVersion: SDK_VERSION,
       pendingCount: 7,
@@ -75,6 +77,9 @@ describe('the SDK in a real Hermes VM', () => {
     expect(result.report.pendingCompletions).toHaveLength(1);
     expect(JSON.stringify(result.report)).not.toContain('Karton');
     expect(result.pushed).toEqual(['scan', 'scan', 'scan', 'scan', 'delivery.hold']);
+    // Made by the SDK's own generator on Hermes: time-ordered, in the order the actions were queued.
+    (result.eventIds as string[]).forEach((id) => expect(id).toMatch(UUID_V7));
+    expect([...result.eventIds].sort()).toEqual(result.eventIds);
     const [photo, completion] = result.parts;
     expect(photo).toContainEqual(['file', { uri: 'file:///dcim/IMG_0001.jpg', name: 'note.jpeg', type: 'image/jpeg' }]);
     expect(completion).toContainEqual([

@@ -63,8 +63,10 @@ const attachments: AttachmentStore = {
   },
 };
 
-let counter = 0;
-const randomId = () => `00000000-0000-4000-9000-${String(++counter).padStart(12, '0')}`;
+// What react-native-get-random-values adds to Hermes; the SDK makes its time-ordered ids from it.
+(globalThis as { crypto?: unknown }).crypto = {
+  getRandomValues: (bytes: Uint8Array) => bytes.map(() => Math.floor(Math.random() * 256)),
+};
 
 async function day() {
   const client = await TourlineClient.open({
@@ -74,7 +76,6 @@ async function day() {
     webSocket: null,
     storage: new MemoryStore(),
     attachments,
-    randomId,
     requestTimeoutMs: 5000,
   });
   const tour = newTour({ deliveries: 2, positions: 2 });
@@ -124,6 +125,9 @@ async function day() {
     pushed: sent
       .filter((s) => s.path === '/sync/push')
       .flatMap((s) => (s.body as { events: { type: string }[] }).events.map((e) => e.type)),
+    eventIds: sent
+      .filter((s) => s.path === '/sync/push')
+      .flatMap((s) => (s.body as { events: { eventId: string }[] }).events.map((e) => e.eventId)),
     parts: sent.filter((s) => s.method === 'POST' && s.path !== '/sync/push').map((s) => (s.body as { parts: unknown[] }).parts),
   };
 }
