@@ -51,7 +51,8 @@ function problemsOf(command: string): string[] {
   }
   const [program, ...args] = words;
   if (!tools.has(program)) problems.push(`${program} is not a program the runbook may ask for`);
-  if (program === 'npm') {
+  // npm's own commands that install the checkout's dependencies; everything else names a script.
+  if (program === 'npm' && !['ci', 'install'].includes(args[0])) {
     const script = args[0] === 'run' ? args.find((a, i) => i > 0 && !a.startsWith('-')) : args[0];
     if (!script || !packageJson.scripts[script]) problems.push(`npm script ${script} does not exist`);
     if (script === 'bench') problems.push(...benchProblems(args.slice(args.indexOf('--') + 1)));
