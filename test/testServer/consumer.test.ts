@@ -34,7 +34,7 @@ beforeAll(async () => {
   // From the registry, as an app team installs: the two tarballs and their dependencies, and vitest.
   await run('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...tarballs, `vitest@${vitestVersion}`], { cwd: app });
   await copyFile(path.join(packageDir, 'example/delivery.test.ts'), path.join(app, 'delivery.test.ts'));
-}, 300_000);
+}, 600_000); // two packs (each builds its types) and an install: minutes on a loaded machine
 afterAll(async () => {
   if (app) await rm(app, { recursive: true, force: true });
   for (const tarball of tarballs) await rm(path.dirname(tarball), { recursive: true, force: true });
