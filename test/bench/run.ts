@@ -4,6 +4,7 @@
  *   [--phase load|measure with HISTORY_DATABASE_URL: only load that database, or only measure it loaded so]
  *   [--device-reports (every push of the push scenario carries a device health report)]
  *   [--only live --drivers 10000 (default 1000,5000,10000,15000) --service-dir <checkout> --cpu-prof-dir <dir>; PostgreSQL only]
+ *   [--only upgrade (the previous release to this checkout under load; PostgreSQL only)]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
  */
@@ -27,14 +28,29 @@ import { fullLiveSizes, live, tinyLiveSizes } from './live.js';
 import { history, type HistoryPhase, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
+import { fullUpgradeSizes, tinyUpgradeSizes, upgrade } from './upgrade.js';
 import { wire } from './wire.js';
 import { newTarget, type DatabaseKind } from './target.js';
 
-const scenarios = ['push', 'push_small', 'floor', 'tour_read', 'wire', 'fanout', 'import', 'startup', 'sdk', 'history', 'live'] as const;
+const scenarios = [
+  'push',
+  'push_small',
+  'floor',
+  'tour_read',
+  'wire',
+  'fanout',
+  'import',
+  'startup',
+  'sdk',
+  'history',
+  'live',
+  'upgrade',
+] as const;
 /** Scenarios that need no database; their figures are kept under `client`. */
 const clientScenarios = new Set<string>(['sdk']);
-// Loading a year takes many minutes, live holds the machine for as long: they run only when named.
-const byDefault = scenarios.filter((s) => s !== 'history' && s !== 'live');
+// Loading a year takes many minutes, live holds the machine for as long, upgrade checks out and
+// starts two releases: they run only when named.
+const byDefault = scenarios.filter((s) => s !== 'history' && s !== 'live' && s !== 'upgrade');
 type Scenario = (typeof scenarios)[number];
 
 /** The targets on PostgreSQL: [scenario, metric, bound, 'min' | 'max']. */
@@ -66,6 +82,10 @@ export const targets: [Scenario, string, number, 'min' | 'max'][] = [
   ...[1000, 5000, 10_000, 15_000].map((n): [Scenario, string, number, 'min' | 'max'] => ['live', `errors_${n}`, 0, 'max']),
   // The sockets held cost at most 10 points of CPU over the same pushes with none open.
   ['live', 'cpu_pct_added_10000', 10, 'max'],
+  ['upgrade', 'failed_requests', 0, 'max'],
+  ['upgrade', 'events_lost', 0, 'max'],
+  ['upgrade', 'events_doubled', 0, 'max'],
+  ['upgrade', 'old_write_stall_max_ms', 1000, 'max'],
 ];
 
 const { values } = parseArgs({
@@ -167,6 +187,10 @@ try {
         for (const n of drivers)
           if (results.live[`cpu_pct_${n}`] !== undefined)
             results.live[`cpu_pct_added_${n}`] = round(results.live[`cpu_pct_${n}`] - results.live[`cpu_pct_nosockets_${n}`]);
+      });
+    if (only.has('upgrade') && kind === 'postgres')
+      await step('upgrade', async () => {
+        results.upgrade = await upgrade(await cluster!.createDatabase('upgrade'), values.tiny ? tinyUpgradeSizes : fullUpgradeSizes, log);
       });
     if (only.has('history') && (kind === 'postgres' || values.db)) {
       await step(`history (${values.size})`, async () => {

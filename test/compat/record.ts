@@ -7,45 +7,16 @@
  * as the SDK left it with everything queued, then the SDK sends it and every request and answer
  * is recorded. A third storage is the outbox after the release's SDK met a 426 it did not know.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openSqlJs, sqlJsDatabase } from '../sdk/sqlJs.js';
+import { checkoutRelease, startService } from './checkout.js';
 import { driveDay, setUp, TOUR_DATE, type SetUp } from './scenario.js';
 import { fixtureDir, readReleases, type Fixtures, type RecordedRequest } from './fixtures.js';
 
 const ADMIN_KEY = 'compat-admin-key-0123456789abcdef';
-const repository = path.resolve(import.meta.dirname, '../..');
-
-async function checkout(commit: string) {
-  const dir = await mkdtemp(path.join(tmpdir(), 'tourline-release-'));
-  await rm(dir, { recursive: true });
-  execFileSync('git', ['-C', repository, 'worktree', 'add', '--detach', dir, commit], { stdio: 'inherit' });
-  // Hard links of this checkout's packages: the release's lock names the same versions.
-  execFileSync('cp', ['-al', path.join(repository, 'node_modules'), path.join(dir, 'node_modules')]);
-  execFileSync(process.execPath, ['client-sdk/build.mjs'], { cwd: dir, stdio: 'inherit' });
-  return dir;
-}
-
-async function startService(dir: string, dataDir: string): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(path.join(dir, 'node_modules/.bin/tsx'), ['server/main.ts'], {
-    cwd: dir,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_API_KEY: ADMIN_KEY, ERP_IMPORT_ENABLED: 'false' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk) => {
-      out += chunk;
-      const found = /listening on (http:\/\/[\d.:]+)/.exec(out);
-      if (found) resolve(found[1]);
-    });
-    child.once('exit', (code) => reject(new Error(`the release's service stopped (${code}): ${out}`)));
-  });
-  return { url, child };
-}
 
 /** A fetch that keeps every change the SDK sends, and the service's answer. */
 function recordingFetch(requests: RecordedRequest[]) {
@@ -91,9 +62,9 @@ async function main() {
   const version = process.argv[2];
   const release = readReleases().find((r) => r.version === version && r.commit);
   if (!release) throw new Error(`no release ${version} with a commit in test/compat/releases.json`);
-  const dir = await checkout(release.commit!);
+  const { dir, remove } = checkoutRelease(release.commit!, { buildSdk: true });
   const work = await mkdtemp(path.join(tmpdir(), 'tourline-record-'));
-  const { url, child } = await startService(dir, path.join(work, 'data'));
+  const { url, child } = await startService(dir, { DATA_DIR: path.join(work, 'data'), ADMIN_API_KEY: ADMIN_KEY });
   const out = fixtureDir(version);
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
@@ -154,7 +125,7 @@ async function main() {
     );
   } finally {
     child.kill('SIGTERM');
-    execFileSync('git', ['-C', repository, 'worktree', 'remove', '--force', dir]);
+    remove();
     await rm(work, { recursive: true, force: true });
   }
 }

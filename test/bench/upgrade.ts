@@ -1,0 +1,138 @@
+/**
+ * A rolling upgrade under load (`npm run bench -- --only upgrade`): the previous release
+ * (test/compat/releases.json) from a worktree of its commit serves drivers with sockets and
+ * photos on PostgreSQL; this checkout's migrations run while it serves; this checkout's service
+ * starts, the load balancer turns to it, and the old one drains on SIGTERM. Reports the failed
+ * requests (only 503 with Retry-After allowed, sent again), the events lost or applied twice, the
+ * longest old-release write during the migration, and how long the sockets took to reconnect.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { checkoutRelease, repository, startService } from '../compat/checkout.js';
+import { readReleases } from '../compat/fixtures.js';
+import { setUp } from '../compat/scenario.js';
+import type { Metrics } from './scenarios.js';
+import { percentile, round } from './stats.js';
+import { LoadStats, UpgradeDriver, type Target } from './upgradeLoad.js';
+
+export interface UpgradeSizes {
+  drivers: number;
+  /** How often each driver pushes. */
+  intervalMs: number;
+  /** Load on the old release before the migration, and on the new one after the drain. */
+  settleMs: number;
+}
+export const fullUpgradeSizes: UpgradeSizes = { drivers: 200, intervalMs: 1000, settleMs: 10_000 };
+export const tinyUpgradeSizes: UpgradeSizes = { drivers: 6, intervalMs: 300, settleMs: 1500 };
+
+const ADMIN_KEY = 'upgrade-admin-key-0123456789abcdef';
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function ready(url: string) {
+  for (let i = 0; i < 300; i++) {
+    if ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return;
+    await pause(100);
+  }
+  throw new Error(`${url} never turned ready`);
+}
+
+export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (line: string) => void): Promise<Metrics> {
+  const previous = readReleases()
+    .filter((r) => r.commit)
+    .at(-1)!;
+  log(`  previous release ${previous.version} (${previous.commit!.slice(0, 7)}) in a worktree`);
+  const checkout = checkoutRelease(previous.commit!);
+  // At info: the start's line names the address (startService reads it).
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'tourline-upgrade-'));
+  const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ADMIN_API_KEY: ADMIN_KEY, SHUTDOWN_DRAIN_MS: '1000', LOG_LEVEL: 'info' };
+  const children: { kill(signal?: NodeJS.Signals): boolean }[] = [];
+  try {
+    const old = await startService(checkout.dir, env);
+    children.push(old.child);
+    await ready(old.url);
+    let target: Target = { url: old.url, name: 'old' };
+    const stats = new LoadStats();
+    const drivers = [];
+    for (let n = 0; n < sizes.drivers; n++) {
+      const day = await setUp(old.url, ADMIN_KEY, 60_000 + n, `up-${n}-${Date.now().toString(36)}`);
+      const delivery = day.tour.deliveries[0];
+      const item = delivery.positions.find((p) => p.lineNumber === 10)!;
+      const freshToken = async (url: string) => {
+        const response = await fetch(`${url}/dev/token`, {
+          method: 'POST',
+          headers: { 'x-admin-api-key': ADMIN_KEY, 'content-type': 'application/json' },
+          body: JSON.stringify({ personalnummer: 60_000 + n }),
+        });
+        return ((await response.json()) as { accessToken: string }).accessToken;
+      };
+      drivers.push(new UpgradeDriver(day.token, freshToken, item.id, delivery.id, n % 3 === 0, () => target, stats));
+    }
+    const running = drivers.map((d) => d.run(sizes.intervalMs));
+    await pause(sizes.settleMs);
+
+    log('  migrating while the old release serves');
+    const migrationStart = Date.now();
+    await promisify(execFile)(`${repository}/node_modules/.bin/tsx`, ['server/cli/migrate.ts'], {
+      cwd: repository,
+      env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+    });
+    const migrationEnd = Date.now();
+
+    log('  starting the new release, draining the old one');
+    const current = await startService(repository, env);
+    children.push(current.child);
+    await ready(current.url);
+    target = { url: current.url, name: 'new' };
+    log('  the new release is ready; SIGTERM to the old one');
+    const drained = new Promise((resolve) => old.child.once('exit', resolve));
+    old.child.kill('SIGTERM');
+    await drained;
+    log('  the old release has stopped');
+    await pause(sizes.settleMs);
+    for (const d of drivers) d.stop();
+    await Promise.all(running);
+
+    const db = new pg.Client({ connectionString: databaseUrl });
+    await db.connect();
+    const [recorded, twice] = await Promise.all([
+      db.query('SELECT count(*)::int AS n FROM processed_events WHERE event_id = ANY($1::uuid[])', [stats.eventIds]),
+      db.query(
+        'SELECT count(*)::int AS n FROM (SELECT 1 FROM scan_audit WHERE client_scan_id = ANY($1::uuid[]) GROUP BY client_scan_id HAVING count(*) > 1) t',
+        [stats.eventIds],
+      ),
+    ]);
+    await db.end();
+    const duringMigration = stats.sent.filter((s) => s.target === 'old' && s.startedAt >= migrationStart && s.startedAt <= migrationEnd);
+    if (stats.failures.length) log(`  failed requests: ${[...new Set(stats.failures)].slice(0, 5).join('; ')}`);
+    return {
+      drivers: sizes.drivers,
+      requests: stats.sent.length,
+      failed_requests: stats.failures.length,
+      retried_503: stats.retried503,
+      token_refreshes: stats.tokenRefreshes,
+      events: stats.eventIds.length,
+      events_lost: stats.eventIds.length - recorded.rows[0].n,
+      events_doubled: twice.rows[0].n,
+      migration_ms: migrationEnd - migrationStart,
+      old_writes_during_migration: duringMigration.length,
+      old_write_stall_max_ms: Math.max(0, ...duringMigration.map((s) => s.ms)),
+      push_p99_ms: round(
+        percentile(
+          stats.sent.map((s) => s.ms),
+          0.99,
+        ),
+      ),
+      reconnects: stats.reconnectsMs.length,
+      reconnect_p99_ms: stats.reconnectsMs.length ? round(percentile(stats.reconnectsMs, 0.99)) : 0,
+      reconnect_max_ms: Math.max(0, ...stats.reconnectsMs),
+    };
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+    checkout.remove();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
