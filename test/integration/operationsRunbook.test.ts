@@ -67,7 +67,12 @@ function problemsOf(command: string): string[] {
 
 /** The options of `npm run bench -- ...` are options of test/bench/run.ts, the scenarios its scenarios. */
 function benchProblems(args: string[]): string[] {
-  const scenarios = JSON.parse(benchSource.match(/const scenarios = (\[[^\]]*\])/)![1].replace(/'/g, '"')) as string[];
+  const scenarios = JSON.parse(
+    benchSource
+      .match(/const scenarios = (\[[^\]]*\])/)![1]
+      .replace(/'/g, '"')
+      .replace(/,\s*\]$/, ']'),
+  ) as string[];
   const problems: string[] = [];
   args.forEach((arg, i) => {
     if (arg.startsWith('--') && !new RegExp(`^\\s+'?${arg.slice(2)}'?: \\{ type:`, 'm').test(benchSource))
