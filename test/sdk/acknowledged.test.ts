@@ -74,6 +74,18 @@ async function actedAndSettled(client: TourlineClient) {
   return { tour, ids };
 }
 
+/** A completion of a delivery without lines, with its signatures, sent and acknowledged. */
+async function completedAndSent(client: TourlineClient) {
+  const tour = newTour({ positions: 0 });
+  const completion = await client.complete(tour.deliveries[0].id, {
+    customerSignature: PNG,
+    driverSignature: PNG,
+    acknowledgements: { receiptConfirmed: true },
+  });
+  await client.sync();
+  return completion;
+}
+
 describe('acknowledged actions kept for a window', () => {
   it.each(['cursor ahead of the change log', 'cursor from another database'])(
     'are sent again in their order, under their ids, before the resync, when the service answers %s',
@@ -143,13 +155,7 @@ describe('acknowledged actions kept for a window', () => {
   it('keep a completion with its signatures, and let both go when the window has passed', async () => {
     const { attachments, clock, open, refuseCursor, service } = setup({ keepAcknowledged: { forMs: 10 * HOUR } });
     const client = await open();
-    const tour = newTour({ positions: 0 });
-    const completion = await client.complete(tour.deliveries[0].id, {
-      customerSignature: PNG,
-      driverSignature: PNG,
-      acknowledgements: { receiptConfirmed: true },
-    });
-    await client.sync();
+    const completion = await completedAndSent(client);
     expect(client.outbox.size).toBe(0);
     expect(await attachments.get(`${completion.eventId}.customer`)).toEqual(PNG);
 
@@ -187,13 +193,7 @@ describe('acknowledged actions kept for a window', () => {
   it('are not kept with keepAcknowledged: null, and their signatures go once sent', async () => {
     const { attachments, open, refuseCursor, service } = setup({ keepAcknowledged: null });
     const client = await open();
-    const tour = newTour({ positions: 0 });
-    const completion = await client.complete(tour.deliveries[0].id, {
-      customerSignature: PNG,
-      driverSignature: PNG,
-      acknowledgements: { receiptConfirmed: true },
-    });
-    await client.sync();
+    const completion = await completedAndSent(client);
     expect(await attachments.get(`${completion.eventId}.customer`)).toBeUndefined();
     refuseCursor('cursor ahead of the change log');
     const before = service.calls.length;
