@@ -18,7 +18,8 @@ const sources = [...(await files('server')), ...(await files('shared'))];
 await rm(outdir, { recursive: true, force: true });
 await build({
   absWorkingDir: root,
-  entryPoints: sources.filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts')),
+  // consoleFromSources.ts bundles the console for the sources only (the build brings its own bundle below).
+  entryPoints: sources.filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('consoleFromSources.ts')),
   outdir,
   outbase: '.',
   format: 'esm',

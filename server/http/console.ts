@@ -9,25 +9,12 @@ import { unavailable } from '../errors.js';
 // From server/http in the sources and dist/server/http in the build alike: console/ beside server/.
 const consoleDir = fileURLToPath(new URL('../../console', import.meta.url));
 
-/**
- * The script: built by `npm run build` (build.mjs) into the build's console/app.js; from the
- * sources, bundled once from console/src with esbuild (a development dependency, so it is there
- * wherever the sources run).
- */
+/** The script: bundled by `npm run build` into the build's console/app.js; from the sources, bundled once on first request. */
 async function consoleScript(): Promise<string> {
   const built = path.join(consoleDir, 'app.js');
   if (existsSync(built)) return readFile(built, 'utf8');
-  const { build } = await import('esbuild');
-  const result = await build({
-    entryPoints: [path.join(consoleDir, 'src/main.ts')],
-    bundle: true,
-    format: 'esm',
-    target: 'es2022',
-    write: false,
-    minify: true,
-    logLevel: 'silent',
-  });
-  return result.outputFiles[0].text;
+  const { bundleConsole } = await import('./consoleFromSources.js');
+  return bundleConsole(consoleDir);
 }
 
 interface SignInEndpoints {
