@@ -113,10 +113,13 @@ async function runService(settings: Record<string, string>, work: (url: string) 
 
 describe('traces, with an OTLP endpoint configured', () => {
   it('sends a server span per request, named by its route, with the request id, and its queries and identity provider calls as children', async () => {
-    const token = await issuer.token(1001);
     const run = await runService(
       { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces`, OTEL_SERVICE_NAME: 'tourline-test' },
       async (url) => {
+        // The start fetched the key set; a token of a key rotated in since makes the request fetch it again.
+        const rotated = await newIssuerKey('RS256');
+        issuer.publish([rotated], rotated);
+        const token = await issuer.token(1001);
         const response = await fetch(`${url}/me/tours`, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'trace-me-1' } });
         expect(response.status).toBeLessThan(500);
         const leaked = await fetch(`${url}/me/tours?date=2026-01-01&access_token=${querySecret}&Token=${querySecret}`, {
