@@ -41,7 +41,8 @@ const keyMatches = (given: string | string[] | undefined) =>
 
 const server = http.createServer((req, res) => {
   const url = new URL(req.url ?? '/', issuer);
-  if (req.method === 'GET' && url.pathname === '/.well-known/openid-configuration') return send(res, 200, idp.metadata(issuer));
+  if (req.method === 'GET' && url.pathname === '/.well-known/openid-configuration')
+    return send(res, 200, idp.metadata(issuer, { signIn: false }));
   if (req.method === 'GET' && url.pathname === '/jwks') return send(res, 200, idp.jwks);
   if (req.method !== 'POST' || url.pathname !== '/token') return send(res, 404, { error: 'not_found' });
   if (!keyMatches(req.headers['x-issuer-key']))
