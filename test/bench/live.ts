@@ -21,6 +21,7 @@ import { request, requestJson } from './http.js';
 import type { LiveCommand, LiveDriver, LiveReply, LiveRun } from './liveLoad.js';
 import type { ServiceUsage } from './liveService.js';
 import { sampleWaits } from './pgWaits.js';
+import { pushesBetween, readPushBuckets, type PushBuckets } from './servicePushes.js';
 import { describeTcp, tcpCounters } from './tcpCounters.js';
 import { SLOW_PUSH_MS, describeHostCpu, describeStalls, hostCpu, overlapping, timesBetween, type ThreadTimes } from './stalls.js';
 import type { BenchContext, Metrics } from './scenarios.js';
@@ -121,6 +122,8 @@ async function liveSize(ctx: BenchContext, size: LiveSizes, count: number, optio
       [`pushes_per_s_${count}`]: busy.pushesPerSecond,
       [`push_p50_ms_${count}`]: busy.p50,
       [`push_p99_ms_${count}`]: busy.p99,
+      [`push_p99_ms_service_${count}`]: busy.serviceP99,
+      [`push_over_50ms_pct_service_${count}`]: busy.serviceOver50Pct,
       [`fanout_p99_ms_${count}`]: busy.fanoutP99,
       [`fanout_receipts_${count}`]: busy.fanoutReceipts,
       [`cpu_pct_${count}`]: busy.cpuPct,
@@ -147,6 +150,7 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     const tcp = tcpCounters();
     const waits = await sampleWaits(databaseUrl);
     const writesFrom = await service.engineWrites();
+    const pushesFrom = await service.pushBuckets();
     const end = startAt + warmupMs + durationMs;
     // Prometheus scrapes a running instance, commonly every 15 s; the bench does too.
     while (end - monotonicMs() > SCRAPE_INTERVAL_MS) {
@@ -156,9 +160,10 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     await sleep(end - monotonicMs());
     const to = await service.usage(false);
     const writes = describeEngineWrites(writesFrom, await service.engineWrites());
+    const served = pushesBetween(pushesFrom, await service.pushBuckets());
     const hostLine = `${describeHostCpu(host, hostCpu())}; ${describeTcp(tcp, tcpCounters())}`;
     const mainThread = timesBetween(from.mainThread, to.mainThread);
-    return { cpuMs: to.cpuMs - from.cpuMs, mainThread, stalls: to.stalls, host: hostLine, postgres: await waits.stop(), writes };
+    return { cpuMs: to.cpuMs - from.cpuMs, mainThread, stalls: to.stalls, host: hostLine, postgres: await waits.stop(), writes, served };
   })();
   const runs = (await Promise.all(loads.map((l) => l.ask({ type: 'run', startAt, warmupMs, durationMs, intervalMs })))) as LiveRun[];
   const inWindow = await window;
@@ -172,6 +177,9 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     p99: round(percentile(pushes, 99)),
     fanoutP99: round(percentile(fanout, 99)),
     fanoutReceipts: fanout.length,
+    // -1: the service measured no pushes (a version without the histogram).
+    serviceP99: inWindow.served?.p99Ms ?? -1,
+    serviceOver50Pct: inWindow.served?.over50MsPct ?? -1,
     cpuPct,
     errors,
   };
@@ -180,6 +188,11 @@ async function measure(ctx: BenchContext, size: LiveSizes, databaseUrl: string, 
     `  ${label}: ${figures.pushesPerSecond} pushes/s, p50 ${figures.p50} ms, p99 ${figures.p99} ms, ` +
       `fan-out p99 ${figures.fanoutP99} ms (${fanout.length} receipts), service CPU ${cpuPct} %, load CPU ${loadCpu} %, ${errors} errors`,
   );
+  if (inWindow.served)
+    ctx.log(
+      `    as the service measured them: ${inWindow.served.count} pushes, p99 ${inWindow.served.p99Ms} ms, ` +
+        `${inWindow.served.over50MsPct} % over 50 ms`,
+    );
   const loadStalls = { stalls: runs.flatMap((r) => r.stalls.stalls), collections: runs.flatMap((r) => r.stalls.collections) };
   const slow = runs.flatMap((r) => r.slowPushes);
   ctx.log(`    ${inWindow.host}; service: ${describeStalls(inWindow.stalls)}; load processes: ${describeStalls(loadStalls)}`);
@@ -289,6 +302,7 @@ interface Service {
   url: string;
   usage(gc: boolean): Promise<ServiceUsage>;
   engineWrites(): Promise<EngineWrites | undefined>;
+  pushBuckets(): Promise<PushBuckets>;
   stop(): Promise<void>;
 }
 
@@ -324,6 +338,7 @@ async function startService(target: Target, options: LiveOptions): Promise<Servi
       return answer;
     },
     engineWrites: () => readEngineWrites(`http://127.0.0.1:${metricsPort}/metrics`),
+    pushBuckets: () => readPushBuckets(`http://127.0.0.1:${metricsPort}/metrics`),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
