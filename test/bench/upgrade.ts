@@ -1,8 +1,8 @@
 /**
  * A rolling upgrade under load (`npm run bench -- --only upgrade`): the previous release
- * (test/compat/releases.json) from a worktree of its commit serves drivers with sockets and
- * photos on PostgreSQL; this checkout's migrations run while it serves; this checkout's service
- * starts, the load balancer turns to it, and the old one drains on SIGTERM. Reports the failed
+ * (test/compat/releases.json), built from a worktree of its commit, serves drivers with sockets
+ * and photos on PostgreSQL; this checkout, built, migrates with its migrate command while the old
+ * one serves; its service starts, the load balancer turns to it, and the old one drains on SIGTERM. Reports the failed
  * requests (only 503 with Retry-After allowed, sent again), the events lost or applied twice, the
  * longest old-release write during the migration, and how long the sockets took to reconnect.
  */
@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { checkoutRelease, repository, startService } from '../compat/checkout.js';
+import { buildCheckout, buildScript, checkoutRelease, startService } from '../compat/checkout.js';
 import { readReleases } from '../compat/fixtures.js';
 import { setUp } from '../compat/scenario.js';
 import type { Metrics } from './scenarios.js';
@@ -44,8 +44,9 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
   const previous = readReleases()
     .filter((r) => r.commit)
     .at(-1)!;
-  log(`  previous release ${previous.version} (${previous.commit!.slice(0, 7)}) in a worktree`);
+  log(`  building the previous release ${previous.version} (${previous.commit!.slice(0, 7)}) in a worktree, and this checkout`);
   const checkout = checkoutRelease(previous.commit!);
+  const build = buildCheckout();
   // At info: the start's line names the address (startService reads it).
   const dataDir = mkdtempSync(path.join(tmpdir(), 'tourline-upgrade-'));
   const env = { DATABASE_URL: databaseUrl, DATA_DIR: dataDir, ADMIN_API_KEY: ADMIN_KEY, SHUTDOWN_DRAIN_MS: '1000', LOG_LEVEL: 'info' };
@@ -72,18 +73,21 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
       drivers.push(new UpgradeDriver(day.token, freshToken, item.id, delivery.id, n % 3 === 0, () => target, stats));
     }
     const running = drivers.map((d) => d.run(sizes.intervalMs));
+    log(`  ${sizes.drivers} drivers push to the old release`);
     await pause(sizes.settleMs);
 
     log('  migrating while the old release serves');
     const migrationStart = Date.now();
-    await promisify(execFile)(`${repository}/node_modules/.bin/tsx`, ['server/cli/migrate.ts'], {
-      cwd: repository,
+    const [node, migrate] = buildScript(build.dir, 'migrate:prod');
+    await promisify(execFile)(node, migrate, {
+      cwd: build.dir,
       env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
     });
     const migrationEnd = Date.now();
+    log(`  migrated in ${migrationEnd - migrationStart} ms`);
 
     log('  starting the new release, draining the old one');
-    const current = await startService(repository, env);
+    const current = await startService(build.dir, env);
     children.push(current.child);
     await ready(current.url);
     target = { url: current.url, name: 'new' };
@@ -133,6 +137,7 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
   } finally {
     for (const child of children) child.kill('SIGKILL');
     checkout.remove();
+    build.remove();
     rmSync(dataDir, { recursive: true, force: true });
   }
 }

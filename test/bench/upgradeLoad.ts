@@ -93,7 +93,13 @@ export class UpgradeDriver {
       try {
         const headers: Record<string, string> = { authorization: `Bearer ${this.token}` };
         if (contentType) headers['content-type'] = contentType;
-        const response = await fetch(`${target.url}${path}`, { method: 'POST', headers, body: body() });
+        // Bounded: a request the draining instance never answers is a failure, not a hang.
+        const response = await fetch(`${target.url}${path}`, {
+          method: 'POST',
+          headers,
+          body: body(),
+          signal: AbortSignal.timeout(15_000),
+        });
         await response.arrayBuffer();
         this.stats.sent.push({ target: target.name, startedAt, ms: Date.now() - startedAt });
         if (response.ok) return;
