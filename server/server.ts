@@ -136,7 +136,18 @@ export async function startServer(config: Config, options: StartOptions = {}): P
 
   const routes = [...apiRoutes, ...(devIdp ? devIdentityRoutes(devIdp, devIssuer) : [])];
   const signInPages = devIdp
-    ? [devSignInPages({ idp: devIdp, issuer: devIssuer, clientId: config.auth.consoleClientId, keyMatches: adminKeyMatcher(admin.keys) })]
+    ? [
+        devSignInPages({
+          idp: devIdp,
+          issuer: devIssuer,
+          clientId: config.auth.consoleClientId,
+          keyMatches: adminKeyMatcher(admin.keys),
+          base: '/dev/oidc',
+          keyHint: 'Der Admin-Schlüssel steht im Start-Log oder in DATA_DIR/admin-api-key.',
+          // The console of the host asked, nowhere else.
+          redirectAllowed: (redirect, req) => redirect.host === req.headers.host && redirect.pathname === '/console/' && !redirect.search,
+        }),
+      ]
     : [];
   const app = createHttpApp(ctx, routes, signInPages);
   const server = http.createServer(app);

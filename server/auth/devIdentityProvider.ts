@@ -43,19 +43,14 @@ export async function createDevIdentityProvider(
 
   return {
     jwks: { keys: [publicJwk] },
-    /** Its discovery document; `signIn: false` where no sign-in form is served (the staging issuer mints by key only). */
-    metadata: (issuer: string, { signIn = true } = {}) => ({
+    metadata: (issuer: string) => ({
       issuer,
       jwks_uri: `${issuer}/jwks`,
-      // The console's sign-in (http/devSignInPages.ts); POST /dev/token mints tokens with the admin key.
-      ...(signIn
-        ? {
-            authorization_endpoint: `${issuer}/authorize`,
-            token_endpoint: `${issuer}/token`,
-            grant_types_supported: ['authorization_code'],
-            code_challenge_methods_supported: ['S256'],
-          }
-        : {}),
+      // The console's sign-in (http/devSignInPages.ts); minting by key is no OAuth grant.
+      authorization_endpoint: `${issuer}/authorize`,
+      token_endpoint: `${issuer}/token`,
+      grant_types_supported: ['authorization_code'],
+      code_challenge_methods_supported: ['S256'],
       id_token_signing_alg_values_supported: ['ES256'],
       response_types_supported: ['code'],
       subject_types_supported: ['public'],

@@ -17,7 +17,12 @@ const AuthorizeQuery = z.object({
 type Authorize = z.infer<typeof AuthorizeQuery>;
 const SignInForm = z.object({ name: z.string().trim().min(1).max(100), key: z.string().min(1).max(500) });
 
-function page(params: Authorize, error?: string) {
+interface PageText {
+  action: string;
+  keyHint: string;
+}
+
+function page(text: PageText, params: Authorize, error?: string) {
   const hidden = Object.entries(params)
     .filter(([, value]) => value !== undefined)
     .map(([name, value]) => `<input type="hidden" name="${name}" value="${escape(String(value))}">`)
@@ -27,28 +32,34 @@ function page(params: Authorize, error?: string) {
 <title>Anmeldung (Entwicklung) – Tourline</title></head>
 <body><main>
 <h1>Anmeldung für das Büro (Entwicklung)</h1>
-<p>Der Entwicklungs-Aussteller von Tourline meldet eine Person des Büros an. Der Admin-Schlüssel steht im Start-Log oder in <code>DATA_DIR/admin-api-key</code>.</p>
+<p>Der Entwicklungs-Aussteller von Tourline meldet eine Person des Büros an. ${escape(text.keyHint)}</p>
 ${error ? `<p role="alert">${escape(error)}</p>` : ''}
-<form method="post" action="/dev/oidc/authorize">
+<form method="post" action="${text.action}">
 ${hidden}
 <p><label for="name">Name</label><br><input id="name" name="name" autocomplete="name" required maxlength="100"></p>
-<p><label for="key">Admin-Schlüssel</label><br><input id="key" name="key" type="password" autocomplete="current-password" required></p>
+<p><label for="key">Schlüssel</label><br><input id="key" name="key" type="password" autocomplete="current-password" required></p>
 <p><button type="submit">Anmelden</button></p>
 </form></main></body></html>`;
 }
 
 /**
- * The development issuer's sign-in: a form for a named back-office person (behind the admin key,
- * as `POST /dev/token` is) that answers an authorization code, and the token endpoint that
- * exchanges it for a back-office token (PKCE S256). Only the console's client and its own
- * `/console/` on the host asked are let in as redirect.
+ * The development issuer's sign-in, under `base` (`/dev/oidc` in the service, the root in the
+ * staging issuer): a form for a named back-office person (behind a key, as minting by key is)
+ * that answers an authorization code, and the token endpoint that exchanges it for a back-office
+ * token (PKCE S256). Only the console's client and the redirects `redirectAllowed` names are let
+ * in; the token's answer may be read by the redirect's origin (a console on another origin).
  */
 export function devSignInPages(options: {
   idp: DevIdentityProvider;
   issuer: () => string;
   clientId: string;
   keyMatches: (key: string) => boolean;
+  base: string;
+  /** Where the form says the key is. */
+  keyHint: string;
+  redirectAllowed: (redirect: URL, req: Request) => boolean;
 }): Router {
+  const text = { action: `${options.base}/authorize`, keyHint: options.keyHint };
   const signIn = createDevSignIn();
   const router = express.Router();
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
@@ -58,9 +69,8 @@ export function devSignInPages(options: {
   /** The authorization request, or an answer that says what is wrong with it (never a redirect elsewhere). */
   const readRequest = (req: Request, res: Response, source: Record<string, unknown>): Authorize | undefined => {
     const parsed = AuthorizeQuery.safeParse(source);
-    const redirect = parsed.success ? new URL(parsed.data.redirect_uri) : undefined;
-    const ownConsole = redirect && redirect.host === req.headers.host && redirect.pathname === '/console/' && !redirect.search;
-    if (!parsed.success || parsed.data.client_id !== options.clientId || !ownConsole) {
+    const allowed = parsed.success && options.redirectAllowed(new URL(parsed.data.redirect_uri), req);
+    if (!parsed.success || parsed.data.client_id !== options.clientId || !allowed) {
       res
         .status(400)
         .type('text')
@@ -72,18 +82,25 @@ export function devSignInPages(options: {
     return parsed.data;
   };
 
-  router.get('/dev/oidc/authorize', (req, res) => {
+  router.get(`${options.base}/authorize`, (req, res) => {
     const params = readRequest(req, res, req.query);
-    if (params) res.type('html').set('Cache-Control', 'no-store').send(page(params));
+    if (params) res.type('html').set('Cache-Control', 'no-store').send(page(text, params));
   });
-  router.post('/dev/oidc/authorize', form, (req, res) => {
+  router.post(`${options.base}/authorize`, form, (req, res) => {
     const { name: _name, key: _key, ...rest } = (req.body ?? {}) as Record<string, unknown>;
     const params = readRequest(req, res, rest);
     if (!params) return;
     const filled = SignInForm.safeParse(req.body);
-    if (!filled.success) return void res.status(400).type('html').send(page(params, 'Bitte Name und Admin-Schlüssel angeben.'));
+    if (!filled.success)
+      return void res
+        .status(400)
+        .type('html')
+        .send(page(text, params, 'Bitte Name und Schlüssel angeben.'));
     if (!options.keyMatches(filled.data.key))
-      return void res.status(401).type('html').send(page(params, 'Der Admin-Schlüssel stimmt nicht.'));
+      return void res
+        .status(401)
+        .type('html')
+        .send(page(text, params, 'Der Schlüssel stimmt nicht.'));
     const code = signIn.issue({
       name: filled.data.name,
       clientId: params.client_id,
@@ -95,8 +112,9 @@ export function devSignInPages(options: {
     if (params.state) target.searchParams.set('state', params.state);
     res.redirect(303, target.toString());
   });
-  router.post('/dev/oidc/token', form, async (req, res) => {
+  router.post(`${options.base}/token`, form, async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
+    allowReadingBy(req, res, body.redirect_uri);
     if (body.grant_type !== 'authorization_code') return void oauthError(res, 'unsupported_grant_type', 'only authorization_code');
     const fields = ['code', 'redirect_uri', 'client_id', 'code_verifier'] as const;
     if (!fields.every((f) => typeof body[f] === 'string')) return void oauthError(res, 'invalid_request', `needs ${fields.join(', ')}`);
@@ -115,5 +133,13 @@ export function devSignInPages(options: {
       expires_in: Math.max(0, Math.round((Date.parse(expiresAt) - Date.now()) / 1000)),
     });
   });
+  /** The console reads the answer from its own origin: that of a redirect it may use. */
+  const allowReadingBy = (req: Request, res: Response, redirectUri: unknown) => {
+    const origin = req.headers.origin;
+    if (!origin || typeof redirectUri !== 'string' || !URL.canParse(redirectUri)) return;
+    const redirect = new URL(redirectUri);
+    if (redirect.origin === origin && options.redirectAllowed(redirect, req)) res.set('Access-Control-Allow-Origin', origin);
+    res.vary('Origin');
+  };
   return router;
 }

@@ -22,7 +22,7 @@ const consolePolicy = (issuer: string | undefined) => ({
   'connect-src': ["'self'", ...(issuer ? [new URL(issuer).origin] : [])],
 });
 /** The development issuer's sign-in form: no script, no style, posts only to itself. */
-const signInPolicy = { ...apiPolicy, 'form-action': ["'self'"] };
+export const signInPolicy = { ...apiPolicy, 'form-action': ["'self'"] };
 
 /**
  * Headers that keep a browser from misreading an answer, on every answer: `nosniff`, no referrer,

@@ -29,11 +29,13 @@ describe('npm run issuer', { timeout: 60_000 }, () => {
           headers: { 'x-issuer-key': key, 'content-type': 'application/json' },
           body: JSON.stringify(body),
         });
-      // Its discovery names only what it serves: keys, no sign-in form.
       const metadata = (await (await fetch(`${url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-      expect(metadata).toMatchObject({ issuer: url, jwks_uri: `${url}/jwks` });
-      expect(metadata).not.toHaveProperty('authorization_endpoint');
-      expect((await fetch(`${url}/authorize`)).status).toBe(404);
+      expect(metadata).toMatchObject({
+        issuer: url,
+        jwks_uri: `${url}/jwks`,
+        authorization_endpoint: `${url}/authorize`,
+        token_endpoint: `${url}/token`,
+      });
       expect((await mint({ personalnummer: 1001 }, 'wrong')).status).toBe(401);
       expect((await mint({ personalnummer: -1 })).status).toBe(400);
 
