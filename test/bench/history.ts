@@ -14,7 +14,7 @@ import { seedDrivers } from './seed.js';
 import type { StreamRead } from './streamReader.js';
 import { latencies, monotonicMs, round } from './stats.js';
 import { BENCH_ADMIN_KEY, newTarget, startBenchServer } from './target.js';
-import { problem, runLoad, type BenchContext, type Metrics, type Results } from './scenarios.js';
+import { problem, runLoad, type BenchContext, type Metrics, type Results } from './context.js';
 
 export type HistorySizeName = 'month' | 'year';
 

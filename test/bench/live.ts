@@ -24,7 +24,7 @@ import { sampleWaits } from './pgWaits.js';
 import { pushesBetween, readPushBuckets, type PushBuckets } from './servicePushes.js';
 import { describeTcp, tcpCounters } from './tcpCounters.js';
 import { SLOW_PUSH_MS, describeHostCpu, describeStalls, hostCpu, overlapping, timesBetween, type ThreadTimes } from './stalls.js';
-import type { BenchContext, Metrics } from './scenarios.js';
+import type { BenchContext, Metrics } from './context.js';
 import { percentile, round, monotonicMs, sleep } from './stats.js';
 import type { Target } from './target.js';
 

@@ -12,18 +12,15 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { startPostgres, type PostgresCluster } from './postgres.js';
-import {
-  fanout,
-  fullSizes,
-  tinySizes,
-  importScenario,
-  startup,
-  tourRead,
-  writeScenarios,
-  type BenchContext,
-  type Metrics,
-  type Results,
-} from './scenarios.js';
+import type { BenchContext, Metrics, Results } from './context.js';
+import { importScenario } from './erpImport.js';
+import { fanout } from './fanout.js';
+import { fullSizes, tinySizes } from './sizes.js';
+import { startup } from './startup.js';
+import { printTable } from './table.js';
+import { missedTargets } from './targets.js';
+import { tourRead } from './tourRead.js';
+import { writeScenarios } from './writes.js';
 import { fullLiveSizes, live, tinyLiveSizes } from './live.js';
 import { history, type HistoryPhase, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
@@ -52,42 +49,6 @@ const clientScenarios = new Set<string>(['sdk']);
 // starts two releases: they run only when named.
 const byDefault = scenarios.filter((s) => s !== 'history' && s !== 'live' && s !== 'upgrade');
 type Scenario = (typeof scenarios)[number];
-
-/** The targets on PostgreSQL: [scenario, metric, bound, 'min' | 'max']. */
-export const targets: [Scenario, string, number, 'min' | 'max'][] = [
-  ['push', 'events_per_s', 10_000, 'min'],
-  ['push', 'floor_ratio', 0.5, 'min'],
-  ['push_small', 'p99_ms', 50, 'max'],
-  ['tour_read', 'p50_ms', 10, 'max'],
-  ['fanout', 'p99_ms', 100, 'max'],
-  ['import', 'first_s', 60, 'max'],
-  ['import', 'again_s', 15, 'max'],
-  ['import', 'again_changes', 0, 'max'],
-  ['startup', 'existing_ms', 2000, 'max'],
-  ...(['completed_day', 'delivered_day', 'belege', 'positions_modified'] as const).map(
-    (read): [Scenario, string, number, 'min' | 'max'] => ['history', `${read}_year_p50_ms`, 20, 'max'],
-  ),
-  ['history', 'reviews_year_p50_ms', 50, 'max'],
-  ['history', 'writeback_poll_year_p50_ms', 5, 'max'],
-  ['history', 'completed_all_rss_growth_mb', 50, 'max'],
-  // Within 15 % of the database that holds only today.
-  ['history', 'push_year_ratio', 0.9, 'min'],
-  ['history', 'import_year_ratio', 1.15, 'max'],
-  ['history', 'me_tours_year_ratio', 1.15, 'max'],
-  ['history', 'tour_read_year_ratio', 1.15, 'max'],
-  ...[10_000, 15_000].flatMap((n): [Scenario, string, number, 'min' | 'max'][] => [
-    ['live', `push_p99_ms_${n}`, 50, 'max'],
-    ['live', `push_p99_ms_service_${n}`, 50, 'max'],
-    ['live', `fanout_p99_ms_${n}`, 100, 'max'],
-  ]),
-  ...[1000, 5000, 10_000, 15_000].map((n): [Scenario, string, number, 'min' | 'max'] => ['live', `errors_${n}`, 0, 'max']),
-  // The sockets held cost at most 10 points of CPU over the same pushes with none open.
-  ['live', 'cpu_pct_added_10000', 10, 'max'],
-  ['upgrade', 'failed_requests', 0, 'max'],
-  ['upgrade', 'events_lost', 0, 'max'],
-  ['upgrade', 'events_doubled', 0, 'max'],
-  ['upgrade', 'old_write_stall_max_ms', 1000, 'max'],
-];
 
 const { values } = parseArgs({
   options: {
@@ -218,36 +179,10 @@ try {
 }
 
 writeFileSync(values.out!, `${JSON.stringify(all, null, 2)}\n`);
-printTable(all);
+printTable(all, scenarios, log);
 log(
   `\n${os.cpus().length} × ${os.cpus()[0]?.model ?? 'CPU'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ${Math.round((Date.now() - started) / 1000)} s; written to ${values.out}`,
 );
-const missed = targets.filter(([s, m, bound, way]) => {
-  const value = all.postgres?.[s]?.[m];
-  return value !== undefined && (way === 'min' ? value < bound : value > bound);
-});
+const missed = missedTargets(all.postgres);
 if (missed.length) log(`targets missed on PostgreSQL: ${missed.map(([s, m]) => `${s}.${m}`).join(', ')}`);
 process.exit(failed ? 1 : 0);
-
-function printTable(data: Record<string, Results>) {
-  const dbs = Object.keys(data);
-  const rows: string[][] = [['scenario', 'metric', ...dbs, 'target (postgres)']];
-  for (const scenario of scenarios) {
-    const metrics = new Set(dbs.flatMap((db) => Object.keys(data[db][scenario] ?? {})));
-    for (const metric of metrics) {
-      const target = targets.find(([s, m]) => s === scenario && m === metric);
-      const value = data.postgres?.[scenario]?.[metric];
-      const verdict =
-        target && value !== undefined
-          ? `${target[3] === 'min' ? '>=' : '<='} ${target[2]} ${(target[3] === 'min' ? value >= target[2] : value <= target[2]) ? 'ok' : 'MISSED'}`
-          : '';
-      rows.push([scenario, metric, ...dbs.map((db) => String(data[db][scenario]?.[metric] ?? '')), verdict]);
-    }
-  }
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => r[c].length)));
-  log('');
-  for (const [i, row] of rows.entries()) {
-    log(row.map((cell, c) => (c >= 2 && c < row.length - 1 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  '));
-    if (i === 0) log(widths.map((w) => '-'.repeat(w)).join('  '));
-  }
-}

@@ -15,7 +15,7 @@ import pg from 'pg';
 import { buildCheckout, buildScript, checkoutRelease, startService } from '../compat/checkout.js';
 import { readReleases } from '../compat/fixtures.js';
 import { setUp } from '../compat/scenario.js';
-import type { Metrics } from './scenarios.js';
+import type { Metrics } from './context.js';
 import { percentile, round } from './stats.js';
 import { LoadStats, UpgradeDriver, type Target } from './upgradeLoad.js';
 

@@ -3,7 +3,8 @@ import http from 'node:http';
 import zlib from 'node:zlib';
 import WebSocket from 'ws';
 import { requestJson } from './http.js';
-import { readTourPositions, seedReadTour, withServer, type BenchContext, type Metrics } from './scenarios.js';
+import { withServer, type BenchContext, type Metrics } from './context.js';
+import { readTourPositions, seedReadTour } from './tourRead.js';
 import { settle } from './seed.js';
 import { round } from './stats.js';
 

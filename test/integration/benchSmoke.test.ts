@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { history } from '../bench/history.js';
-import { fanout, importScenario, tinySizes, tourRead, writeScenarios, type BenchContext } from '../bench/scenarios.js';
+import type { BenchContext } from '../bench/context.js';
+import { importScenario } from '../bench/erpImport.js';
+import { fanout } from '../bench/fanout.js';
+import { tinySizes } from '../bench/sizes.js';
+import { tourRead } from '../bench/tourRead.js';
+import { writeScenarios } from '../bench/writes.js';
 import { live, tinyLiveSizes } from '../bench/live.js';
 import { newTarget } from '../bench/target.js';
 import { wire } from '../bench/wire.js';
