@@ -85,17 +85,24 @@ const HISTORY_TABLES = [
 ];
 
 /**
+ * Indexes the load's own statements read: the completed entry's start (engine/completedEntries.ts)
+ * probes each delivery's lines, which without this index is a scan of every line per delivery.
+ */
+const KEPT_INDEXES = ['delivery_items_line_uq'];
+
+/**
  * Runs `load` with the secondary indexes of the history's tables dropped, then builds them again
  * from their own definitions, as they were (pg_restore's order: data, then indexes). Keeping up
  * indexes of random keys row by row is what made a day cost more the more history there was. The
- * primary keys and the indexes that constraints use stay. PostgreSQL only.
+ * primary keys, the indexes that constraints use and `KEPT_INDEXES` stay. PostgreSQL only.
  */
 async function withoutSecondaryIndexes(db: Db, load: () => Promise<void>): Promise<void> {
   const { rows } = await db.execute<{ name: string; definition: string }>(sql`
     SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS definition FROM pg_index i
     JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
     WHERE n.nspname = current_schema() AND t.relname = ANY(${pgArray(HISTORY_TABLES)}::text[])
-      AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)`);
+      AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid)
+      AND c.relname <> ALL(${pgArray(KEPT_INDEXES)}::text[])`);
   for (const index of rows) await db.execute(sql.raw(`DROP INDEX ${index.name}`));
   try {
     await load();
