@@ -33,7 +33,8 @@ const ADMIN_KEY = 'upgrade-admin-key-0123456789abcdef';
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function ready(url: string) {
-  for (let i = 0; i < 300; i++) {
+  // Minutes: on a year's database the instance starts slower on a loaded machine.
+  for (let i = 0; i < 1200; i++) {
     if ((await fetch(`${url}/readyz`).catch(() => undefined))?.status === 200) return;
     await pause(100);
   }
@@ -139,5 +140,36 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
     checkout.remove();
     build.remove();
     rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The scenario on a copy of the database at `sourceUrl` (the history scenario's year, loaded at
+ * the previous release's schema), which stays as it is: the migration is one-way. The copy is
+ * made file by file (`CREATE DATABASE … TEMPLATE`, which needs no other session on the source)
+ * and dropped after; `keep` keeps it to look at.
+ */
+export async function upgradeOnCopy(sourceUrl: string, sizes: UpgradeSizes, log: (line: string) => void, keep = false): Promise<Metrics> {
+  const source = new URL(sourceUrl);
+  const name = decodeURIComponent(source.pathname.slice(1));
+  const copy = new URL(sourceUrl);
+  copy.pathname = `/${name}_upgrade`;
+  const maintenance = new URL(sourceUrl);
+  maintenance.pathname = '/postgres';
+  const admin = new pg.Client({ connectionString: maintenance.toString() });
+  await admin.connect();
+  const copyName = pg.escapeIdentifier(`${name}_upgrade`);
+  try {
+    log(`  copying ${name} to ${name}_upgrade`);
+    const started = Date.now();
+    await admin.query(`DROP DATABASE IF EXISTS ${copyName}`);
+    await admin.query(`CREATE DATABASE ${copyName} TEMPLATE ${pg.escapeIdentifier(name)}`);
+    const copyS = round((Date.now() - started) / 1000);
+    const { rows } = await admin.query<{ size: string }>('SELECT pg_size_pretty(pg_database_size($1)) AS size', [`${name}_upgrade`]);
+    log(`  copied in ${copyS} s (${rows[0].size})`);
+    return { ...(await upgrade(copy.toString(), sizes, log)), copy_s: copyS };
+  } finally {
+    if (!keep) await admin.query(`DROP DATABASE IF EXISTS ${copyName} WITH (FORCE)`);
+    await admin.end();
   }
 }
