@@ -5,6 +5,8 @@
  *   [--device-reports (every push of the push scenario carries a device health report)]
  *   [--only live --drivers 10000 (default 1000,5000,10000,15000) --service-dir <checkout> --cpu-prof-dir <dir>; PostgreSQL only]
  *   [--only upgrade (the previous release to this checkout under load; PostgreSQL only)]
+ *   [--only upgrade --size month|year with HISTORY_DATABASE_URL (loaded by the previous release): on a copy of that
+ *    database, its figures named <metric>_<size>; --in-place: on that database itself (one-way: only on a copy)]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
  */
@@ -25,7 +27,7 @@ import { fullLiveSizes, live, tinyLiveSizes } from './live.js';
 import { history, type HistoryPhase, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
 import { round } from './stats.js';
-import { fullUpgradeSizes, tinyUpgradeSizes, upgrade } from './upgrade.js';
+import { fullUpgradeSizes, tinyUpgradeSizes, upgrade, upgradeOnCopy } from './upgrade.js';
 import { wire } from './wire.js';
 import { newTarget, type DatabaseKind } from './target.js';
 
@@ -56,12 +58,13 @@ const { values } = parseArgs({
     db: { type: 'string' },
     out: { type: 'string', default: 'bench-results.json' },
     tiny: { type: 'boolean', default: false },
-    size: { type: 'string', default: 'year' },
+    size: { type: 'string' },
     phase: { type: 'string', default: 'all' },
     drivers: { type: 'string' },
     'service-dir': { type: 'string' },
     'cpu-prof-dir': { type: 'string' },
     'device-reports': { type: 'boolean', default: false },
+    'in-place': { type: 'boolean', default: false },
   },
 });
 const only = new Set(
@@ -70,7 +73,8 @@ const only = new Set(
     .map((s) => s.trim())
     .filter(Boolean),
 );
-if (values.size !== 'month' && values.size !== 'year') throw new Error(`unknown size ${values.size}; month or year`);
+const historySize = (values.size ?? 'year') as HistorySizeName;
+if (historySize !== 'month' && historySize !== 'year') throw new Error(`unknown size ${values.size}; month or year`);
 if (!['all', 'load', 'measure'].includes(values.phase!)) throw new Error(`unknown phase ${values.phase}; all, load or measure`);
 for (const name of only)
   if (!scenarios.includes(name as Scenario)) throw new Error(`unknown scenario ${name}; one of ${scenarios.join(', ')}`);
@@ -152,12 +156,22 @@ try {
       });
     if (only.has('upgrade') && kind === 'postgres')
       await step('upgrade', async () => {
-        results.upgrade = await upgrade(await cluster!.createDatabase('upgrade'), values.tiny ? tinyUpgradeSizes : fullUpgradeSizes, log);
+        const sizes = values.tiny ? tinyUpgradeSizes : fullUpgradeSizes;
+        const loaded = process.env.HISTORY_DATABASE_URL;
+        if (!values.size)
+          results.upgrade = { ...results.upgrade, ...(await upgrade(await cluster!.createDatabase('upgrade'), sizes, log)) };
+        else {
+          if (!loaded) throw new Error('upgrade --size needs HISTORY_DATABASE_URL, a database the previous release loaded with history');
+          const found = values['in-place'] ? await upgrade(loaded, sizes, log) : await upgradeOnCopy(loaded, sizes, log);
+          // Beside the small run's figures, as history keeps its sizes.
+          for (const [metric, value] of Object.entries(found))
+            results.upgrade = { ...results.upgrade, [`${metric}_${values.size}`]: value };
+        }
       });
     if (only.has('history') && (kind === 'postgres' || values.db)) {
-      await step(`history (${values.size})`, async () => {
+      await step(`history (${historySize})`, async () => {
         // The month's and the year's figures may come from separate runs (--phase measure): kept side by side.
-        const found = await history(ctx, values.size as HistorySizeName, values.phase as HistoryPhase, process.env.HISTORY_DATABASE_URL);
+        const found = await history(ctx, historySize, values.phase as HistoryPhase, process.env.HISTORY_DATABASE_URL);
         results.history = { ...results.history, ...found.history };
         results.history_tables = { ...results.history_tables, ...found.history_tables };
         const h = results.history;
