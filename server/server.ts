@@ -128,7 +128,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     tours: createTourReader(config.tourCacheBytes),
     background: createBackgroundWork(),
     metrics: createMetrics(),
-    devices: createDeviceReports({ maxPerAccount: config.devices.maxPerAccount }),
+    devices: createDeviceReports({
+      maxPerAccount: config.devices.maxPerAccount,
+      onWriteFailure: (err, deviceId) => logger.warn({ err, deviceId }, 'a device report was not written; it is kept and written again within 30 s'),
+    }),
     lifecycle: { draining: false },
     clock: options.now ?? (() => new Date()),
     startup: { pending: () => [] },
@@ -230,6 +233,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         server.closeIdleConnections();
       });
       await ctx.background.settled();
+      await ctx.devices.close();
       startup.stop();
       await retention.stop();
       await ctx.changes.close();

@@ -149,14 +149,18 @@ async function timed(
   return { elapsedMs: Math.max(1, Math.min(monotonicMs(), end + 60_000) - measureFrom), cpuMs };
 }
 
+/** When the bench's phones completed the stops they hold: a completion's time does not change between reports. */
+const completedAt = new Date().toISOString();
+
 /**
- * A phone's report as the SDK sends it with a push: two completions waiting. A driver's pushes
- * take turns among 8 device ids, so that each id comes at most once a second (the service's cap)
- * and every report is an upsert of a kept row.
+ * A phone's report as the SDK sends it with a push: two completions waiting, the times of the
+ * last push and pull moving on. A driver's pushes take turns among 8 device ids, so that each id
+ * comes at most once a second (the service's cap); every push carries one, where the SDK sends
+ * one a minute or on a change.
  */
 function deviceReport(personalnummer: number, push: number) {
   const deviceId = `00000000-0000-4000-8000-${String(personalnummer * 10 + (push % 8)).padStart(12, '0')}`;
-  const completedAt = new Date().toISOString();
+  const pushedAt = new Date().toISOString();
   return {
     deviceId,
     sdkVersion: '0.2.0',
@@ -170,8 +174,8 @@ function deviceReport(personalnummer: number, push: number) {
     rejectedCount: 0,
     outboxBytes: 2400,
     attachmentBytes: 8000,
-    lastPushAt: completedAt,
-    lastPullAt: completedAt,
+    lastPushAt: pushedAt,
+    lastPullAt: pushedAt,
     lastErrorCode: null,
   };
 }

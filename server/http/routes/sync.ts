@@ -17,9 +17,9 @@ import { eventWindowStart } from '../../jobs/eventRetention.js';
 import { route } from '../route.js';
 import { SYNC_WS_PATH } from '../ws.js';
 
-/** The device report a push brings, answered whatever happens to it. */
+/** The device report a push brings, answered whatever happens to it; the push does not wait for its write. */
 function storeAlong(ctx: AppContext, personalnummer: number, report: unknown): Promise<DeviceReportAnswer> {
-  return ctx.devices.answer(ctx.database.db, personalnummer, report).catch((error: unknown) => {
+  return ctx.devices.answer(ctx.database.db, personalnummer, report, { behind: true }).catch((error: unknown) => {
     ctx.logger.warn({ err: error }, 'a device report sent with a push was not stored');
     return { status: 'refused', code: 'internal', message: 'Not stored; send it again later' };
   });
