@@ -59,14 +59,14 @@ function newDeviceId(randomId: () => string, random: () => number): string {
 /**
  * The device's sync health, reported to the service: with pushes, on the live socket, or as a
  * small request of its own (where a photo upload fails, it still passes). At once when something
- * important changes (the first pending action after an empty outbox, a refusal, the outbox
- * emptied), otherwise at most once a minute. A report counts and names actions, never their content.
+ * important changes (the first pending action after an empty outbox, a completion queued, a
+ * refusal, the outbox emptied), otherwise at most once a minute. A report counts and names actions, never their content.
  */
 export class HealthReporter {
   private deviceId = '';
   /** When the service last answered a report: it takes one a second per device. */
   private lastSentAt = -Infinity;
-  private observed = { pending: 0, rejected: 0 };
+  private observed = { pending: 0, rejected: 0, completions: 0 };
   private timer: ReturnType<typeof setTimeout> | undefined;
   private timerAt = Infinity;
   private sending = false;
@@ -88,8 +88,13 @@ export class HealthReporter {
   async load() {
     const stored = await this.sources.store.get<string>(DEVICE_ID_KEY);
     this.deviceId = typeof stored === 'string' && UUID.test(stored) ? stored : await this.renewId();
-    const pending = this.sources.outbox.pending().length;
-    this.observed = { pending, rejected: this.sources.outbox.rejected().length };
+    this.observed = this.counts();
+  }
+
+  private counts() {
+    const pending = this.sources.outbox.pending();
+    const completions = pending.filter((e) => e.action.kind === 'completion').length;
+    return { pending: pending.length, rejected: this.sources.outbox.rejected().length, completions };
   }
 
   get id() {
@@ -109,11 +114,15 @@ export class HealthReporter {
 
   /** The status changed: an important change sends at once, any other waits for the next report. */
   observe() {
-    const pending = this.sources.outbox.pending().length;
-    const rejected = this.sources.outbox.rejected().length;
     const before = this.observed;
-    this.observed = { pending, rejected };
-    const important = (before.pending === 0 && pending > 0) || (before.pending > 0 && pending === 0) || rejected > before.rejected;
+    this.observed = this.counts();
+    const { pending, rejected, completions } = this.observed;
+    // A completion held on the phone is what the office looks for: each new one is news, not only the first pending action.
+    const important =
+      (before.pending === 0 && pending > 0) ||
+      (before.pending > 0 && pending === 0) ||
+      rejected > before.rejected ||
+      completions > before.completions;
     if (important || this.undelivered) this.schedule(0);
   }
 

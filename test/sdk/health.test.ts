@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryAttachmentStore } from '../../client-sdk/attachments.js';
 import { HEALTH_INTERVAL_MS, HealthReporter } from '../../client-sdk/health.js';
-import { Outbox } from '../../client-sdk/outbox.js';
+import { Outbox, type OutboxAction } from '../../client-sdk/outbox.js';
 import { ProblemError } from '../../client-sdk/problem.js';
 import { JsonStore, MemoryStore } from '../../client-sdk/storage/keyValue.js';
 import { DEVICE_REPORT_MAX_BYTES, DeviceReport } from '../../shared/schemas/devices.js';
@@ -61,7 +61,7 @@ describe('the SDK health report', () => {
   beforeEach(() => vi.useFakeTimers({ now: Date.parse('2026-12-07T10:00:00Z') }));
   afterEach(() => vi.useRealTimers());
 
-  it('goes at once on start, on the first pending action and on the emptied outbox, otherwise once a minute', async () => {
+  it('goes at once on start, on the first pending action, on each completion queued and on the emptied outbox, otherwise once a minute', async () => {
     const { reporter, outbox, sent, complete } = await setUp();
     reporter.start();
     await advance(0);
@@ -75,8 +75,9 @@ describe('the SDK health report', () => {
     expect(sent).toHaveLength(2);
     expect(sent[1]).toMatchObject({ pendingCount: 1, pendingCompletionCount: 1, oldestPending: { type: 'delivery.complete' } });
 
-    // A second action is no news: it waits for the next report.
-    await complete('noch einer');
+    // A scan behind it is no news: it waits for the next report.
+    const scan = { type: 'scan', eventId: uuid(), occurredAt: new Date().toISOString(), itemId: uuid(), action: 'scan' };
+    await outbox.add(uuid(), { kind: 'event', event: scan } as OutboxAction, Date.now());
     reporter.observe();
     await advance(HEALTH_INTERVAL_MS - 1000);
     expect(sent).toHaveLength(2);
@@ -88,11 +89,20 @@ describe('the SDK health report', () => {
     await advance(3 * HEALTH_INTERVAL_MS);
     expect(sent).toHaveLength(6);
 
+    // Another completion is: it goes at once, although work was pending before.
+    await advance(5000);
+    await complete('noch einer');
+    reporter.observe();
+    await advance(0);
+    expect(sent).toHaveLength(7);
+    expect(sent[6]).toMatchObject({ pendingCount: 3, pendingCompletionCount: 2 });
+
+    await advance(5000);
     await outbox.removeAll(outbox.all());
     reporter.observe();
-    await advance(1100);
-    expect(sent).toHaveLength(7);
-    expect(sent[6]).toMatchObject({ pendingCount: 0, oldestPending: null, attachmentBytes: 0 });
+    await advance(0);
+    expect(sent).toHaveLength(8);
+    expect(sent[7]).toMatchObject({ pendingCount: 0, oldestPending: null, attachmentBytes: 0 });
     void entry;
     reporter.stop();
   });
