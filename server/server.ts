@@ -130,7 +130,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     metrics: createMetrics(),
     devices: createDeviceReports({
       maxPerAccount: config.devices.maxPerAccount,
-      onWriteFailure: (err, deviceId) => logger.warn({ err, deviceId }, 'a device report was not written; it is kept and written again within 30 s'),
+      onWriteFailure: (err, deviceId) =>
+        logger.warn({ err, deviceId }, 'a device report was not written; it is kept and written again within 30 s'),
     }),
     lifecycle: { draining: false },
     clock: options.now ?? (() => new Date()),

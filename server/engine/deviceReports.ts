@@ -15,7 +15,15 @@ const TRACKED = 20_000;
  * this long after the device's last write: those columns may lag by this much, the rest never.
  */
 export const DEVICE_REFRESH_MS = 30_000;
-const DRIFTING = new Set(['oldest_pending_since', 'outbox_bytes', 'attachment_bytes', 'last_push_at', 'last_pull_at', 'first_seen_at', 'last_seen_at']);
+const DRIFTING = new Set([
+  'oldest_pending_since',
+  'outbox_bytes',
+  'attachment_bytes',
+  'last_push_at',
+  'last_pull_at',
+  'first_seen_at',
+  'last_seen_at',
+]);
 
 export interface DeviceReportOptions {
   /** The most devices kept per account: a new one past it pushes out the one that holds no work and was seen longest ago. */

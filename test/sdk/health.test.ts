@@ -76,8 +76,11 @@ describe('the SDK health report', () => {
     expect(sent[1]).toMatchObject({ pendingCount: 1, pendingCompletionCount: 1, oldestPending: { type: 'delivery.complete' } });
 
     // A scan behind it is no news: it waits for the next report.
-    const scan = { type: 'scan', eventId: uuid(), occurredAt: new Date().toISOString(), itemId: uuid(), action: 'scan' };
-    await outbox.add(uuid(), { kind: 'event', event: scan } as OutboxAction, Date.now());
+    const scan: OutboxAction = {
+      kind: 'event',
+      event: { type: 'scan', eventId: uuid(), occurredAt: new Date().toISOString(), deliveryItemId: uuid(), action: 'scan' },
+    };
+    await outbox.add(uuid(), scan, Date.now());
     reporter.observe();
     await advance(HEALTH_INTERVAL_MS - 1000);
     expect(sent).toHaveLength(2);
