@@ -13,34 +13,43 @@ export interface StartupCheck {
   run(): Promise<void>;
 }
 
-const FIRST_RETRY_MS = 1000;
-const LAST_RETRY_MS = 30_000;
+// Retried soon, so that readiness follows within a second or two of the dependency answering;
+// one request every 2 s at most is nothing to a bucket or an issuer.
+const FIRST_RETRY_MS = 250;
+const LAST_RETRY_MS = 2000;
+// The same reason is written again at this interval while it lasts, not at every attempt.
+const REPEAT_WARNING_MS = 30_000;
 
 /**
  * Asks each dependency until it has answered once; until then readiness names it. Only the start
  * waits for this: a later outage keeps the behaviour of each dependency (cached keys, 503 on use).
- * Each failure is one warning naming the target and the reason, without a stack; the answer that
- * follows is one info line. `first` settles once every check was tried once.
+ * A failure is one warning naming the target and the reason, without a stack, again when the
+ * reason changes or every 30 s; the answer that follows is one info line. `first` settles once
+ * every check was tried once.
  */
 export function startStartupChecks(checks: StartupCheck[], logger: Logger) {
   // Not ready before the first answer: /readyz is served while the checks run.
   const failing = new Map(checks.map((check) => [check.name, `${check.target}: not answered yet`]));
+  const warned = new Map<string, { reason: string; at: number }>();
   const timers = new Set<NodeJS.Timeout>();
   let stopped = false;
+
+  const warn = (check: StartupCheck, reason: string) => {
+    const last = warned.get(check.name);
+    if (last?.reason === reason && Date.now() - last.at < REPEAT_WARNING_MS) return;
+    warned.set(check.name, { reason, at: Date.now() });
+    logger.warn({ check: check.name, target: check.target, reason }, `not ready: ${check.name} ${check.target} did not answer (${reason})`);
+  };
 
   const attempt = async (check: StartupCheck, delayMs: number): Promise<void> => {
     try {
       await check.run();
-      const waited = failing.get(check.name)?.endsWith('not answered yet') === false;
       failing.delete(check.name);
-      if (waited) logger.info({ check: check.name, target: check.target }, `${check.name} answered: ${check.target}`);
+      if (warned.has(check.name)) logger.info({ check: check.name, target: check.target }, `${check.name} answered: ${check.target}`);
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       failing.set(check.name, `${check.target}: ${reason}`);
-      logger.warn(
-        { check: check.name, target: check.target, reason },
-        `not ready: ${check.name} ${check.target} did not answer (${reason})`,
-      );
+      warn(check, reason);
       if (stopped) return;
       const timer = setTimeout(() => {
         timers.delete(timer);
