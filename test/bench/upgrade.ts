@@ -16,6 +16,7 @@ import { buildCheckout, buildScript, checkoutRelease, startService } from '../co
 import { readReleases } from '../compat/fixtures.js';
 import { setUp } from '../compat/scenario.js';
 import type { Metrics } from './context.js';
+import { sampleLockWaits } from './lockWaits.js';
 import { percentile, round } from './stats.js';
 import { LoadStats, UpgradeDriver, type Target } from './upgradeLoad.js';
 
@@ -78,6 +79,7 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
     await pause(sizes.settleMs);
 
     log('  migrating while the old release serves');
+    const locks = await sampleLockWaits(databaseUrl);
     const migrationStart = Date.now();
     const [node, migrate] = buildScript(build.dir, 'migrate:prod');
     await promisify(execFile)(node, migrate, {
@@ -85,7 +87,9 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
       env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
     });
     const migrationEnd = Date.now();
+    const lockWait = await locks.stop();
     log(`  migrated in ${migrationEnd - migrationStart} ms`);
+    if (lockWait.ms) log(`  longest lock wait meanwhile ${lockWait.ms} ms: ${lockWait.waiting} waited for ${lockWait.blockedBy}`);
 
     log('  starting the new release, draining the old one');
     const current = await startService(build.dir, env);
@@ -112,6 +116,7 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
     ]);
     await db.end();
     const duringMigration = stats.sent.filter((s) => s.target === 'old' && s.startedAt >= migrationStart && s.startedAt <= migrationEnd);
+    const slowest = duringMigration.reduce<(typeof duringMigration)[number] | undefined>((a, b) => (a && a.ms >= b.ms ? a : b), undefined);
     if (stats.failures.length) log(`  failed requests: ${[...new Set(stats.failures)].slice(0, 5).join('; ')}`);
     return {
       drivers: sizes.drivers,
@@ -125,6 +130,9 @@ export async function upgrade(databaseUrl: string, sizes: UpgradeSizes, log: (li
       migration_ms: migrationEnd - migrationStart,
       old_writes_during_migration: duringMigration.length,
       old_write_stall_max_ms: Math.max(0, ...duringMigration.map((s) => s.ms)),
+      // When in the migration the longest write began: the schema change comes first, the backfills after.
+      old_write_stall_at_ms: slowest ? slowest.startedAt - migrationStart : 0,
+      lock_wait_max_ms: lockWait.ms,
       push_p99_ms: round(
         percentile(
           stats.sent.map((s) => s.ms),
