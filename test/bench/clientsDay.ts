@@ -53,7 +53,11 @@ export async function dayFiles(): Promise<DayFiles> {
   const photo = await sharp(pixels, { raw: { width, height, channels: 3 } })
     .jpeg({ quality: 80 })
     .toBuffer();
-  return { photo: new Uint8Array(photo), customerSignature: new Uint8Array(await signaturePng()), driverSignature: new Uint8Array(await signaturePng(400, 150, 'M20 80 L 380 90')) };
+  return {
+    photo: new Uint8Array(photo),
+    customerSignature: new Uint8Array(await signaturePng()),
+    driverSignature: new Uint8Array(await signaturePng(400, 150, 'M20 80 L 380 90')),
+  };
 }
 
 /** Seeds one driver's tour whose lines take exactly the day's scans, and answers the day. */

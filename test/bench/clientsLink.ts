@@ -51,10 +51,7 @@ export async function openLink(serviceUrl: string): Promise<Link> {
       const url = new URL(input instanceof Request ? input.url : String(input));
       counters.requests++;
       if (link.firstSendAt === undefined && sendsActions(url.pathname)) link.firstSendAt = performance.now();
-      const t = performance.now();
-      const r = await fetch(input, init);
-      if (process.env.DBG) console.error('req', url.pathname, Math.round(performance.now() - t));
-      return r;
+      return fetch(input, init);
     },
     close: async () => {
       for (const socket of sockets) socket.destroy();

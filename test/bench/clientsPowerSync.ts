@@ -7,14 +7,7 @@
  * runs what `connect()` runs for uploads: `uploadData` again while `ps_crud` holds an entry.
  */
 import { Worker } from 'node:worker_threads';
-import {
-  column,
-  PowerSyncDatabase,
-  Schema,
-  Table,
-  type AbstractPowerSyncDatabase,
-  type PowerSyncBackendConnector,
-} from '@powersync/node';
+import { column, PowerSyncDatabase, Schema, Table, type AbstractPowerSyncDatabase, type PowerSyncBackendConnector } from '@powersync/node';
 import { newActionId, type Day, type DayAction, type DayFiles } from './clientsDay.js';
 import type { Link } from './clientsLink.js';
 import { Refused, sendActions, writeDurably, type BenchClient, type QueuedAction } from './clientsSend.js';
@@ -36,15 +29,13 @@ function connector(service: { baseUrl: string; token: string; fetch: typeof fetc
     async uploadData(database: AbstractPowerSyncDatabase) {
       const batch = await database.getCrudBatch(BATCH);
       if (!batch) return;
-      const queued = batch.crud.map(
-        (entry): QueuedAction => ({
-          id: entry.id,
-          occurredAt: String(entry.opData!.occurred_at),
-          action: JSON.parse(String(entry.opData!.action)) as DayAction,
-          noteId: (entry.opData!.note_id as string | null) ?? undefined,
-          files: entry.opData!.files ? (JSON.parse(String(entry.opData!.files)) as string[]) : undefined,
-        }),
-      );
+      const queued = batch.crud.map((entry): QueuedAction => ({
+        id: entry.id,
+        occurredAt: String(entry.opData!.occurred_at),
+        action: JSON.parse(String(entry.opData!.action)) as DayAction,
+        noteId: (entry.opData!.note_id as string | null) ?? undefined,
+        files: entry.opData!.files ? (JSON.parse(String(entry.opData!.files)) as string[]) : undefined,
+      }));
       try {
         await sendActions(service, queued);
       } catch (error) {
@@ -57,7 +48,13 @@ function connector(service: { baseUrl: string; token: string; fetch: typeof fetc
   };
 }
 
-export async function openPowerSync(dir: string, day: Day, files: DayFiles, link: Link, options: { online: boolean }): Promise<BenchClient> {
+export async function openPowerSync(
+  dir: string,
+  day: Day,
+  files: DayFiles,
+  link: Link,
+  options: { online: boolean },
+): Promise<BenchClient> {
   const db = new PowerSyncDatabase({
     schema,
     database: {

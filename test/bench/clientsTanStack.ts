@@ -30,7 +30,9 @@ class SqliteStorageAdapter implements StorageAdapter {
     return row?.value ?? null;
   }
   async set(key: string, value: string) {
-    this.sqlite.prepare('INSERT INTO outbox (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+    this.sqlite
+      .prepare('INSERT INTO outbox (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value')
+      .run(key, value);
     this.onStored?.(key);
   }
   async delete(key: string) {
@@ -88,7 +90,7 @@ export async function openTanStack(dir: string, day: Day, files: DayFiles, link:
         try {
           await sendActions(
             service,
-            transaction.mutations.map((m) => m.modified as QueuedAction),
+            transaction.mutations.map((m) => m.modified as unknown as QueuedAction),
           );
         } catch (error) {
           if (!(error instanceof Refused)) throw error;

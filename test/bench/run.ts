@@ -7,6 +7,7 @@
  *   [--only upgrade (the previous release to this checkout under load; PostgreSQL only)]
  *   [--only upgrade --size month|year with HISTORY_DATABASE_URL (loaded by the previous release): on a copy of that
  *    database, its figures named <metric>_<size>; --in-place: on that database itself (one-way: only on a copy)]
+ *   [--only clients (one driver day through Tourline's SDK, TanStack's offline-transactions and PowerSync's upload queue)]
  * Runs the scenarios on PostgreSQL (embedded, durable settings, or DATABASE_URL) and on PGlite,
  * prints a table and writes bench-results.json ({ database: { scenario: { metric: number } } }).
  */
@@ -26,6 +27,7 @@ import { writeScenarios } from './writes.js';
 import { fullLiveSizes, live, tinyLiveSizes } from './live.js';
 import { history, type HistoryPhase, type HistorySizeName } from './history.js';
 import { fullSdkSizes, sdkScenario, tinySdkSizes } from './sdk.js';
+import { clients, fullClientsSizes, tinyClientsSizes } from './clients.js';
 import { round } from './stats.js';
 import { fullUpgradeSizes, tinyUpgradeSizes, upgrade, upgradeOnCopy } from './upgrade.js';
 import { wire } from './wire.js';
@@ -44,12 +46,13 @@ const scenarios = [
   'history',
   'live',
   'upgrade',
+  'clients',
 ] as const;
 /** Scenarios that need no database; their figures are kept under `client`. */
 const clientScenarios = new Set<string>(['sdk']);
 // Loading a year takes many minutes, live holds the machine for as long, upgrade checks out and
-// starts two releases: they run only when named.
-const byDefault = scenarios.filter((s) => s !== 'history' && s !== 'live' && s !== 'upgrade');
+// starts two releases, clients compares with other products: they run only when named.
+const byDefault = scenarios.filter((s) => !['history', 'live', 'upgrade', 'clients'].includes(s));
 type Scenario = (typeof scenarios)[number];
 
 const { values } = parseArgs({
@@ -143,6 +146,11 @@ try {
         await step(name, async () => {
           results[name] = await scenario(ctx);
         });
+    if (only.has('clients'))
+      await step('clients', async () => {
+        results.clients = await clients(ctx, values.tiny ? tinyClientsSizes : fullClientsSizes);
+        if (ctx.problems.length > 0) throw new Error(`not exactly once: ${ctx.problems.join('; ')}`);
+      });
     if (only.has('live') && kind === 'postgres')
       await step('live', async () => {
         const sizes = values.tiny ? tinyLiveSizes : fullLiveSizes;

@@ -6,6 +6,7 @@ import { fanout } from '../bench/fanout.js';
 import { tinySizes } from '../bench/sizes.js';
 import { tourRead } from '../bench/tourRead.js';
 import { writeScenarios } from '../bench/writes.js';
+import { clientNames, clients } from '../bench/clients.js';
 import { live, tinyLiveSizes } from '../bench/live.js';
 import { newTarget } from '../bench/target.js';
 import { wire } from '../bench/wire.js';
@@ -120,5 +121,22 @@ describe('live bench scenario on postgres', () => {
     const engine = lines.filter((line) => line.trim().startsWith('engine:'));
     expect(engine).toHaveLength(2);
     for (const line of engine) expect(line).toMatch(/engine: [1-9]\d* writes waited for the writer [\d.]+ ms on average/);
+  }, 120_000);
+});
+
+// The smallest day that holds every kind of action (a scan, a note, a credit, a photo, a completion), on one database: the peers' clients are the same on both.
+describe('clients bench scenario on postgres', () => {
+  it('sends the day through each of the three clients and the service applies every action exactly once', async () => {
+    const problems: string[] = [];
+    const figures = await clients(
+      { log: () => undefined, problems, newTarget: (name) => newTarget('postgres', name, () => createPostgresDatabase()) },
+      { actions: 5, deliveries: 1, linesPerDelivery: 1 },
+    );
+    expect(problems).toEqual([]);
+    for (const name of clientNames) {
+      expect(figures[`${name}_exactly_once`], name).toBe(1);
+      expect(figures[`${name}_requests`], name).toBeGreaterThan(0);
+      expect(figures[`${name}_restart_to_first_send_ms`], name).toBeGreaterThanOrEqual(0);
+    }
   }, 120_000);
 });
