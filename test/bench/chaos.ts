@@ -7,15 +7,13 @@
  * every change in every account's live feed, every device's copy equal to the database, one
  * ERP import run for the day although every instance start tries one. Exits 1 on any difference.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { WebSocket } from 'ws';
-import { TourlineClient, type FetchLike, type WebSocketFactory } from '../../client-sdk/index.js';
+import { TourlineClient } from '../../client-sdk/index.js';
 import { FileStore } from '../../client-sdk/node.js';
 import { openDatabase } from '../../server/db/client.js';
 import { newTour } from '../helpers/factories.js';
@@ -26,6 +24,10 @@ import { startPostgres } from './postgres.js';
 import { openLines } from './seed.js';
 import { monotonicMs, sleep } from './stats.js';
 import { BENCH_ADMIN_KEY } from './target.js';
+import { Auditor } from './chaosAuditor.js';
+import { Instance } from './chaosInstance.js';
+import { faultyFetch, socketFactory } from './chaosNetwork.js';
+import { chaosVerdict, type ChaosCounts, type ChaosDriver } from './chaosVerdict.js';
 
 const DRIVERS = Number(process.env.CHAOS_DRIVERS ?? 32);
 const LOAD_MS = Number(process.env.CHAOS_LOAD_MS ?? 75_000);
@@ -42,7 +44,7 @@ const KILLS: [number, number, 'kill' | 'start'][] = [
 // [at ms, how long PostgreSQL stays down]: a restart of the database itself (an embedded one only).
 const DATABASE_RESTART: [number, number] = [34_000, 3000];
 
-const counts = {
+const counts: ChaosCounts = {
   viewSamples: 0,
   viewOver: 0,
   dropped: 0,
@@ -58,75 +60,8 @@ const counts = {
 let faultsOn = false;
 const chance = (p: number) => faultsOn && Math.random() < p;
 
-class Instance {
-  process: ChildProcess | undefined;
-  alive = false;
-  stopping = false;
-  output: string[] = [];
-  constructor(
-    readonly name: string,
-    readonly port: number,
-    private readonly env: Record<string, string>,
-  ) {}
-  get url() {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  async start() {
-    const main = fileURLToPath(new URL('../../server/main.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', main], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...this.env, PORT: String(this.port) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const keep = (chunk: Buffer) => {
-      this.output.push(chunk.toString());
-      if (this.output.length > 200) this.output.shift();
-    };
-    child.stdout!.on('data', keep);
-    child.stderr!.on('data', keep);
-    this.process = child;
-    child.once('exit', (code, signal) => {
-      if (this.process !== child || this.stopping || signal === 'SIGKILL') return;
-      this.alive = false;
-      failures.push(`${this.name} died on its own (exit ${code}):\n${this.output.join('').slice(-3000)}`);
-      log(`${this.name} died on its own (exit ${code})`);
-    });
-    const started = monotonicMs();
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`${this.name} exited with ${child.exitCode}:\n${this.output.join('').slice(-2000)}`);
-      if ((await request('GET', `${this.url}/health`).catch(() => undefined))?.status === 200) break;
-      if (monotonicMs() - started > 60_000) throw new Error(`${this.name} did not answer /health within 60 s`);
-      await sleep(50);
-    }
-    this.alive = true;
-  }
-
-  kill() {
-    this.alive = false;
-    counts.kills += 1;
-    this.process?.kill('SIGKILL');
-  }
-
-  async stop() {
-    this.stopping = true;
-    this.alive = false;
-    if (!this.process || this.process.exitCode !== null) return;
-    const exited = new Promise((resolve) => this.process!.once('exit', resolve));
-    this.process.kill('SIGTERM');
-    await Promise.race([exited, sleep(10_000).then(() => this.process!.kill('SIGKILL'))]);
-  }
-}
-
-interface Driver {
-  index: number;
-  personalnummer: number;
-  tourId: string;
-  items: string[];
+interface Driver extends ChaosDriver {
   dir: string;
-  client: TourlineClient;
-  /** Scans per item the driver made: what the database must show. */
-  scans: Map<string, number>;
-  eventIds: string[];
   sockets: Set<WebSocket>;
   restart: boolean;
 }
@@ -147,7 +82,13 @@ const env = {
   ERP_IMPORT_ENABLED: 'true',
   DATABASE_POOL_SIZE: '8',
 };
-const instances = ports.map((port, i) => new Instance(`instance ${'AB'[i]}`, port, env));
+const instances = ports.map(
+  (port, i) =>
+    new Instance(`instance ${'AB'[i]}`, port, env, (message, output) => {
+      failures.push(`${message}:\n${output}`);
+      log(message);
+    }),
+);
 const report: [string, number | string][] = [];
 const failures: string[] = [];
 let auditors: Auditor[] = [];
@@ -158,44 +99,6 @@ const log = (message: string) => console.log(`${((monotonicMs() - t0) / 1000).to
 /** The instance a driver talks to: its home one, the other while home is down. */
 const instanceFor = (home: number) =>
   instances[home].alive ? instances[home] : instances[1 - home].alive ? instances[1 - home] : instances[home];
-
-function faultyFetch(home: number): FetchLike {
-  return async (input, init) => {
-    const url = new URL(input);
-    const target = instanceFor(home).url;
-    if (chance(0.03)) {
-      counts.dropped += 1;
-      throw new TypeError('fetch failed: connection reset (injected)');
-    }
-    const method = init.method ?? 'GET';
-    let copy: Promise<unknown> | undefined;
-    if (method === 'POST' && url.pathname === '/sync/push' && chance(0.05)) {
-      // The same push through the other instance at the same moment.
-      counts.duplicated += 1;
-      copy = fetch(`${instanceFor(1 - home).url}${url.pathname}`, init)
-        .then((r) => r.arrayBuffer())
-        .catch(() => undefined);
-    }
-    const response = await fetch(`${target}${url.pathname}${url.search}`, init);
-    await copy;
-    if (chance(0.03)) {
-      await response.arrayBuffer();
-      counts.lost += 1;
-      throw new TypeError('fetch failed: socket hang up after the server answered (injected)');
-    }
-    return response;
-  };
-}
-
-function socketFactory(home: number, sockets: Set<WebSocket>): WebSocketFactory {
-  return (url, protocols) => {
-    const socket = new WebSocket(`${instanceFor(home).url.replace(/^http/, 'ws')}${new URL(url).pathname}`, protocols);
-    socket.on('error', () => undefined);
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    return socket;
-  };
-}
 
 async function token(personalnummer: number): Promise<string> {
   for (;;) {
@@ -215,8 +118,8 @@ async function openClient(driver: Omit<Driver, 'client'>) {
     baseUrl: BASE_URL,
     getToken: () => token(driver.personalnummer),
     storage: await FileStore.open(driver.dir),
-    fetch: faultyFetch(driver.index % 2),
-    webSocket: socketFactory(driver.index % 2, driver.sockets),
+    fetch: faultyFetch(instanceFor, driver.index % 2, { chance, counts }),
+    webSocket: socketFactory(instanceFor, driver.index % 2, driver.sockets),
     backoff: { baseMs: 50, capMs: 1000 },
     pollIntervalMs: 2000,
     requestTimeoutMs: 10_000,
@@ -229,56 +132,6 @@ async function openClient(driver: Omit<Driver, 'client'>) {
     if (positions.some((p) => p.scannedQuantity > (driver.scans.get(p.id) ?? 0))) counts.viewOver += 1;
   });
   return client;
-}
-
-/**
- * An independent reader of one account's live feed on the instance the driver does NOT write
- * through: it records every seq it receives and resumes from its last cursor after every cut.
- */
-class Auditor {
-  readonly seqs = new Set<number>();
-  maxSeq = 0;
-  private cursor: string;
-  private socket: WebSocket | undefined;
-  private stopped = false;
-  constructor(
-    readonly driver: Driver,
-    start: string,
-    private readonly tokenValue: string,
-  ) {
-    this.cursor = start;
-  }
-
-  connect() {
-    if (this.stopped) return;
-    const instance = instanceFor(1 - (this.driver.index % 2));
-    const socket = new WebSocket(`${instance.url.replace(/^http/, 'ws')}/sync/ws`, {
-      headers: { authorization: `Bearer ${this.tokenValue}` },
-    });
-    this.socket = socket;
-    socket.on('open', () => socket.send(JSON.stringify({ type: 'resume', cursor: this.cursor })));
-    socket.on('message', (data) => {
-      const message = JSON.parse(data.toString()) as { type: string; changes?: { seq: number }[]; cursor?: string };
-      if (message.type !== 'changes') return;
-      for (const change of message.changes!) {
-        this.seqs.add(change.seq);
-        this.maxSeq = Math.max(this.maxSeq, change.seq);
-      }
-      this.cursor = message.cursor!;
-    });
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      if (!this.stopped) setTimeout(() => this.connect(), 100 + Math.random() * 200);
-    });
-  }
-
-  cut() {
-    this.socket?.terminate();
-  }
-  stop() {
-    this.stopped = true;
-    this.socket?.terminate();
-  }
 }
 
 async function driverLoop(driver: Driver, until: number) {
@@ -318,6 +171,7 @@ async function faults(until: number) {
         if (action === 'kill') {
           log(`SIGKILL ${instances[index].name}`);
           instances[index].kill();
+          counts.kills += 1;
         } else {
           log(`restarting ${instances[index].name}`);
           await instances[index].start();
@@ -406,7 +260,7 @@ try {
     );
     const tokens = await Promise.all(drivers.map((d) => token(d.personalnummer)));
     const { cursor } = await requestJson<{ cursor: string }>('GET', `${instances[0].url}/sync/cursor`, { token: tokens[0] });
-    auditors = drivers.map((d, i) => new Auditor(d, cursor, tokens[i]));
+    auditors = drivers.map((d, i) => new Auditor(d, cursor, tokens[i], instanceFor));
     for (const auditor of auditors) auditor.connect();
     for (const driver of drivers) {
       await driver.client.loadTours({ date: TOUR_DATE });
@@ -432,77 +286,9 @@ try {
     for (let waited = 0; waited < 15_000 && auditors.some((a) => a.maxSeq < head); waited += 100) await sleep(100);
     log('comparing');
 
-    // What the drivers did against what the database holds.
-    const ids = drivers.flatMap((d) => d.eventIds);
-    const pnrs = drivers.map((d) => d.personalnummer);
-    const q = async <T>(query: ReturnType<typeof sql>) => (await database.db.execute<T & Record<string, unknown>>(query)).rows;
-    const [processed] = await q<{ n: string; known: string }>(sql`
-      SELECT count(*)::text AS n, count(*) FILTER (WHERE event_id = ANY(${`{${ids.join(',')}}`}::uuid[]))::text AS known
-      FROM processed_events WHERE account_id = ANY(${`{${pnrs.join(',')}}`}::bigint[])`);
-    const [audit] = await q<{ n: string; distinct_ids: string }>(sql`
-      SELECT count(*)::text AS n, count(DISTINCT client_scan_id)::text AS distinct_ids FROM scan_audit WHERE account_id = ANY(${`{${pnrs.join(',')}}`}::bigint[])`);
-    const items = await q<{ id: string; scanned: number }>(sql`
-      SELECT i.id::text AS id, i.scanned_quantity AS scanned FROM delivery_items i JOIN deliveries d ON d.id = i.delivery_id JOIN tours t ON t.id = d.tour_id
-      WHERE t.account_id = ANY(${`{${pnrs.join(',')}}`}::bigint[])`);
-    const scannedInDb = new Map(items.map((r) => [r.id, Number(r.scanned)]));
-    let itemsOff = 0;
-    let copiesOff = 0;
-    let missingFromFeeds = 0;
-    let rejected = 0;
-    for (const driver of drivers) {
-      for (const [item, n] of driver.scans) if (scannedInDb.get(item) !== n) itemsOff += 1;
-      rejected += driver.client.rejected().length;
-      const copy = driver.client.serverTour(driver.tourId);
-      for (const position of copy?.deliveries.flatMap((d) => d.positions) ?? [])
-        if (position.scannedQuantity !== scannedInDb.get(position.id)) copiesOff += 1;
-      if (!copy) copiesOff += driver.items.length;
-    }
-    for (const auditor of auditors) {
-      const visible = await q<{ seq: string }>(sql`
-        SELECT seq::text AS seq FROM change_log WHERE seq > ${startSeq} AND (account_id = ${auditor.driver.personalnummer} OR account_id IS NULL)`);
-      missingFromFeeds += visible.filter((r) => !auditor.seqs.has(Number(r.seq))).length;
-    }
-    const [runs] = await q<{ ok: string; dates: string }>(sql`
-      SELECT count(*)::text AS ok, count(DISTINCT target_date)::text AS dates FROM erp_import_runs WHERE success`);
-
-    const events = ids.length;
-    report.push(
-      ['scans made by the drivers', events],
-      ['processed events in the database', Number(processed.n)],
-      ['  of them scans the drivers made', Number(processed.known)],
-      ['scan audit rows', Number(audit.n)],
-      ['  distinct scan ids', Number(audit.distinct_ids)],
-      ['items whose count differs from the scans made', itemsOff],
-      ['rejected events', rejected],
-      ['positions where a device copy differs from the database', copiesOff],
-      ['device views sampled (every change event)', counts.viewSamples],
-      ['  of them counting a scan twice', counts.viewOver],
-      ["changes missing from an account's live feed", missingFromFeeds],
-      ['changes recorded during the run', head - startSeq],
-      ['successful ERP import runs (dates)', `${runs.ok} (${runs.dates})`],
-      ['pushes sent twice at once', counts.duplicated],
-      ['requests dropped', counts.dropped],
-      ['answers lost', counts.lost],
-      ['SIGKILLs', counts.kills],
-      ['PostgreSQL restarts', counts.databaseRestarts],
-      ['WebSocket cuts', counts.socketCuts],
-      ['database connections cut', counts.backendsTerminated],
-      ['app restarts', counts.appRestarts],
-    );
-    const expectEqual = (what: string, actual: number, expected: number) => {
-      if (actual !== expected) failures.push(`${what}: ${actual}, expected ${expected}`);
-    };
-    expectEqual('processed events', Number(processed.n), events);
-    expectEqual('processed events the drivers made', Number(processed.known), events);
-    expectEqual('scan audit rows', Number(audit.n), events);
-    expectEqual('distinct scan ids in the audit', Number(audit.distinct_ids), events);
-    expectEqual('items off', itemsOff, 0);
-    expectEqual('rejected events', rejected, 0);
-    expectEqual('device copies off', copiesOff, 0);
-    expectEqual('device views counting a scan twice', counts.viewOver, 0);
-    expectEqual('changes missing from live feeds', missingFromFeeds, 0);
-    if (Number(runs.ok) !== Number(runs.dates))
-      failures.push(`ERP import: ${runs.ok} successful runs for ${runs.dates} dates; a date must be imported once`);
+    const verdict = await chaosVerdict(database.db, { drivers, auditors, counts, startSeq, head });
+    report.push(...verdict.report);
+    failures.push(...verdict.failures);
   } finally {
     for (const auditor of auditors) auditor.stop();
     for (const driver of drivers) await driver.client.close().catch(() => undefined);

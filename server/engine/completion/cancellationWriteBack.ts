@@ -3,7 +3,7 @@ import type { AppContext } from '../../context.js';
 import { deliveries, erpCancellations } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import { cancellationIdempotencyKey } from '../../integrations/erp/gateway.js';
-import { failedPush, pushError } from './pushOutcome.js';
+import { sendRecorded } from './pushOutcome.js';
 
 type Deps = Pick<AppContext, 'database' | 'erp' | 'logger' | 'config'>;
 
@@ -25,39 +25,22 @@ export async function pushCancellation(deps: Deps, deliveryId: string): Promise<
     .where(eq(erpCancellations.deliveryId, deliveryId));
   if (!record) throw notFound('Canceled delivery');
   const { cancellation } = record;
-  try {
-    await deps.erp.pushCancellation(
+  const columns = {
+    table: erpCancellations,
+    status: 'pushStatus',
+    attempts: 'pushAttempts',
+    pushedAt: 'pushedAt',
+    error: 'pushError',
+    nextAttemptAt: 'nextAttemptAt',
+  } as const;
+  const where = eq(erpCancellations.deliveryId, deliveryId);
+  await sendRecorded(deps, { columns, where, attemptsBefore: cancellation.pushAttempts, what: 'cancellation write-back', deliveryId }, () =>
+    deps.erp.pushCancellation(
       { belegartId: record.belegartId, belegnummer: record.belegnummer },
       { canceledAt: cancellation.canceledAt.toISOString(), state: 'canceled', reason: cancellation.reason },
       cancellationIdempotencyKey(deliveryId),
-    );
-  } catch (error) {
-    const failure = failedPush(error, cancellation.pushAttempts, deps.config.erp);
-    await db
-      .update(erpCancellations)
-      .set({
-        pushStatus: failure.status,
-        pushAttempts: sql`${erpCancellations.pushAttempts} + 1`,
-        pushError: failure.message,
-        nextAttemptAt: failure.retryInMs === null ? null : new Date(Date.now() + failure.retryInMs),
-      })
-      .where(eq(erpCancellations.deliveryId, deliveryId));
-    deps.logger.warn(
-      { deliveryId, err: error, status: failure.status, retryInMs: failure.retryInMs },
-      'ERP cancellation write-back failed',
-    );
-    throw pushError(error, 'cancellation');
-  }
-  await db
-    .update(erpCancellations)
-    .set({
-      pushStatus: 'succeeded',
-      pushAttempts: sql`${erpCancellations.pushAttempts} + 1`,
-      pushedAt: new Date(),
-      pushError: null,
-      nextAttemptAt: null,
-    })
-    .where(eq(erpCancellations.deliveryId, deliveryId));
+    ),
+  );
 }
 
 /** Claims due cancellations (several instances never take the same one) and writes them back; returns how many ran. */

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { eq, sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import type { ReportReference } from '../../../shared/schemas/erp.js';
 import type { AppContext } from '../../context.js';
 import type { Db } from '../../db/client.js';
 import { attachments, completions, deliveries } from '../../db/schema.js';
 import { notFound } from '../../errors.js';
 import { completionIdempotencyKey } from '../../integrations/erp/gateway.js';
-import { failedPush, pushError } from './pushOutcome.js';
+import { sendRecorded } from './pushOutcome.js';
 import { reportFileName, storeDeliveryReport } from './report.js';
 
 export { backoffMs } from './pushOutcome.js';
@@ -62,7 +62,16 @@ export async function pushCompletion(deps: WriteBackDeps, deliveryId: string): P
   const record = await loadCompletionRecord(db, deliveryId);
   if (!record) throw notFound('Completed delivery');
   const { completion, delivery } = record;
-  try {
+  const columns = {
+    table: completions,
+    status: 'erpPushStatus',
+    attempts: 'erpPushAttempts',
+    pushedAt: 'erpPushedAt',
+    error: 'erpPushError',
+    nextAttemptAt: 'erpNextAttemptAt',
+  } as const;
+  const where = eq(completions.deliveryId, deliveryId);
+  await sendRecorded(deps, { columns, where, attemptsBefore: completion.erpPushAttempts, what: 'write-back', deliveryId }, async () => {
     const report = await reportOf(deps, deliveryId, delivery.belegnummer, completion.reportAttachmentId);
     await deps.erp.pushCompletion(
       { belegartId: delivery.belegartId, belegnummer: delivery.belegnummer },
@@ -75,28 +84,5 @@ export async function pushCompletion(deps: WriteBackDeps, deliveryId: string): P
       },
       completionIdempotencyKey(completion.deliveryId),
     );
-  } catch (error) {
-    const failure = failedPush(error, completion.erpPushAttempts, deps.config.erp);
-    await db
-      .update(completions)
-      .set({
-        erpPushStatus: failure.status,
-        erpPushAttempts: sql`${completions.erpPushAttempts} + 1`,
-        erpPushError: failure.message,
-        erpNextAttemptAt: failure.retryInMs === null ? null : new Date(Date.now() + failure.retryInMs),
-      })
-      .where(eq(completions.deliveryId, deliveryId));
-    deps.logger.warn({ deliveryId, err: error, status: failure.status, retryInMs: failure.retryInMs }, 'ERP write-back failed');
-    throw pushError(error, 'write-back');
-  }
-  await db
-    .update(completions)
-    .set({
-      erpPushStatus: 'succeeded',
-      erpPushAttempts: sql`${completions.erpPushAttempts} + 1`,
-      erpPushedAt: new Date(),
-      erpPushError: null,
-      erpNextAttemptAt: null,
-    })
-    .where(eq(completions.deliveryId, deliveryId));
+  });
 }
