@@ -26,7 +26,7 @@ import { reviewHistory } from '../../queries/reviewHistory.js';
 import type { Actor } from '../../context.js';
 import { validation } from '../../errors.js';
 import { jsonArrayStream } from '../jsonStream.js';
-import { linkNext, pageCursor } from '../paging.js';
+import { linkNext, pageCursor, pagingDescription } from '../paging.js';
 import { route } from '../route.js';
 
 const tags = ['Back office'];
@@ -38,9 +38,6 @@ const instant = z.iso.datetime();
 const completedCursor = pageCursor('completed-deliveries', z.tuple([instant, z.string(), z.number().int()]));
 const deliveredCursor = pageCursor('delivered-belegnummern', z.tuple([instant, z.string()]));
 const reviewsCursor = pageCursor('reviews', z.tuple([z.number().int(), z.uuid()]));
-const paging = (count = '') =>
-  `With \`limit\` or \`cursor\`, one page${count}; the \`Link\` header (rel="next") names the next page ` +
-  'and is absent on the last. Without either, the whole list (docs/back-office.md, "Paging").';
 
 export const adminRoutes = [
   route({
@@ -77,7 +74,7 @@ export const adminRoutes = [
     query: CompletedDeliveriesQuery,
     response: CompletedDeliveriesResponse,
     // Streamed: without bounds it is every completion ever. The same bytes as `{ count, deliveries, from, to }` whole.
-    description: paging(' (`count` is its length)'),
+    description: pagingDescription(' (`count` is its length)'),
     paged: true,
     handler: async ({ ctx, query, req, res }) => {
       const range = query.day ? { from: query.day, to: query.day } : { from: query.from ?? null, to: query.to ?? null };
@@ -104,7 +101,7 @@ export const adminRoutes = [
     summary: 'Numbers of completed deliveries whose mail is not sent yet, optionally of one Berlin day (DD-MM-YYYY)',
     query: DeliveredBelegnummernQuery,
     response: DeliveredBelegnummernResponse,
-    description: paging(' (`count` is its length)'),
+    description: pagingDescription(' (`count` is its length)'),
     paged: true,
     handler: async ({ ctx, query, req, res }) => {
       const day = query.day ?? null;
@@ -136,7 +133,7 @@ export const adminRoutes = [
     summary: 'Changed delivery notes waiting for the four-eyes confirmation, with the changes from the audit',
     query: PendingReviewsQuery,
     response: PendingReviewList,
-    description: paging(),
+    description: pagingDescription(),
     paged: true,
     handler: async ({ ctx, query, req, res }) => {
       const page = reviewsCursor.request(query, '');

@@ -3,61 +3,66 @@ import { Uuid } from '../../../shared/schemas/common.js';
 import { ErpWriteBackList, ErpWriteBacksQuery } from '../../../shared/schemas/imports.js';
 import { pushCancellation } from '../../engine/completion/cancellationWriteBack.js';
 import { pushCompletion } from '../../engine/completion/writeBack.js';
+import type { AppContext } from '../../context.js';
 import { notFound } from '../../errors.js';
 import { deliveryReport, erpWriteBacks } from '../../queries/erpWriteBacks.js';
-import { linkNext, pageCursor } from '../paging.js';
+import { listPage, pageCursor, pagingDescription } from '../paging.js';
 import { route } from '../route.js';
 
 const tags = ['Admin'];
 const writeBacksCursor = pageCursor('erp-write-backs', z.tuple([z.iso.datetime(), z.string(), z.uuid()]));
 
+/** A route that sends one delivery's write-back to the ERP again, now. */
+const repeatWriteBack = (
+  path: string,
+  summary: string,
+  idDescription: string,
+  push: (ctx: AppContext, deliveryId: string) => Promise<void>,
+) =>
+  route({
+    method: 'post',
+    path,
+    auth: 'admin',
+    tags,
+    summary,
+    query: z.object({ delivery_id: Uuid.describe(idDescription) }),
+    status: 204,
+    errors: [404, 502],
+    handler: ({ ctx, query }) => push(ctx, query.delivery_id),
+  });
+
 export const adminCompletionRoutes = [
-  route({
-    method: 'post',
-    path: '/admin/push-completion',
-    auth: 'admin',
-    tags,
-    summary:
-      'Repeat the ERP write-back of a completed delivery (delivered-at, state, payment term, money credit, report), also one the ERP refused; same Idempotency-Key',
-    query: z.object({ delivery_id: Uuid.describe('id of a completed delivery') }),
-    status: 204,
-    errors: [404, 502],
+  repeatWriteBack(
+    '/admin/push-completion',
+    'Repeat the ERP write-back of a completed delivery (delivered-at, state, payment term, money credit, report), also one the ERP refused; same Idempotency-Key',
+    'id of a completed delivery',
     // An unknown or not completed delivery is a 404 (Completed delivery) from the write-back itself.
-    handler: ({ ctx, query }) => pushCompletion(ctx, query.delivery_id),
-  }),
-  route({
-    method: 'post',
-    path: '/admin/push-cancellation',
-    auth: 'admin',
-    tags,
-    summary:
-      "Repeat the ERP write-back of a driver's cancellation (with ERP_PUSH_CANCELLATIONS), also one the ERP refused; same Idempotency-Key",
-    query: z.object({ delivery_id: Uuid.describe('id of a delivery a driver canceled') }),
-    status: 204,
-    errors: [404, 502],
-    handler: ({ ctx, query }) => {
+    pushCompletion,
+  ),
+  repeatWriteBack(
+    '/admin/push-cancellation',
+    "Repeat the ERP write-back of a driver's cancellation (with ERP_PUSH_CANCELLATIONS), also one the ERP refused; same Idempotency-Key",
+    'id of a delivery a driver canceled',
+    (ctx, deliveryId) => {
       // Off, cancellations stay with Tourline: an ERP that knows only completions is not sent one.
       if (!ctx.config.erp.pushCancellations) throw notFound('Cancellation write-back (ERP_PUSH_CANCELLATIONS is off)');
-      return pushCancellation(ctx, query.delivery_id);
+      return pushCancellation(ctx, deliveryId);
     },
-  }),
+  ),
   route({
     method: 'get',
     path: '/admin/erp-write-backs',
     auth: 'admin',
     tags,
     summary: 'Completions and cancellations whose ERP write-back has not succeeded (or of one status), oldest first, with the last failure',
-    description:
-      'With `limit` or `cursor`, one page; the `Link` header (rel="next") names the next page and is absent on the last. ' +
-      'Without either, the whole list (docs/back-office.md, "Paging").',
+    description: pagingDescription(),
     query: ErpWriteBacksQuery,
     response: ErpWriteBackList,
     paged: true,
     handler: async ({ ctx, query, req, res }) => {
-      const filter = query.status ?? '';
-      const page = writeBacksCursor.request(query, filter);
-      const { entries, next } = await erpWriteBacks(ctx.database.db, query.status ?? null, page);
-      if (page) linkNext(req, res, page.limit, next && writeBacksCursor.write(filter, next));
+      const entries = await listPage(writeBacksCursor, query.status ?? '', { query, req, res }, (page) =>
+        erpWriteBacks(ctx.database.db, query.status ?? null, page),
+      );
       return { count: entries.length, write_backs: entries };
     },
   }),

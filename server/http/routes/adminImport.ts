@@ -4,7 +4,7 @@ import { IsoDate } from '../../../shared/schemas/common.js';
 import { ImportRunList, ImportRunsQuery, ImportSummary } from '../../../shared/schemas/imports.js';
 import { runImport } from '../../jobs/erpImport.js';
 import { importRuns } from '../../queries/importRuns.js';
-import { linkNext, pageCursor } from '../paging.js';
+import { listPage, pageCursor, pagingDescription } from '../paging.js';
 import { route } from '../route.js';
 
 const runsCursor = pageCursor('import-runs', z.tuple([z.iso.datetime(), z.uuid()]));
@@ -27,17 +27,14 @@ export const adminImportRoutes = [
     auth: 'admin',
     tags: ['Admin'],
     summary: 'The logged ERP import runs (scheduled, start-up, retries, manual), newest first, optionally of one tour date',
-    description:
-      'With `limit` or `cursor`, one page; the `Link` header (rel="next") names the next page and is absent on the last. ' +
-      'Without either, the whole list (docs/back-office.md, "Paging").',
+    description: pagingDescription(),
     query: ImportRunsQuery,
     response: ImportRunList,
     paged: true,
     handler: async ({ ctx, query, req, res }) => {
-      const filter = query.date ?? '';
-      const page = runsCursor.request(query, filter);
-      const { entries, next } = await importRuns(ctx.database.db, query.date ?? null, page);
-      if (page) linkNext(req, res, page.limit, next && runsCursor.write(filter, next));
+      const entries = await listPage(runsCursor, query.date ?? '', { query, req, res }, (page) =>
+        importRuns(ctx.database.db, query.date ?? null, page),
+      );
       return { count: entries.length, runs: entries };
     },
   }),

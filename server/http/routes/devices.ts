@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AdminDevicesQuery, AdminDevicesResponse, DEVICE_REPORT_MAX_BYTES, DeviceReport } from '../../../shared/schemas/devices.js';
 import { listDevices } from '../../queries/adminDevices.js';
-import { linkNext, pageCursor } from '../paging.js';
+import { listPage, pageCursor, pagingDescription } from '../paging.js';
 import { route } from '../route.js';
 
 const devicesCursor = pageCursor('devices', z.tuple([z.number().int(), z.uuid()]));
@@ -33,9 +33,7 @@ export const deviceRoutes = [
     summary: "Every device's latest sync health report: unsent work, refusals, versions; a device unseen keeps its last report",
     query: AdminDevicesQuery,
     response: AdminDevicesResponse,
-    description:
-      'Filters combine (all must hold). With `limit` or `cursor`, one page (`count` is its length); the `Link` header ' +
-      '(rel="next") names the next page and is absent on the last. Without either, the whole list (docs/back-office.md, "Paging").',
+    description: `Filters combine (all must hold). ${pagingDescription(' (`count` is its length)')}`,
     paged: true,
     handler: async ({ ctx, query, req, res }) => {
       const { limit, cursor, ...filters } = query;
@@ -49,9 +47,9 @@ export const deviceRoutes = [
         appVersion: filters.app_version,
       };
       const key = JSON.stringify(filters);
-      const page = devicesCursor.request({ limit, cursor }, key);
-      const { entries, next } = await listDevices(ctx.database.db, filter, page);
-      if (page) linkNext(req, res, page.limit, next && devicesCursor.write(key, next));
+      const entries = await listPage(devicesCursor, key, { query: { limit, cursor }, req, res }, (page) =>
+        listDevices(ctx.database.db, filter, page),
+      );
       return { count: entries.length, devices: entries };
     },
   }),
