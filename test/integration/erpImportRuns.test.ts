@@ -38,6 +38,11 @@ describe.each(databaseKinds)('an ERP that is down at start on %s', (kind) => {
         .poll(async () => (await api.get(`/me/tours?date=${today}`, { token })).body.tours?.length, { timeout: 45_000, interval: 250 })
         .toBe(1);
       clearTimeout(back);
+      // The run's record is finished after its tours are written: wait for that, not only for the tours.
+      const newestFinishedAt = async () =>
+        ((await api.get(`/admin/import-runs?date=${today}`, { admin: true })).body.runs as { finished_at: string | null }[])[0]
+          ?.finished_at;
+      await expect.poll(newestFinishedAt, { timeout: 10_000, interval: 100 }).toEqual(expect.any(String));
       const runs = await api.get(`/admin/import-runs?date=${today}`, { admin: true });
       expect(runs.status).toBe(200);
       expectSnakeCase(runs.body);
