@@ -10,6 +10,7 @@ import { defineConfig } from 'vitest/config';
  */
 const blackBox = [
   'test/integration/admin.test.ts',
+  'test/integration/adminCompletedDeliveries.test.ts',
   'test/integration/adminPaging.test.ts',
   'test/integration/adminReviews.test.ts',
   'test/integration/attachmentPreviews.test.ts',
