@@ -37,6 +37,7 @@ const blackBox = [
   'test/integration/syncPush.test.ts',
   'test/integration/syncWs.test.ts',
   'test/integration/timeOrderedIds.test.ts',
+  'test/integration/tourReads.test.ts',
   'test/integration/tours.test.ts',
   'test/integration/wsDeactivation.test.ts',
   'test/sdk/browser.test.ts',
