@@ -19,6 +19,8 @@ const blackBox = [
   'test/integration/clientWindow.test.ts',
   'test/integration/compression.test.ts',
   'test/integration/cors.test.ts',
+  'test/integration/deliveryMoney.test.ts',
+  'test/integration/deliveryNotes.test.ts',
   'test/integration/deliveryOperations.test.ts',
   'test/integration/deliveryReportPdf.test.ts',
   'test/integration/directAnswers.test.ts',
