@@ -1,43 +1,20 @@
 import { randomUUID } from 'node:crypto';
-import { and, eq, gt, inArray } from 'drizzle-orm';
+import { and, eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import {
-  articles,
-  changeLog,
-  contactChannels,
-  customers,
-  deliveries,
-  deliveryItems,
-  notes,
-  tours,
-  warehouses,
-} from '../../server/db/schema.js';
+import { articles, contactChannels, customers, deliveries, deliveryItems, notes, tours, warehouses } from '../../server/db/schema.js';
 import { createTourReader } from '../../server/queries/renderedTours.js';
 import { berlinDate } from '../../shared/rules/calendar.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { addContact, newTour } from '../helpers/factories.js';
+import { tourChecks } from '../helpers/tourChecks.js';
 import { useTestServer } from '../helpers/server.js';
 import { tourPayload } from '../helpers/tourPayloads.js';
 import { inProcess } from '../helpers/target.js';
 
-let nextDriver = 5600;
-
 describe.each(databaseKinds)('tour reads on %s', (kind) => {
   const api = useTestServer(kind);
 
-  async function driver() {
-    const personalnummer = nextDriver++;
-    return { personalnummer, token: await api.token(personalnummer) };
-  }
-
-  const maxSeq = async () => (await api.db.select({ seq: changeLog.seq }).from(changeLog).orderBy(changeLog.seq)).at(-1)?.seq ?? 0;
-  const changesSince = (seq: number) => api.db.select().from(changeLog).where(gt(changeLog.seq, seq)).orderBy(changeLog.seq);
-
-  async function details(tourId: string, token: string) {
-    const response = await api.get(`/tours/${tourId}`, { token });
-    expect(response.status).toBe(200);
-    return response.body;
-  }
+  const { nextPersonalnummer, driver, maxSeq, changesSince, details } = tourChecks(api, 5600);
 
   describe('GET /me/tours', () => {
     it('lists the tours of the day with delivery states and loading progress', async () => {
@@ -115,14 +92,18 @@ describe.each(databaseKinds)('tour reads on %s', (kind) => {
 
     it('includes notes with their image attachment id, service values, credit and the latest payment', async () => {
       const { personalnummer, token } = await driver();
-      const code = `BAR-${nextDriver}`;
+      const code = `BAR-${nextPersonalnummer()}`;
       const method = (await api.post('/payment-methods', { code, name: 'Bar', collectOnSite: true }, { token })).body.paymentMethod;
       const payload = tourPayload(personalnummer, { deliveries: 1, paymentMethodCode: code });
       const tourId = (await api.post('/sync/tour', payload, { token })).body.tour.id;
       const d = (await details(tourId, token)).deliveries[0];
       await api.post(`/deliveries/${d.id}/notes`, { text: 'Bitte klingeln' }, { token });
       const service = (
-        await api.post('/services', { key: `stufen-${nextDriver}`, name: 'Stufen', kind: 'numeric', minValue: 0, maxValue: 10 }, { token })
+        await api.post(
+          '/services',
+          { key: `stufen-${nextPersonalnummer()}`, name: 'Stufen', kind: 'numeric', minValue: 0, maxValue: 10 },
+          { token },
+        )
       ).body.service;
       expect((await api.put(`/deliveries/${d.id}/services/${service.id}`, { numericValue: 4 }, { token })).status).toBe(200);
       expect(

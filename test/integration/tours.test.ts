@@ -1,30 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { count, eq, gt } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { accounts, changeLog, deliveries, deliveryItems, paymentMethods, tours } from '../../server/db/schema.js';
+import { accounts, deliveries, deliveryItems, paymentMethods, tours } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
+import { tourChecks } from '../helpers/tourChecks.js';
 import { SYNC_ROLE, useTestServer } from '../helpers/server.js';
 import { copy, delivery, position, tourPayload } from '../helpers/tourPayloads.js';
-
-let nextDriver = 5100;
 
 describe.each(databaseKinds)('tours on %s', (kind) => {
   const api = useTestServer(kind);
 
-  async function driver() {
-    const personalnummer = nextDriver++;
-    return { personalnummer, token: await api.token(personalnummer) };
-  }
-
-  const changeCount = async () => (await api.db.select({ n: count() }).from(changeLog))[0].n;
-  const maxSeq = async () => (await api.db.select({ seq: changeLog.seq }).from(changeLog).orderBy(changeLog.seq)).at(-1)?.seq ?? 0;
-  const changesSince = (seq: number) => api.db.select().from(changeLog).where(gt(changeLog.seq, seq)).orderBy(changeLog.seq);
-
-  async function details(tourId: string, token: string) {
-    const response = await api.get(`/tours/${tourId}`, { token });
-    expect(response.status).toBe(200);
-    return response.body;
-  }
+  const { nextPersonalnummer, driver, changeCount, maxSeq, changesSince, details } = tourChecks(api, 5100);
 
   describe('POST /sync/tour', () => {
     it('lands tours of several drivers sent at the same moment with new master data they share', async () => {
@@ -402,7 +388,7 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       const payloadA = tourPayload(a.personalnummer, { deliveries: 2, positions: 2 });
       const tourA = (await api.post('/sync/tour', payloadA, { token: a.token })).body.tour;
       const moving = (await details(tourA.id, a.token)).deliveries[1];
-      const car = (await api.post('/me/cars', { plate: `B-MV ${nextDriver}` }, { token: a.token })).body.car;
+      const car = (await api.post('/me/cars', { plate: `B-MV ${nextPersonalnummer()}` }, { token: a.token })).body.car;
       await api.put(`/deliveries/${moving.id}/assigned-car`, { carId: car.id }, { token: a.token });
       const scanned = {
         clientScanId: randomUUID(),
@@ -413,15 +399,16 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
       await api.post('/scans', { scans: [scanned] }, { token: a.token });
       const note = await api.post(`/deliveries/${moving.id}/notes`, { text: 'Hintereingang benutzen' }, { token: a.token });
       expect(note.status).toBe(200);
-      const flag = (await api.post('/services', { key: `mv-${nextDriver}`, name: 'Leergut', kind: 'boolean' }, { token: a.token })).body
-        .service;
+      const flag = (
+        await api.post('/services', { key: `mv-${nextPersonalnummer()}`, name: 'Leergut', kind: 'boolean' }, { token: a.token })
+      ).body.service;
       expect((await api.put(`/deliveries/${moving.id}/services/${flag.id}`, { boolValue: true }, { token: a.token })).status).toBe(200);
       const seq = await maxSeq();
 
       const payloadB = tourPayload(b.personalnummer, { deliveries: 1 });
       payloadB.deliveries.push(copy(payloadA.deliveries[1]));
       // Taking another account's delivery needs the sync role (the ERP connector's token).
-      const response = await api.post('/sync/tour', payloadB, { token: await api.token(nextDriver++, [SYNC_ROLE]) });
+      const response = await api.post('/sync/tour', payloadB, { token: await api.token(nextPersonalnummer(), [SYNC_ROLE]) });
       expect(response.body.deliveries).toMatchObject({ created: 1, moved: 1 });
 
       const tourB = await details(response.body.tour.id, b.token);
@@ -501,7 +488,7 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
 
     it('resolves payment method codes and keeps an unknown code without failing', async () => {
       const { personalnummer, token } = await driver();
-      const code = `KARTE-${nextDriver}`;
+      const code = `KARTE-${nextPersonalnummer()}`;
       const [method] = await api.db.insert(paymentMethods).values({ code, name: 'Kartenzahlung', collectOnSite: true }).returning();
       const payload = tourPayload(personalnummer, { deliveries: 2 });
       payload.deliveries[0].paymentMethodCode = code;
@@ -732,13 +719,13 @@ describe.each(databaseKinds)('tours on %s', (kind) => {
     });
 
     it('refuses a tour without a token with 401', async () => {
-      const response = await api.post('/sync/tour', tourPayload(nextDriver++));
+      const response = await api.post('/sync/tour', tourPayload(nextPersonalnummer()));
       expect(response.status).toBe(401);
     });
 
     it('lets a token with the sync role send the tour of another driver and creates that account', async () => {
-      const sender = await api.token(nextDriver++, [SYNC_ROLE]);
-      const target = nextDriver++;
+      const sender = await api.token(nextPersonalnummer(), [SYNC_ROLE]);
+      const target = nextPersonalnummer();
       const response = await api.post('/sync/tour', tourPayload(target, { driverName: 'Neue Fahrerin' }), { token: sender });
       expect(response.status).toBe(200);
       expect(response.body.tour.accountId).toBe(target);
