@@ -5,9 +5,9 @@ import { newTour, type NewTourOptions } from './factories.js';
 import type { TestServer } from './server.js';
 import { completionForm, type CompletionParts } from './uploads.js';
 
-/** Deliveries to complete, each for a driver of its own, and what a completion left behind. */
 let nextAccount = 61_000;
 
+/** A delivery to complete, for a driver of its own. */
 export async function setup(api: TestServer, options: Partial<NewTourOptions> = {}) {
   const accountId = nextAccount++;
   const token = await api.token(accountId);

@@ -9,10 +9,15 @@ export interface OperableOptions {
   paymentMethodId?: string | null;
 }
 
+/** A driver of an account of its own, for a tour the test builds itself. */
+export async function newDriver(api: TestServer) {
+  const accountId = nextAccount++;
+  return { accountId, token: await api.token(accountId) };
+}
+
 /** A driver with one delivery: line 0 scannable (3 pieces, none scanned, 10 € each), line 1 a service line. */
 export async function operableDelivery(api: TestServer, options: OperableOptions = {}) {
-  const accountId = nextAccount++;
-  const token = await api.token(accountId);
+  const { accountId, token } = await newDriver(api);
   const tour = await newTour(api.db, {
     accountId,
     openAmountCents: options.openAmountCents ?? 5000,

@@ -5,7 +5,7 @@ import { changeLog, notes } from '../../server/db/schema.js';
 import { databaseKinds } from '../helpers/databases.js';
 import { newTour } from '../helpers/factories.js';
 import { useTestServer } from '../helpers/server.js';
-import { operableDelivery, scan, type OperableOptions } from '../helpers/operableDelivery.js';
+import { newDriver, operableDelivery, scan, type OperableOptions } from '../helpers/operableDelivery.js';
 
 describe.each(databaseKinds)('notes and service values on %s', (kind) => {
   const api = useTestServer(kind);
@@ -40,8 +40,7 @@ describe.each(databaseKinds)('notes and service values on %s', (kind) => {
     );
 
     it('changes a note by its id whatever delivery the path names, but deletes it only under its own', async () => {
-      const accountId = 3099; // below the accounts operableDelivery hands out
-      const token = await api.token(accountId);
+      const { accountId, token } = await newDriver(api);
       const tour = await newTour(api.db, {
         accountId,
         deliveries: 2,
